@@ -1,0 +1,74 @@
+"""Command line: `coderag [PATH]` opens the TUI; subcommands index, search, prompt, eval, bench.
+
+Each subcommand lives in its own module with `register(subparsers)` and `run(args) -> int`;
+this module only dispatches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+
+from coderag_tui import __version__
+from coderag_tui.cli.common import UserError
+
+# subcommand name -> module under coderag_tui.cli
+COMMANDS: dict[str, str] = {
+    "index": "index_cmd",
+    "search": "search_cmd",
+    "prompt": "prompt_cmd",
+    "eval": "eval_cmd",
+    "bench": "bench_cmd",
+}
+
+
+def _available_commands() -> dict[str, object]:
+    modules: dict[str, object] = {}
+    for name, module in COMMANDS.items():
+        try:
+            modules[name] = import_module(f"coderag_tui.cli.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"coderag_tui.cli.{module}":
+                raise
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coderag",
+        description=(
+            "Rank a repository's code for a question (BM25, dense, fused, reranked) and pack "
+            "the best chunks into a prompt. Without a subcommand, opens the TUI on PATH."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"coderag {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _available_commands().values():
+        module.register(sub)  # type: ignore[attr-defined]
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    commands = _available_commands()
+    if args_list and args_list[0] in commands:
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        module = commands[args.command]
+        try:
+            return int(module.run(args))  # type: ignore[attr-defined]
+        except UserError as exc:
+            print(f"coderag: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            print("coderag: interrupted; what was already indexed is kept.", file=sys.stderr)
+            return 130
+    from coderag_tui.cli.tui_cmd import run_tui
+
+    return run_tui(args_list)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

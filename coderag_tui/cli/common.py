@@ -1,0 +1,72 @@
+"""Arguments and helpers shared by the subcommands: repository path, index location, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from coderag_tui.config import Settings, load_settings
+
+
+class UserError(Exception):
+    """A problem the user can fix; the message is one sentence naming the thing and the fix."""
+
+    exit_code = 2
+
+
+def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = True) -> None:
+    """PATH (default: current directory) and --index-dir, common to every subcommand."""
+    if path_positional:
+        parser.add_argument(
+            "path", nargs="?", default=None, metavar="PATH",
+            help="repository to index (default: the current directory)",
+        )
+    parser.add_argument(
+        "--index-dir", type=Path, default=None,
+        help="where to keep the index (default: the user cache directory)",
+    )
+
+
+def add_chunking_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chunking", choices=["lines", "ast", "file"], default=None,
+                        help="how files are cut into chunks (default: lines)")
+    parser.add_argument("--chunk-lines", type=int, default=None, metavar="N",
+                        help="lines per window for `lines`, size limit for `ast` (default: 64)")
+    parser.add_argument("--overlap", dest="chunk_overlap", type=int, default=None, metavar="N",
+                        help="lines shared by neighbouring windows (default: 0)")
+
+
+def resolve_repo(path: str | None) -> Path:
+    """The repository directory, or a UserError in one sentence."""
+    repo = Path(path if path is not None else ".").expanduser()
+    if not repo.exists():
+        raise UserError(f"{repo} does not exist: pass the path of a repository folder.")
+    if not repo.is_dir():
+        raise UserError(f"{repo} is not a folder: pass the path of a repository folder.")
+    return repo.resolve()
+
+
+def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
+    """Settings from config files and environment, overridden by the flags that were given."""
+    values = dict(vars(args))
+    values.pop("command", None)
+    repo = resolve_repo(values.pop("path", None))
+    values.update(extra)
+    values["repo"] = repo
+    try:
+        return load_settings(values)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"coderag: {message}", file=sys.stderr)
+    return code

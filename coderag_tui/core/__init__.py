@@ -1,0 +1,1 @@
+"""The pure core: indexing, ranking, packing and evaluation. Never imports textual."""

@@ -1,0 +1,223 @@
+"""Values that flow between the stages: files, chunks, rankings, timings, prompts.
+
+Every stage returns one of these frozen values, so the TUI, the CLI and the evaluator
+can show or compare any intermediate result without re-running a stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal
+
+ChunkStrategy = Literal["lines", "ast", "file"]
+RankingName = Literal["bm25", "dense", "fused", "rerank"]
+RANKING_NAMES: tuple[RankingName, ...] = ("bm25", "dense", "fused", "rerank")
+
+
+class SkipReason(str, Enum):
+    """Why a file was left out of the index; the value is what the user reads."""
+
+    BINARY = "binary (NUL byte in the first 8 KiB)"
+    TOO_LARGE = "larger than the size limit"
+    MINIFIED = "minified or generated (very long lines)"
+    LOCKFILE = "lock file"
+    VENDORED = "vendored folder"
+    UNREADABLE = "unreadable"
+    NOT_A_FILE = "not a regular file"
+    SYMLINK_OUTSIDE = "symlink pointing outside the repository"
+    SYMLINK_LOOP = "symlink loop"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file chosen for indexing; `path` is repository-relative with forward slashes."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file left out, with the reason and an optional detail (e.g. the OS error)."""
+
+    path: str
+    reason: SkipReason
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingSpec:
+    """How files are cut into chunks; `key` names the setting in the store."""
+
+    strategy: ChunkStrategy = "lines"
+    lines: int = 64
+    overlap: int = 0
+
+    @property
+    def key(self) -> str:
+        if self.strategy == "file":
+            return "file"
+        if self.strategy == "ast":
+            return f"ast:{self.lines}"
+        return f"lines:{self.lines}:{self.overlap}"
+
+    @classmethod
+    def parse(cls, text: str) -> ChunkingSpec:
+        """Parse `lines`, `lines:64`, `lines:64:8`, `ast`, `ast:80` or `file`."""
+        parts = text.strip().split(":")
+        strategy = parts[0]
+        if strategy not in ("lines", "ast", "file"):
+            raise ValueError(f"unknown chunking {text!r}: use lines[:N[:OVERLAP]], ast[:N] or file")
+        lines = int(parts[1]) if len(parts) > 1 else 64
+        overlap = int(parts[2]) if len(parts) > 2 else 0
+        if lines < 1 or overlap < 0 or overlap >= lines:
+            raise ValueError(f"bad chunking {text!r}: need N >= 1 and 0 <= OVERLAP < N")
+        return cls(strategy=strategy, lines=lines, overlap=overlap)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of one file: 1-based inclusive line range, kind (`lines`, `function`, …)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    language: str | None
+    text: str
+
+    @property
+    def key(self) -> str:
+        """Identity of the chunk within one chunking setting: `path:start-end`."""
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+    @property
+    def n_lines(self) -> int:
+        return self.end_line - self.start_line + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One chunk in one ranking; `rank` is 1-based."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """An ordered list of hits from one method, or the reason the method is unavailable."""
+
+    name: RankingName
+    hits: tuple[Hit, ...] = ()
+    available: bool = True
+    reason: str = ""
+
+    def rank_of(self, key: str) -> int | None:
+        for hit in self.hits:
+            if hit.chunk.key == key:
+                return hit.rank
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class StageTiming:
+    """Wall time of one stage of a search, in milliseconds."""
+
+    stage: str
+    ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class FileHit:
+    """A file ranked by its best chunk (for "which files" questions)."""
+
+    path: str
+    score: float
+    rank: int
+    best_chunk: Chunk
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRun:
+    """Everything one search produced: every ranking, every stage's time, notes for the user."""
+
+    query: str
+    rankings: Mapping[RankingName, Ranking]
+    timings: tuple[StageTiming, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_ms(self) -> float:
+        return sum(t.ms for t in self.timings)
+
+    @property
+    def final(self) -> Ranking:
+        """The best available ranking: reranked, else fused, else BM25."""
+        for name in ("rerank", "fused", "bm25"):
+            ranking = self.rankings.get(name)  # type: ignore[call-overload]
+            if ranking is not None and ranking.available and ranking.hits:
+                return ranking
+        return self.rankings.get("bm25", Ranking("bm25"))
+
+    def ranks_of(self, key: str) -> dict[RankingName, int | None]:
+        """The chunk's rank in every available list (None where it is absent)."""
+        return {
+            name: ranking.rank_of(key)
+            for name, ranking in self.rankings.items()
+            if ranking.available
+        }
+
+    def files(self, name: RankingName | None = None) -> tuple[FileHit, ...]:
+        """Aggregate a ranking's chunk hits to files, each scored by its best chunk."""
+        ranking = self.final if name is None else self.rankings[name]
+        best: dict[str, Hit] = {}
+        for hit in ranking.hits:
+            if hit.chunk.path not in best:
+                best[hit.chunk.path] = hit  # hits are in rank order: first is best
+        return tuple(
+            FileHit(path=path, score=hit.score, rank=i, best_chunk=hit.chunk)
+            for i, (path, hit) in enumerate(best.items(), start=1)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PackedBlock:
+    """A contiguous piece of one file in the prompt (merged from one or more chunks)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    language: str | None
+    text: str
+    tokens: int
+    chunk_keys: tuple[str, ...]
+    best_rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedChunk:
+    """A ranked chunk that did not fit (or was excluded), with why."""
+
+    key: str
+    rank: int
+    tokens: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PackedPrompt:
+    """The assembled prompt and an account of what went in and what did not."""
+
+    text: str
+    tokens: int
+    budget: int
+    encoding: str
+    exact: bool
+    blocks: tuple[PackedBlock, ...]
+    dropped: tuple[DroppedChunk, ...] = field(default=())

@@ -1,0 +1,1 @@
+"""The Textual face over the core."""
