@@ -148,7 +148,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"cannot read the config file {path}: {exc}") from exc
-    return data.get("coderag", data)
+    section = data.get("coderag", data)
+    return dict(section) if isinstance(section, dict) else {}
 
 
 def load_settings(
