@@ -1,0 +1,608 @@
+"""SQLite persistence for the index (files, chunks per chunking setting) and the embedding cache.
+
+One database per repository holds the files (stat, content hash, skip reason, text) and the
+chunks of every chunking setting the user has tried; a second database, shared by every
+repository, caches embedding vectors by (model, hash of the embedded text). Both use WAL and
+explicit transactions, so an interrupted run (Ctrl-C, SIGKILL) leaves a valid database, and a
+file that is not ours (corrupt, another program's, another schema version) is moved aside and
+rebuilt with a one-sentence notice instead of failing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from coderag_tui.core.models import Chunk
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# "CRAG" in ASCII: marks a database as coderag's index (PRAGMA application_id).
+INDEX_APP_ID = 0x43524147
+# "CREC": marks the shared embedding cache.
+CACHE_APP_ID = 0x43524543
+INDEX_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 1
+# SQLite's default limit on host parameters is 32766 (999 in old builds); stay well below it.
+_PARAMS_PER_QUERY = 500
+
+_INDEX_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    language TEXT,
+    skip_reason TEXT,
+    skip_detail TEXT NOT NULL DEFAULT '',
+    invalid_utf8 INTEGER NOT NULL DEFAULT 0,
+    text TEXT
+);
+CREATE TABLE chunks (
+    spec_key TEXT NOT NULL,
+    path TEXT NOT NULL,
+    ord INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    language TEXT,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL
+);
+CREATE UNIQUE INDEX chunks_by_spec_path ON chunks (spec_key, path, ord);
+CREATE TABLE chunked (
+    spec_key TEXT NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (spec_key, path)
+) WITHOUT ROWID;
+"""
+
+_CACHE_SCHEMA = """
+CREATE TABLE embeddings (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+);
+"""
+
+_GEN_PREFIX = "generation:"
+_T = TypeVar("_T")
+
+
+class StoreError(Exception):
+    """A problem with the index database; the message is one sentence naming the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """What the index remembers about one file: its stat, content hash, and why it was skipped."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    language: str | None
+    skip_reason: str | None  # SkipReason name (e.g. "BINARY"), None for an indexed file
+    skip_detail: str = ""
+    invalid_utf8: bool = False
+
+
+def text_hash(text: str) -> str:
+    """sha1 hex of the UTF-8 text: the key chunks and embeddings are cached under."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _explain(path: Path, exc: sqlite3.Error) -> str:
+    """Turn an SQLite error into one sentence a user can act on."""
+    text = str(exc)
+    low = text.lower()
+    if "disk is full" in low or "disk i/o" in low:
+        return (
+            f"cannot write the index at {path} ({text}): free some disk space or pass "
+            "--index-dir with a folder on another disk."
+        )
+    if "locked" in low or "busy" in low:
+        return (
+            f"the index at {path} is locked by another coderag process: wait for it to "
+            "finish or pass --index-dir."
+        )
+    if "readonly" in low or "read-only" in low or "unable to open" in low:
+        return (
+            f"cannot open the index at {path} for writing ({text}): pass --index-dir with "
+            "a writable folder."
+        )
+    return (
+        f"the index at {path} is damaged ({text}): delete that file and run "
+        "`coderag index` again."
+    )
+
+
+def _aside_name(path: Path, label: str) -> Path:
+    """A free name next to `path` for a bad database, e.g. `x.sqlite.corrupt-20250101-120000`."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = path.with_name(f"{path.name}.{label}-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{label}-{stamp}-{n}")
+    return candidate
+
+
+def _move_aside(path: Path, label: str) -> Path:
+    """Rename the database and its WAL/SHM side files so a fresh one can be created."""
+    target = _aside_name(path, label)
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = Path(str(path) + suffix)
+        if side.exists():
+            try:
+                os.replace(side, Path(str(target) + suffix))
+            except OSError:
+                side.unlink(missing_ok=True)
+    return target
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open in autocommit mode (transactions are explicit) with WAL and relaxed fsync."""
+    conn = sqlite3.connect(
+        str(path), isolation_level=None, check_same_thread=False, timeout=10.0
+    )
+    try:
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        conn.execute("PRAGMA cache_size=-32768")  # 32 MiB page cache
+        conn.execute("PRAGMA mmap_size=268435456")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_database(
+    path: Path, *, app_id: int, version: int, schema: str, what: str
+) -> tuple[sqlite3.Connection, str | None]:
+    """Open or create a database of ours; move aside anything else and say so in one sentence."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the folder {path.parent} for the {what} ({exc.strerror}): pass "
+            "--index-dir with a writable folder."
+        ) from exc
+    if path.exists() and not path.is_file():
+        raise StoreError(
+            f"the {what} path {path} is not a file: remove it or pass --index-dir."
+        )
+    notice: str | None = None
+    for _attempt in range(2):
+        label = ""
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = _connect(path)
+            found_app = int(conn.execute("PRAGMA application_id").fetchone()[0])
+            found_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            n_tables = int(
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            )
+            if found_app == app_id and found_version == version:
+                return conn, notice
+            if found_app == 0 and n_tables == 0:
+                _create_schema(conn, app_id=app_id, version=version, schema=schema)
+                return conn, notice
+            if found_app == app_id:
+                label = "old-schema"
+                reason = (
+                    f"used schema version {found_version} (this coderag uses {version})"
+                )
+            else:
+                label = "foreign"
+                reason = "was not made by coderag"
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "not a database" not in str(exc):
+                if conn is not None:
+                    conn.close()
+                raise StoreError(_explain(path, exc)) from exc
+            label = "corrupt"
+            reason = "was not a readable SQLite database"
+        if conn is not None:
+            conn.close()
+        try:
+            moved = _move_aside(path, label)
+        except OSError as exc:
+            raise StoreError(
+                f"the {what} at {path} {reason} and could not be moved aside "
+                f"({exc.strerror}): delete it and run again."
+            ) from exc
+        notice = f"The {what} at {path} {reason}; moved it to {moved.name} and started a new one."
+    raise StoreError(f"cannot create the {what} at {path}: delete it and run again.")
+
+
+def _create_schema(conn: sqlite3.Connection, *, app_id: int, version: int, schema: str) -> None:
+    """Create tables and stamp the file as ours in one transaction (all or nothing)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in schema.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id={int(app_id)}")
+        conn.execute(f"PRAGMA user_version={int(version)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+class Store:
+    """The per-repository index: files, their text, and chunks for each chunking setting.
+
+    A Store may be handed between threads (the TUI builds in a worker) but is used by one
+    thread at a time; a lock serialises calls, and `batch()` holds it for the transaction.
+    """
+
+    notice: str | None
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, notice: str | None) -> None:
+        self.path = path
+        self.notice = notice
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._dirty: set[str] = set()
+        self._db_id = self._ensure_db_id()
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        """Open (or create) the index at `path`; a bad file is moved aside and `notice` says so."""
+        path = Path(path)
+        conn, notice = _open_database(
+            path, app_id=INDEX_APP_ID, version=INDEX_SCHEMA_VERSION,
+            schema=_INDEX_SCHEMA, what="index",
+        )
+        return cls(path, conn, notice)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction: commit on success, roll back on any exception (Ctrl-C included).
+
+        Nested batches join the outer one. The generation of every chunking setting whose
+        chunks changed is bumped inside the same transaction.
+        """
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(_explain(self.path, exc)) from exc
+            self._depth = 1
+            self._dirty = set()
+            try:
+                yield
+                self._bump_generations()
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(_explain(self.path, exc)) from exc
+                raise
+            finally:
+                self._depth = 0
+                self._dirty = set()
+
+    def _bump_generations(self) -> None:
+        for spec_key in sorted(self._dirty):
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) "
+                "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+                (_GEN_PREFIX + spec_key,),
+            )
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise StoreError(_explain(self.path, exc)) from exc
+
+    def _ensure_db_id(self) -> str:
+        """A random id of this database file, so generations of a rebuilt index never repeat."""
+        existing = self.get_meta("db_id")
+        if existing is not None:
+            return existing
+        new = uuid.uuid4().hex[:12]
+        self.set_meta("db_id", new)
+        return new
+
+    # --- meta -----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self._reading() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.batch():
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def generation(self, spec_key: str) -> str:
+        """Changes whenever the chunks of `spec_key` change (a cache key for derived indexes)."""
+        counter = self.get_meta(_GEN_PREFIX + spec_key) or "0"
+        return f"{self._db_id}-{counter}"
+
+    def spec_keys(self) -> list[str]:
+        """Every chunking setting that has (or had) chunks in this index."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT key FROM meta WHERE key >= ? AND key < ? ORDER BY key",
+                (_GEN_PREFIX, _GEN_PREFIX[:-1] + chr(ord(":") + 1)),
+            ).fetchall()
+        return [str(r[0])[len(_GEN_PREFIX):] for r in rows]
+
+    # --- files --------------------------------------------------------------------------
+
+    def file_states(self) -> dict[str, FileState]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT path, size, mtime_ns, content_hash, language, skip_reason, "
+                "skip_detail, invalid_utf8 FROM files"
+            ).fetchall()
+        return {
+            r[0]: FileState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows
+        }
+
+    def file_text(self, path: str) -> str | None:
+        """The text that was indexed for `path` (so re-chunking never has to read the file)."""
+        with self._reading() as conn:
+            row = conn.execute("SELECT text FROM files WHERE path = ?", (path,)).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def file_count(self) -> int:
+        with self._reading() as conn:
+            return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+
+    def put_file(self, state: FileState, text: str | None) -> None:
+        """Record a file's new content (or its skip); its old chunks of every setting are dropped.
+
+        The chunks described the previous content, so they go; the caller puts the chunks
+        of the current setting right after, and other settings are rebuilt from the stored
+        text when they are next used.
+        """
+        with self.batch():
+            self._drop_chunks([state.path])
+            self._conn.execute(
+                "INSERT OR REPLACE INTO files (path, size, mtime_ns, content_hash, language, "
+                "skip_reason, skip_detail, invalid_utf8, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    state.path, state.size, state.mtime_ns, state.content_hash, state.language,
+                    state.skip_reason, state.skip_detail, int(state.invalid_utf8), text,
+                ),
+            )
+
+    def update_stat(self, path: str, size: int, mtime_ns: int) -> None:
+        """A file was touched but its content is the same: remember the new stat only."""
+        with self.batch():
+            self._conn.execute(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
+            )
+
+    def delete_files(self, paths: Iterable[str]) -> None:
+        """Forget files and their chunks of every chunking setting."""
+        items = list(paths)
+        if not items:
+            return
+        with self.batch():
+            self._drop_chunks(items)
+            self._conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in items])
+
+    def _drop_chunks(self, paths: Sequence[str]) -> None:
+        for spec_key in self.spec_keys():
+            params = [(spec_key, p) for p in paths]
+            cur = self._conn.executemany(
+                "DELETE FROM chunks WHERE spec_key = ? AND path = ?", params
+            )
+            if cur.rowcount > 0:
+                self._dirty.add(spec_key)
+            self._conn.executemany(
+                "DELETE FROM chunked WHERE spec_key = ? AND path = ?", params
+            )
+
+    # --- chunks -------------------------------------------------------------------------
+
+    def put_chunks(self, spec_key: str, path: str, chunks: Sequence[Chunk]) -> None:
+        """Replace the chunks of one file for one chunking setting (so re-runs never duplicate)."""
+        ordered = sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+        with self.batch():
+            self._dirty.add(spec_key)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, '0')", (_GEN_PREFIX + spec_key,)
+            )
+            self._conn.execute(
+                "DELETE FROM chunks WHERE spec_key = ? AND path = ?", (spec_key, path)
+            )
+            self._conn.executemany(
+                "INSERT INTO chunks (spec_key, path, ord, start_line, end_line, kind, language, "
+                "text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (spec_key, path, i, c.start_line, c.end_line, c.kind, c.language, c.text,
+                     text_hash(c.text))
+                    for i, c in enumerate(ordered)
+                ],
+            )
+            self._conn.execute(
+                "INSERT OR IGNORE INTO chunked (spec_key, path) VALUES (?, ?)", (spec_key, path)
+            )
+
+    def chunked_paths(self, spec_key: str) -> set[str]:
+        """Files already cut into chunks for `spec_key` (an empty file counts, with no chunks)."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT path FROM chunked WHERE spec_key = ?", (spec_key,)
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def chunks(self, spec_key: str) -> list[Chunk]:
+        """Every chunk of one chunking setting, ordered by (path, start_line)."""
+        with self._reading() as conn:
+            cur = conn.execute(
+                "SELECT path, start_line, end_line, kind, language, text FROM chunks "
+                "WHERE spec_key = ? ORDER BY path, ord",
+                (spec_key,),
+            )
+            return [Chunk(*row) for row in cur]
+
+    def chunk_count(self, spec_key: str) -> int:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM chunks WHERE spec_key = ?", (spec_key,)
+            ).fetchone()
+        return int(row[0])
+
+    def chunk_hashes(self, spec_key: str) -> list[str]:
+        """The text hash of every chunk of `spec_key`, in the order of `chunks()`."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT text_hash FROM chunks WHERE spec_key = ? ORDER BY path, ord", (spec_key,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+
+class EmbeddingCache:
+    """Embedding vectors keyed by (model, hash of the embedded text), shared by every repository.
+
+    Unchanged or renamed code is never embedded twice: across runs, chunk sizes and repos.
+    """
+
+    notice: str | None
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, notice: str | None) -> None:
+        self.path = path
+        self.notice = notice
+        self._conn = conn
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, path: Path) -> EmbeddingCache:
+        path = Path(path)
+        conn, notice = _open_database(
+            path, app_id=CACHE_APP_ID, version=CACHE_SCHEMA_VERSION,
+            schema=_CACHE_SCHEMA, what="embedding cache",
+        )
+        return cls(path, conn, notice)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _guard(self, fn: Callable[[], _T]) -> _T:
+        with self._lock:
+            try:
+                return fn()
+            except sqlite3.Error as exc:
+                raise StoreError(_explain(self.path, exc)) from exc
+
+    def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached float32 vectors among `text_hashes` (missing ones are simply absent)."""
+        import numpy as np
+
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(text_hashes))
+
+        def run() -> None:
+            for start in range(0, len(unique), _PARAMS_PER_QUERY):
+                part = unique[start : start + _PARAMS_PER_QUERY]
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    f"SELECT text_hash, dim, vector FROM embeddings "
+                    f"WHERE model = ? AND text_hash IN ({marks})",
+                    (model, *part),
+                ).fetchall()
+                for key, dim, blob in rows:
+                    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+                    if vector.shape[0] == dim:
+                        found[str(key)] = vector
+
+        self._guard(run)
+        return found
+
+    def put_many(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Store vectors (as little-endian float32) in one transaction."""
+        import numpy as np
+
+        rows = []
+        for key, vector in items:
+            flat = np.ascontiguousarray(vector, dtype="<f4").reshape(-1)
+            rows.append((model, key, int(flat.shape[0]), flat.tobytes()))
+        if not rows:
+            return
+
+        def run() -> None:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector) "
+                    "VALUES (?, ?, ?, ?)",
+                    rows,
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+        self._guard(run)
+
+    def count(self, model: str | None = None) -> int:
+        def run() -> int:
+            if model is None:
+                row = self._conn.execute("SELECT count(*) FROM embeddings").fetchone()
+            else:
+                row = self._conn.execute(
+                    "SELECT count(*) FROM embeddings WHERE model = ?", (model,)
+                ).fetchone()
+            return int(row[0])
+
+        return self._guard(run)
