@@ -1,0 +1,355 @@
+"""Evaluation datasets: JSONL rows, the repository tree each row is asked against, git history.
+
+A row names a question, the files that answer it and, optionally, the repository and commit
+it was asked at. The tree at that commit is read with git itself (`git archive`) into a
+cache folder that later runs reuse, so nobody's working tree is ever checked out over.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from coderag_tui.core.languages import language_for
+from coderag_tui.core.metrics import GoldChunk
+
+# Languages whose files count as source code for --from-git-history (not docs or config).
+SOURCE_LANGUAGES = frozenset({
+    "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby",
+    "c_sharp", "php", "kotlin", "scala", "swift", "lua", "shell", "bash", "sql", "r", "perl",
+    "haskell", "elixir", "erlang", "clojure", "dart", "julia", "zig", "ocaml", "objectivec",
+    "objective_c", "groovy", "nim", "powershell", "vue", "svelte",
+})
+
+TEST_DIRS = frozenset({"test", "tests", "testing"})
+
+
+class DatasetError(Exception):
+    """A dataset or repository problem the user can fix; the message is one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRow:
+    """One question with the files (and optionally line ranges) that answer it."""
+
+    id: str
+    query: str
+    gold_files: tuple[str, ...]
+    repo: str | None = None
+    base_commit: str | None = None
+    gold_chunks: tuple[GoldChunk, ...] = ()
+
+
+def _text(row: dict[str, Any], *names: str) -> str | None:
+    for name in names:
+        value = row.get(name)
+        if value is not None and str(value).strip():
+            return str(value)
+    return None
+
+
+def parse_row(row: dict[str, Any], where: str) -> EvalRow:
+    """Turn one decoded JSON object into an EvalRow, naming the line when a field is missing."""
+    row_id = _text(row, "id", "instance_id")
+    query = _text(row, "query", "problem_statement")
+    gold = row.get("gold_files")
+    if row_id is None:
+        raise DatasetError(f"{where} has no `id` or `instance_id`: add one to every row.")
+    if query is None:
+        raise DatasetError(f"{where} has no `query` or `problem_statement`: add the question.")
+    if not isinstance(gold, list) or not gold or not all(isinstance(g, str) for g in gold):
+        raise DatasetError(f"{where} needs `gold_files`, a non-empty list of paths.")
+    chunks: list[GoldChunk] = []
+    for item in row.get("gold_chunks") or ():
+        try:
+            chunks.append(
+                GoldChunk(str(item["path"]), int(item["start_line"]), int(item["end_line"]))
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(
+                f"{where} has a gold_chunks entry without path/start_line/end_line: fix it."
+            ) from exc
+    return EvalRow(
+        id=row_id,
+        query=query,
+        gold_files=tuple(g.strip("/") for g in gold),
+        repo=_text(row, "repo"),
+        base_commit=_text(row, "base_commit"),
+        gold_chunks=tuple(chunks),
+    )
+
+
+def load_dataset(path: Path) -> list[EvalRow]:
+    """Read a JSONL dataset (blank lines ignored) or say which line is wrong."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DatasetError(f"cannot read the dataset {path}: check the path ({exc}).") from exc
+    rows: list[EvalRow] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name} line {number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where} is not valid JSON ({exc.msg}): fix that line.") from exc
+        if not isinstance(data, dict):
+            raise DatasetError(f"{where} is not a JSON object: each line must be one row.")
+        rows.append(parse_row(data, where))
+    if not rows:
+        raise DatasetError(f"{path} has no rows: add one JSON object per line.")
+    return rows
+
+
+# --- which files are candidates -------------------------------------------------------------
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a repository path looks like a test (a tests/ folder, test_*.py, *_test.py …)."""
+    parts = PurePosixPath(path).parts
+    if any(part in TEST_DIRS for part in parts[:-1]):
+        return True
+    name = parts[-1] if parts else ""
+    stem = name.rsplit(".", 1)[0]
+    return (
+        name == "conftest.py"
+        or stem.startswith("test_")
+        or stem.endswith(("_test", "_tests"))
+        or stem == "tests"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateFilter:
+    """Which files may be ranked: glob patterns to include (empty: all) and whether tests count."""
+
+    include: tuple[str, ...] = ()
+    exclude_tests: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.include) or self.exclude_tests
+
+    @property
+    def key(self) -> str:
+        """A short stable name of the filter, used in tree cache folder names."""
+        if not self.active:
+            return ""
+        label = ",".join(self.include) + ("-notests" if self.exclude_tests else "")
+        return "".join(c if c.isalnum() or c in "-_," else "_" for c in label)
+
+    def accepts(self, path: str) -> bool:
+        if self.exclude_tests and is_test_path(path):
+            return False
+        return not self.include or any(fnmatch.fnmatch(path, pat) for pat in self.include)
+
+
+# --- repositories and trees -----------------------------------------------------------------
+
+
+def is_git_dir(path: Path) -> bool:
+    """A checkout (has .git) or a bare repository (HEAD + objects)."""
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+def find_repository(repos_dir: Path, repo: str) -> Path | None:
+    """Locate owner/name under repos_dir: owner/name, name, owner+name or owner+name/repo."""
+    owner, _, name = repo.rpartition("/")
+    candidates = [repos_dir / repo, repos_dir / name]
+    if owner:
+        plus = repos_dir / f"{owner}+{name}"
+        candidates += [plus, plus / "repo", repos_dir / f"{owner}__{name}"]
+    for candidate in candidates:
+        if candidate.is_dir() and is_git_dir(candidate):
+            return candidate
+    return None
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(git_dir), *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise DatasetError(
+            f"git {' '.join(args[:2])} failed in {git_dir}: {done.stderr.strip()}"
+        )
+    return done.stdout
+
+
+def resolve_commit(git_dir: Path, commit: str) -> str:
+    """The full sha of `commit` in git_dir, or a DatasetError saying it is missing."""
+    done = subprocess.run(
+        ["git", "-C", str(git_dir), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+        capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        raise DatasetError(
+            f"commit {commit} is not in {git_dir}: fetch the repository's full history."
+        )
+    return done.stdout.strip()
+
+
+def commit_time(git_dir: Path, commit: str) -> int:
+    """Committer time (unix seconds) of a commit, so rows can be ordered along history."""
+    try:
+        return int(_git(git_dir, "show", "-s", "--format=%ct", commit).strip() or 0)
+    except (DatasetError, ValueError):
+        return 0
+
+
+def default_tree_cache() -> Path:
+    from coderag_tui.config import user_cache_dir
+
+    return user_cache_dir() / "trees"
+
+
+def materialise_tree(
+    git_dir: Path,
+    commit: str,
+    *,
+    cache_dir: Path | None = None,
+    label: str = "",
+    candidates: CandidateFilter = CandidateFilter(),
+) -> Path:
+    """The repository's tree at `commit`, extracted once with `git archive` into the cache.
+
+    Only files the candidate filter accepts are written. The extraction goes to a temporary
+    folder that is renamed into place when complete, so an interrupted run never leaves a
+    half tree that a later run would reuse.
+    """
+    sha = resolve_commit(git_dir, commit)
+    base = cache_dir if cache_dir is not None else default_tree_cache()
+    name = label or git_dir.resolve().name
+    suffix = f"-{candidates.key}" if candidates.active else ""
+    final = base / f"{name}-{sha[:12]}{suffix}"
+    if final.is_dir():
+        return final
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=base))
+    try:
+        _extract(git_dir, sha, tmp, candidates)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not final.is_dir():  # someone else finished first: keep theirs
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -> None:
+    proc = subprocess.Popen(
+        ["git", "-C", str(git_dir), "archive", "--format=tar", sha],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
+            for member in archive:
+                if member.isfile() and not candidates.accepts(member.name):
+                    continue
+                if not (member.isfile() or member.isdir() or member.issym()):
+                    continue
+                try:
+                    archive.extract(member, dest, filter="data")
+                except tarfile.FilterError:
+                    continue  # e.g. a symlink pointing outside the tree: the walker skips it too
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        code = proc.wait()
+    if code != 0:
+        raise DatasetError(f"git archive {sha[:12]} failed in {git_dir}: {err.strip()}")
+
+
+# --- datasets from git history --------------------------------------------------------------
+
+
+def is_source_path(path: str) -> bool:
+    """Whether a path is source code in a known programming language."""
+    return language_for(path) in SOURCE_LANGUAGES
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryOptions:
+    """Which commits make good questions: how many source files they modify, how far back."""
+
+    min_files: int = 1
+    max_files: int = 5
+    max_scan: int = 0  # commits to look at; 0: 20 x N (at least 200)
+    extra_source: tuple[str, ...] = field(default=())  # extra glob patterns counted as source
+
+
+def from_git_history(
+    repo: Path, n: int, *, options: HistoryOptions = HistoryOptions()
+) -> list[EvalRow]:
+    """The last n non-merge commits of HEAD that modify 1-5 existing source files, as rows.
+
+    The commit message is the query, the parent is the base commit and the modified files
+    (present at the parent) are the gold files.
+    """
+    if not is_git_dir(repo) and subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, check=False
+    ).returncode != 0:
+        raise DatasetError(f"{repo} is not a git repository: --from-git-history needs one.")
+    scan = options.max_scan or max(200, 20 * n)
+    log = _git(repo, "log", "--no-merges", f"-n{scan}", "--format=%H %P")
+    rows: list[EvalRow] = []
+    for line in log.splitlines():
+        parts = line.split()
+        if len(parts) != 2:  # root commit (no parent) or malformed
+            continue
+        sha, parent = parts
+        raw = _git(repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", parent, sha)
+        fields_ = raw.split("\0")
+        modified = [
+            path for status, path in zip(fields_[0::2], fields_[1::2], strict=False)
+            if status == "M" and (
+                is_source_path(path)
+                or any(fnmatch.fnmatch(path, pat) for pat in options.extra_source)
+            )
+        ]
+        if not options.min_files <= len(modified) <= options.max_files:
+            continue
+        message = _git(repo, "show", "-s", "--format=%B", sha).strip()
+        if not message:
+            continue
+        rows.append(EvalRow(
+            id=sha[:12], query=message, gold_files=tuple(sorted(modified)), base_commit=parent,
+        ))
+        if len(rows) >= n:
+            break
+    return rows
+
+
+def rows_to_jsonl(rows: Sequence[EvalRow]) -> str:
+    """Serialise rows in the dataset format (so a git-history dataset can be saved and edited)."""
+    out = []
+    for row in rows:
+        data: dict[str, Any] = {
+            "id": row.id, "query": row.query, "gold_files": list(row.gold_files),
+        }
+        if row.repo:
+            data["repo"] = row.repo
+        if row.base_commit:
+            data["base_commit"] = row.base_commit
+        if row.gold_chunks:
+            data["gold_chunks"] = [
+                {"path": g.path, "start_line": g.start_line, "end_line": g.end_line}
+                for g in row.gold_chunks
+            ]
+        out.append(json.dumps(data, ensure_ascii=False))
+    return "\n".join(out) + ("\n" if out else "")
