@@ -1,0 +1,327 @@
+"""Packing ranked chunks into a token budget, and advice on chunk size for a budget.
+
+`pack` walks the hits in rank order (pinned ones first, excluded ones never) and takes each
+chunk whole while it fits in the budget left after the template and the task; chunks of one
+file that overlap or touch are merged into one block with the union line range. The rendered
+prompt is counted at the end and trimmed from the tail if merging moved it over the budget, so
+the returned prompt never has more tokens than the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from coderag_tui.core.models import (
+    Chunk,
+    ChunkingSpec,
+    DroppedChunk,
+    Hit,
+    PackedBlock,
+    PackedPrompt,
+)
+from coderag_tui.core.prompt import Template
+from coderag_tui.core.tokens import TokenCounter
+
+OVER_BUDGET = "over budget"
+EXCLUDED = "excluded"
+PINNED_MISSING = "pinned, but not in these results"
+# Tokens a block header and fence add on top of the code, used only by `advise`.
+BLOCK_OVERHEAD_TOKENS = 16
+
+
+class BudgetTooSmall(ValueError):
+    """The template and the task alone do not fit; the message names the fix."""
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as editors and `git` count them (split on newline; a final newline ends a line)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    key: str  # the hit's own key, kept even when the chunk was trimmed
+    chunk: Chunk
+    rank: int
+    order: int  # position in packing order: pinned first, then rank order
+
+
+@dataclass(frozen=True)
+class _Block:
+    path: str
+    start: int
+    end: int
+    language: str | None
+    members: tuple[_Candidate, ...]
+
+    @property
+    def order(self) -> int:
+        return min(m.order for m in self.members)
+
+
+def _merge(cands: Iterable[_Candidate]) -> list[_Block]:
+    """Merge one file's chunks that overlap or touch into blocks (sorted by start line)."""
+    blocks: list[_Block] = []
+    for cand in sorted(cands, key=lambda c: (c.chunk.start_line, c.chunk.end_line, c.order)):
+        chunk = cand.chunk
+        last = blocks[-1] if blocks else None
+        if last is not None and chunk.start_line <= last.end + 1:
+            blocks[-1] = replace(
+                last,
+                end=max(last.end, chunk.end_line),
+                language=last.language or chunk.language,
+                members=(*last.members, cand),
+            )
+        else:
+            blocks.append(
+                _Block(chunk.path, chunk.start_line, chunk.end_line, chunk.language, (cand,))
+            )
+    return blocks
+
+
+class _Packer:
+    """Holds the accepted chunks per file and prices blocks by their rendered tokens."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        template: Template,
+        file_text: Callable[[str], str | None] | None,
+    ) -> None:
+        self.counter = counter
+        self.template = template
+        self.file_text = file_text
+        self.accepted: dict[str, list[_Candidate]] = {}
+        self._file_lines: dict[str, list[str] | None] = {}
+        self.separator_tokens = max(1, counter.count("\n\n"))
+
+    def _lines_of_file(self, path: str) -> list[str] | None:
+        if path not in self._file_lines:
+            text = self.file_text(path) if self.file_text is not None else None
+            self._file_lines[path] = split_lines(text) if text is not None else None
+        return self._file_lines[path]
+
+    def block_text(self, block: _Block) -> str:
+        """The block's code: the file's real lines when known, else the union of chunk texts."""
+        lines = self._lines_of_file(block.path)
+        if lines is not None and block.end <= len(lines):
+            return "\n".join(lines[block.start - 1 : block.end])
+        by_line: dict[int, str] = {}
+        for member in block.members:
+            for i, line in enumerate(split_lines(member.chunk.text)):
+                by_line.setdefault(member.chunk.start_line + i, line)
+        return "\n".join(by_line.get(n, "") for n in range(block.start, block.end + 1))
+
+    def render_block(self, block: _Block) -> str:
+        return self.template.render_block(
+            path=block.path, start=block.start, end=block.end,
+            language=block.language, code=self.block_text(block),
+        )
+
+    def block_cost(self, block: _Block) -> int:
+        return self.counter.count(self.render_block(block)) + self.separator_tokens
+
+    def file_cost(self, cands: Iterable[_Candidate]) -> int:
+        return sum(self.block_cost(b) for b in _merge(cands))
+
+    def delta(self, cand: _Candidate) -> int:
+        """Extra tokens the prompt needs if `cand` joins what is accepted."""
+        current = self.accepted.get(cand.chunk.path, [])
+        return self.file_cost([*current, cand]) - self.file_cost(current)
+
+    def accept(self, cand: _Candidate) -> None:
+        self.accepted.setdefault(cand.chunk.path, []).append(cand)
+
+    def remove(self, cand: _Candidate) -> None:
+        self.accepted[cand.chunk.path].remove(cand)
+
+    def blocks(self) -> list[_Block]:
+        merged = [b for cands in self.accepted.values() for b in _merge(cands)]
+        return sorted(merged, key=lambda b: (b.order, b.path, b.start))
+
+    def render(self, task: str) -> tuple[str, list[tuple[_Block, str]]]:
+        rendered = [(b, self.render_block(b)) for b in self.blocks()]
+        return self.template.render([text for _, text in rendered], task), rendered
+
+
+def _trimmed(cand: _Candidate, n_lines: int) -> _Candidate:
+    chunk = cand.chunk
+    text = "\n".join(split_lines(chunk.text)[:n_lines])
+    cut = replace(chunk, end_line=chunk.start_line + n_lines - 1, text=text)
+    return replace(cand, chunk=cut)
+
+
+def _largest_fitting_prefix(packer: _Packer, cand: _Candidate, room: int) -> _Candidate | None:
+    """The longest line prefix of `cand` whose extra tokens fit in `room` (binary search)."""
+    lo, hi, best = 1, cand.chunk.n_lines - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        trial = _trimmed(cand, mid)
+        if packer.delta(trial) <= room:
+            best, lo = trial, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _order_hits(
+    hits: Sequence[Hit], pinned: Sequence[str]
+) -> tuple[list[_Candidate], list[DroppedChunk]]:
+    """Unique hits in packing order: pinned (in pinned order) first, then by rank."""
+    unique: dict[str, Hit] = {}
+    for hit in sorted(hits, key=lambda h: h.rank):
+        unique.setdefault(hit.chunk.key, hit)
+    ordered = [unique[k] for k in dict.fromkeys(pinned) if k in unique]
+    ordered += [h for k, h in unique.items() if k not in set(pinned)]
+    missing = [
+        DroppedChunk(key=k, rank=0, tokens=0, reason=PINNED_MISSING)
+        for k in dict.fromkeys(pinned)
+        if k not in unique
+    ]
+    cands = [_Candidate(h.chunk.key, h.chunk, h.rank, i) for i, h in enumerate(ordered)]
+    return cands, missing
+
+
+def pack(
+    hits: Sequence[Hit],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    template: Template,
+    task: str,
+    pinned: Sequence[str] = (),
+    excluded: Sequence[str] = (),
+    trim_last: bool = False,
+    file_text: Callable[[str], str | None] | None = None,
+) -> PackedPrompt:
+    """The prompt for `task` with as many hits as fit in `budget` tokens, most relevant first.
+
+    Raises BudgetTooSmall when the template and the task alone exceed the budget.
+    """
+    fixed = counter.count(template.render([], task))
+    if fixed > budget:
+        raise BudgetTooSmall(
+            f"the template and the task alone take {fixed} tokens, more than the budget of "
+            f"{budget}: raise the budget or shorten the task."
+        )
+    cands, dropped = _order_hits(hits, pinned)
+    excluded_keys = set(excluded)
+    packer = _Packer(counter, template, file_text)
+    room = budget - fixed
+    accepted: list[_Candidate] = []
+    full = False
+    for cand in cands:
+        if cand.key in excluded_keys:
+            tokens = counter.count(cand.chunk.text)
+            dropped.append(DroppedChunk(cand.key, cand.rank, tokens, EXCLUDED))
+            continue
+        delta = 0 if full else packer.delta(cand)
+        if not full and delta <= room:
+            packer.accept(cand)
+            accepted.append(cand)
+            room -= delta
+            continue
+        if trim_last and not full:
+            full = True  # the budget is full either way after the last chunk is cut
+            part = _largest_fitting_prefix(packer, cand, room)
+            if part is not None:
+                room -= packer.delta(part)
+                packer.accept(part)
+                accepted.append(part)
+                continue
+        tokens = counter.count(cand.chunk.text)
+        dropped.append(DroppedChunk(cand.key, cand.rank, tokens, OVER_BUDGET))
+
+    # The per-block prices are additive estimates; the rendered prompt is what must fit.
+    text, rendered = packer.render(task)
+    total = counter.count(text)
+    while total > budget and accepted:
+        last = accepted.pop()
+        packer.remove(last)
+        dropped.append(
+            DroppedChunk(last.key, last.rank, counter.count(last.chunk.text), OVER_BUDGET)
+        )
+        text, rendered = packer.render(task)
+        total = counter.count(text)
+
+    blocks = tuple(
+        PackedBlock(
+            path=b.path,
+            start_line=b.start,
+            end_line=b.end,
+            language=b.language,
+            text=packer.block_text(b),
+            tokens=counter.count(block_text),
+            chunk_keys=tuple(dict.fromkeys(m.key for m in sorted(b.members, key=_by_order))),
+            best_rank=min(m.rank for m in b.members),
+        )
+        for b, block_text in rendered
+    )
+    dropped.sort(key=lambda d: (d.reason != EXCLUDED, d.rank, d.key))
+    return PackedPrompt(
+        text=text,
+        tokens=total,
+        budget=budget,
+        encoding=counter.encoding,
+        exact=counter.exact,
+        blocks=blocks,
+        dropped=tuple(dropped),
+    )
+
+
+def _by_order(cand: _Candidate) -> int:
+    return cand.order
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Chunk-size advice for a budget: one line for the user and the recommended setting."""
+
+    text: str
+    spec: ChunkingSpec
+    recommended_lines: tuple[int, int] | None  # None: whole files
+    chunks_that_fit: int
+
+
+def budget_label(budget: int) -> str:
+    """8000 -> `8k`, 8192 -> `8k`, 12500 -> `12.5k`, 900 -> `900`."""
+    if budget >= 1024 and budget % 1024 == 0:
+        return f"{budget // 1024}k"
+    if budget >= 1000:
+        return f"{round(budget / 1000, 1):g}k"
+    return str(budget)
+
+
+def recommended_range(budget: int) -> tuple[int, int] | None:
+    """Line-window range the research recommends for a budget; None means whole files."""
+    if budget <= 4096:
+        return (32, 64)
+    if budget < 16_000:
+        return (64, 128)
+    return None
+
+
+def advise(budget: int, chunk_lines: int, avg_tokens_per_line: float) -> Advice:
+    """How big chunks should be for `budget` (research table) and how many current chunks fit."""
+    per_chunk = max(1.0, chunk_lines * max(avg_tokens_per_line, 0.0)) + BLOCK_OVERHEAD_TOKENS
+    fits = max(0, math.floor(budget / per_chunk))
+    span = recommended_range(budget)
+    label = budget_label(budget)
+    if span is None:
+        spec = ChunkingSpec(strategy="file")
+        advice = f"budget {label} → whole files recommended (--chunking file)"
+    else:
+        low, high = span
+        lines = min(max(chunk_lines, low), high)
+        spec = ChunkingSpec(strategy="lines", lines=lines)
+        advice = f"budget {label} → {low}–{high}-line chunks recommended"
+        if not low <= chunk_lines <= high:
+            advice += f" (use --chunk-lines {lines})"
+    unit = "line" if chunk_lines == 1 else "lines"
+    text = f"{advice}; {fits} chunks of {chunk_lines} {unit} fit"
+    return Advice(text=text, spec=spec, recommended_lines=span, chunks_that_fit=fits)

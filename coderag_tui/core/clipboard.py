@@ -1,0 +1,160 @@
+"""Getting a prompt to the user's clipboard: pyperclip, else OSC 52 via the terminal, and a file.
+
+pyperclip drives the system tools (xclip, xsel, wl-copy, pbcopy, clip.exe …). Over SSH or on
+a headless box there is no such tool, but most terminal emulators accept the OSC 52 escape
+sequence `ESC ] 52 ; c ; <base64> BEL`, which sets the clipboard of the machine the terminal
+runs on; inside tmux the sequence is wrapped in a DCS passthrough so tmux forwards it. The
+result always says which of these happened, because a silent failure here costs the user a
+paste of the wrong thing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+# pyperclip's copy-function names -> the mechanism a user recognises.
+MECHANISMS = {
+    "copy_xclip": "xclip",
+    "copy_xsel": "xsel",
+    "copy_wl": "wl-copy",
+    "copy_osx_pbcopy": "pbcopy",
+    "copy_osx_pyobjc": "pyobjc",
+    "copy_qt": "Qt",
+    "copy_klipper": "klipper",
+    "copy_windows": "Windows clipboard",
+    "copy_wsl": "clip.exe",
+    "copy_dev_clipboard": "/dev/clipboard",
+}
+OSC52_MESSAGE = "sent to the terminal via OSC 52 — your terminal must allow clipboard writes"
+# Several terminals (and tmux's default buffer) refuse OSC 52 payloads beyond roughly this.
+OSC52_SOFT_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    """What happened to the text: `ok` if it reached at least one place, `method`, one message."""
+
+    ok: bool
+    method: str  # e.g. "xclip", "osc52", "file", "xclip+file", "none"
+    message: str
+
+
+def osc52_sequence(text: str, *, tmux: bool = False) -> bytes:
+    """The OSC 52 "set clipboard" sequence for `text`, wrapped for tmux passthrough if asked."""
+    payload = base64.b64encode(text.encode("utf-8"))
+    sequence = b"\x1b]52;c;" + payload + b"\x07"
+    if tmux:
+        return b"\x1bPtmux;" + sequence.replace(b"\x1b", b"\x1b\x1b") + b"\x1b\\"
+    return sequence
+
+
+def _write(stream: IO[Any], data: bytes) -> None:
+    if isinstance(stream, io.TextIOBase):
+        stream.write(data.decode("ascii"))
+    else:
+        stream.write(data)
+    stream.flush()
+
+
+def send_osc52(
+    text: str, *, env: Mapping[str, str] | None = None, stream: IO[Any] | None = None
+) -> tuple[bool, str]:
+    """Write the OSC 52 sequence to `stream` (default: /dev/tty); (ok, message)."""
+    env = os.environ if env is None else env
+    data = osc52_sequence(text, tmux=bool(env.get("TMUX")))
+    try:
+        if stream is not None:
+            _write(stream, data)
+        else:
+            # The controlling terminal, not stdout: stdout may be a pipe into another program.
+            with open("/dev/tty", "wb", buffering=0) as tty:
+                _write(tty, data)
+    except OSError as exc:
+        return False, (
+            f"no clipboard tool and no terminal to send OSC 52 to ({exc.strerror or exc}): "
+            "install xclip, xsel or wl-copy, or use --out FILE"
+        )
+    message = OSC52_MESSAGE
+    if env.get("TMUX"):
+        message += " (through tmux: needs `set -g allow-passthrough on` or set-clipboard on)"
+    if len(data) > OSC52_SOFT_LIMIT:
+        message += f"; {len(data) // 1024} KiB is more than some terminals accept — use --out FILE"
+    return True, message
+
+
+def copy_with_pyperclip(text: str) -> tuple[str | None, str]:
+    """Copy with pyperclip's mechanism for this system; (mechanism or None, why not)."""
+    try:
+        import pyperclip
+    except ImportError:
+        return None, "pyperclip is not installed"
+    try:
+        copy_fn, paste_fn = pyperclip.determine_clipboard()
+    except Exception as exc:  # pyperclip probes GUI toolkits, which fail in many ways
+        return None, f"pyperclip found no clipboard ({exc})"
+    if not copy_fn:  # pyperclip's "no clipboard" stub is falsy
+        return None, "pyperclip found no clipboard tool (xclip, xsel, wl-copy)"
+    mechanism = MECHANISMS.get(getattr(copy_fn, "__name__", ""), "pyperclip")
+    try:
+        copy_fn(text)
+    except Exception as exc:
+        return None, f"{mechanism} failed ({exc})"
+    if mechanism in ("xclip", "xsel", "wl-copy"):
+        # These tools exit quietly when the display is gone (e.g. stale SSH forwarding);
+        # reading the clipboard back is the only way to know the copy landed.
+        try:
+            landed = str(paste_fn()).rstrip("\n") == text.rstrip("\n")
+        except Exception:
+            landed = False
+        if not landed:
+            return None, f"{mechanism} ran but the clipboard did not change"
+    return mechanism, ""
+
+
+def copy_text(
+    text: str,
+    *,
+    out: Path | None = None,
+    osc52_stream: IO[Any] | None = None,
+    clipboard: bool = True,
+    env: Mapping[str, str] | None = None,
+    use_pyperclip: bool = True,
+) -> CopyResult:
+    """Put `text` on the clipboard (pyperclip, else OSC 52) and/or into `out`; say what happened."""
+    methods: list[str] = []
+    messages: list[str] = []
+    failures: list[str] = []
+    if clipboard:
+        mechanism, why = copy_with_pyperclip(text) if use_pyperclip else (None, "")
+        if mechanism is not None:
+            methods.append(mechanism)
+            messages.append(f"copied ({mechanism})")
+        else:
+            ok, message = send_osc52(text, env=env, stream=osc52_stream)
+            (methods if ok else failures).append("osc52")
+            messages.append(message if ok or not why else f"{why}; {message}")
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            failures.append("file")
+            messages.append(
+                f"could not save to {out} ({exc.strerror or exc}): choose a writable path"
+            )
+        else:
+            methods.append("file")
+            messages.append(f"saved to {out}")
+    if not methods and not failures:
+        return CopyResult(False, "none", "nothing to do: no clipboard and no file")
+    return CopyResult(
+        ok=bool(methods),
+        method="+".join(methods) if methods else "none",
+        message="; ".join(messages),
+    )

@@ -1,0 +1,199 @@
+"""Prompt templates: the ranked code context and the task, laid out the way chat models read best.
+
+Built-in templates
+    `markdown` (default): a one-line role, `## Relevant context from the codebase`, then per
+    block `### [path · lines a–b]` and a fenced code block tagged with the file's language,
+    then `## Task` with the user's text last. `xml`: the same role line, then
+    `<context><chunk path="…" lines="a-b" language="…">…</chunk></context><task>…</task>`
+    with `&` and `<` escaped in text (`>` only in `]]>`) and attributes quoted, so the
+    XML is well-formed while `->` in code stays readable.
+    With `context_first=False` the task comes first.
+
+User template files (UTF-8 text)
+    The part above a line reading exactly `=== chunk ===` is the prompt; the part below is
+    the format of one code block (when absent, blocks use the markdown format). Placeholders
+    are replaced once, literally; any other braces are left alone, so no escaping is needed:
+
+    prompt part:  {role} {context} {task}       ({context} = the blocks, joined by a blank line)
+    block part:   {path} {start} {end} {lines} {language} {fence} {code}
+                  ({lines} = "a–b"; {language} = the fence tag, e.g. "python"; {fence} = a
+                  backtick fence longer than any backtick run in the code)
+
+    Example file:
+
+        {role}
+        Task: {task}
+
+        {context}
+        === chunk ===
+        FILE {path} (lines {lines})
+        {fence}{language}
+        {code}
+        {fence}
+
+Rendering is deterministic: the same blocks and task give byte-identical text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+from xml.sax.saxutils import quoteattr
+
+from coderag_tui.core.languages import fence_tag, language_for
+
+ROLE = "You are an expert software engineer. Use the code context below to answer the task."
+CONTEXT_HEADING = "## Relevant context from the codebase"
+TASK_HEADING = "## Task"
+NO_CONTEXT = "(no code from the repository matched the task)"
+CHUNK_SEPARATOR = "=== chunk ==="
+BUILTIN_TEMPLATES = ("markdown", "xml")
+
+TemplateKind = Literal["markdown", "xml", "file"]
+
+_PLACEHOLDER = re.compile(r"\{(role|context|task|path|start|end|lines|language|fence|code)\}")
+_BACKTICKS = re.compile(r"`+")
+
+
+class TemplateError(ValueError):
+    """A template name or file the user gave cannot be used; the message names the fix."""
+
+
+def fence_tag_for(language: str | None, path: str) -> str:
+    """The code-fence tag for a block, from its language or else its path ("" when unknown)."""
+    return fence_tag(language if language is not None else language_for(path))
+
+
+def fence_for(code: str) -> str:
+    """A backtick fence longer than any backtick run in `code` (at least three)."""
+    longest = max((len(m.group()) for m in _BACKTICKS.finditer(code)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def line_range(start: int, end: int) -> str:
+    """`a–b` with an en dash, the form every header uses."""
+    return f"{start}–{end}"
+
+
+def escape(text: str) -> str:
+    """XML text escaping that keeps code readable: `&` and `<` always, `>` only after `]]`."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("]]>", "]]&gt;")
+
+
+def _substitute(fmt: str, values: dict[str, str]) -> str:
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), fmt)
+
+
+def _with_newline(code: str) -> str:
+    return code if code.endswith("\n") or not code else code + "\n"
+
+
+@dataclass(frozen=True)
+class Template:
+    """How blocks and the task become one prompt; see the module docstring for the formats."""
+
+    name: str
+    kind: TemplateKind = "markdown"
+    context_first: bool = True
+    role: str = ROLE
+    prompt_format: str = ""  # user files only
+    block_format: str = ""  # user files only (empty: markdown blocks)
+
+    def with_context_first(self, context_first: bool) -> Template:
+        return replace(self, context_first=context_first)
+
+    def render_block(
+        self, *, path: str, start: int, end: int, language: str | None, code: str
+    ) -> str:
+        """One code block with its header; no trailing newline."""
+        if self.kind == "xml":
+            attrs = (
+                f"path={quoteattr(path)} lines={quoteattr(f'{start}-{end}')}"
+                f" language={quoteattr(fence_tag_for(language, path))}"
+            )
+            return f"<chunk {attrs}>\n{_with_newline(escape(code))}</chunk>"
+        tag = fence_tag_for(language, path)
+        fence = fence_for(code)
+        if self.kind == "file" and self.block_format:
+            values = {
+                "path": path, "start": str(start), "end": str(end),
+                "lines": line_range(start, end), "language": tag, "fence": fence,
+                "code": code[:-1] if code.endswith("\n") else code,
+            }
+            return _substitute(self.block_format, values).rstrip("\n")
+        return (
+            f"### [{path} · lines {line_range(start, end)}]\n"
+            f"{fence}{tag}\n{_with_newline(code)}{fence}"
+        )
+
+    def render(self, blocks: Sequence[str], task: str) -> str:
+        """The whole prompt from rendered blocks (in order) and the task; ends with a newline."""
+        task = task.strip()
+        if self.kind == "file":
+            context = "\n\n".join(blocks) if blocks else NO_CONTEXT
+            text = _substitute(
+                self.prompt_format, {"role": self.role, "context": context, "task": task}
+            )
+            return text if text.endswith("\n") else text + "\n"
+        if self.kind == "xml":
+            inner = "\n".join(blocks) + "\n" if blocks else ""
+            context = f"<context>\n{inner}</context>"
+            task_part = f"<task>\n{_with_newline(escape(task))}</task>"
+        else:
+            body = "\n\n".join(blocks) if blocks else NO_CONTEXT
+            context = f"{CONTEXT_HEADING}\n\n{body}"
+            task_part = f"{TASK_HEADING}\n\n{task}"
+        parts = [context, task_part] if self.context_first else [task_part, context]
+        return f"{self.role}\n\n{parts[0]}\n\n{parts[1]}\n"
+
+
+def parse_template_file(text: str, *, name: str) -> Template:
+    """A Template from the text of a user template file, or TemplateError saying what is missing."""
+    lines = text.splitlines(keepends=True)
+    split = next((i for i, line in enumerate(lines) if line.strip() == CHUNK_SEPARATOR), None)
+    prompt_part = "".join(lines if split is None else lines[:split])
+    block_part = "" if split is None else "".join(lines[split + 1 :])
+    missing = [p for p in ("{context}", "{task}") if p not in prompt_part]
+    if missing:
+        raise TemplateError(
+            f"template {name} has no {' or '.join(missing)} placeholder: add it where the "
+            "code context and the task should go."
+        )
+    if block_part.strip() and "{code}" not in block_part:
+        raise TemplateError(
+            f"template {name} has a `{CHUNK_SEPARATOR}` part without {{code}}: add {{code}} "
+            "where each block's code should go."
+        )
+    return Template(
+        name=name, kind="file", prompt_format=prompt_part, block_format=block_part.strip("\n")
+    )
+
+
+def load_template(name_or_path: str, *, context_first: bool = True) -> Template:
+    """`markdown`, `xml`, or the path of a user template file (see the module docstring)."""
+    key = name_or_path.strip().lower()
+    if key in ("markdown", "md"):
+        return Template("markdown", "markdown", context_first)
+    if key == "xml":
+        return Template("xml", "xml", context_first)
+    path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        raise TemplateError(
+            f"template {name_or_path!r} is neither markdown, xml nor a readable file: "
+            "pass one of those."
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TemplateError(
+            f"cannot read the template file {path} ({exc}): pass a UTF-8 text file."
+        ) from exc
+    return replace(parse_template_file(text, name=str(path)), context_first=context_first)
+
+
+def render(template: Template, blocks: Sequence[str], task: str) -> str:
+    """Module-level spelling of Template.render, for callers that hold a template value."""
+    return template.render(blocks, task)
