@@ -1,0 +1,207 @@
+"""BM25 over chunks: rank_bm25 agreement, rare identifiers, options, and the saved index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from coderag_tui.config import Settings
+from coderag_tui.core.bm25 import K1, BM25Index, bm25_dir, chunk_tokens, load_or_build_bm25
+from coderag_tui.core.models import Chunk
+from coderag_tui.core.store import FileState, Store, text_hash
+from coderag_tui.core.tokenize import tokenize
+from tests.fixtures.tiny_repo import FILES
+
+
+def windows(lines_per_chunk: int = 6) -> list[Chunk]:
+    """The tiny repository cut into small line windows: 20-odd chunks."""
+    chunks = []
+    for path, text in sorted(FILES.items()):
+        lines = text.splitlines(keepends=True)
+        for start in range(0, len(lines), lines_per_chunk):
+            part = lines[start : start + lines_per_chunk]
+            chunks.append(
+                Chunk(path, start + 1, start + len(part), "lines", None, "".join(part))
+            )
+    return chunks
+
+
+CHUNKS = windows()
+QUERIES = [
+    "card_token",
+    "charge the card and retry on timeout",
+    "refund transaction",
+    "stock reserve product",
+    "cart items total quantity",
+    "checkout fetch response",
+    "discount percent",
+]
+
+
+def okapi_top(tokens: list[str], k: int = 10) -> tuple[list[int], np.ndarray]:
+    okapi = BM25Okapi([tokenize(c.text) for c in CHUNKS])
+    scores = okapi.get_scores(tokens)
+    order = sorted((i for i in range(len(CHUNKS)) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    return order[:k], scores
+
+
+def test_corpus_is_small_but_not_trivial() -> None:
+    assert 10 <= len(CHUNKS) <= 30
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_robertson_scores_are_bm25okapi_scores_over_k1_plus_1(query: str) -> None:
+    """Robertson idf = Okapi idf while every query word is in under half the chunks."""
+    tokens = tokenize(query)
+    n = len(CHUNKS)
+    for t in tokens:
+        assert sum(t in tokenize(c.text) for c in CHUNKS) < n / 2, t
+    index = BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False, method="robertson")
+    top, okapi_scores = okapi_top(tokens)
+    np.testing.assert_allclose(index.scores(tokens) * (K1 + 1), okapi_scores, rtol=1e-5)
+    assert [i for i, _ in index.search(query, 10)] == top
+
+
+@pytest.mark.parametrize("query", [q for q in QUERIES if len(tokenize(q)) == 1] + ["refund"])
+def test_lucene_default_orders_one_word_queries_exactly_like_bm25okapi(query: str) -> None:
+    """One word: both scores are idf(word) x the same increasing term part, so the order agrees."""
+    index = BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
+    top, _ = okapi_top(tokenize(query))
+    assert [i for i, _ in index.search(query, 10)] == top
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_lucene_default_gives_bm25okapi_top10_set_and_best_hit(query: str) -> None:
+    """Several words: lucene's idf log(1 + x) compresses the gap between rare and common words
+    that Okapi's log(x) keeps, so the order inside the top-10 may differ (it does for
+    "cart items total quantity"), but the same chunks are found and the best one agrees."""
+    index = BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
+    top, _ = okapi_top(tokenize(query))
+    ours = [i for i, _ in index.search(query, 10)]
+    assert set(ours) == set(top)
+    assert ours[0] == top[0]
+
+
+def test_lucene_and_okapi_differ_for_a_word_in_most_chunks() -> None:
+    """Okapi floors a negative idf at 0.25 x the average idf; lucene keeps log(1 + x) > 0."""
+    docs = [["common", "a"], ["common", "b"], ["common", "c"], ["d"]]
+    okapi = BM25Okapi(docs)
+    from coderag_tui.core.bm25 import BM25Options
+
+    lucene = BM25Index.from_tokens(docs, BM25Options())
+    assert okapi.idf["common"] == pytest.approx(0.25 * okapi.average_idf)
+    expected_idf = np.log(1 + (4 - 3 + 0.5) / (3 + 0.5))
+    assert lucene.idf("common") == pytest.approx(expected_idf, rel=1e-5)
+
+
+def test_rare_identifier_chunk_ranks_first() -> None:
+    index = BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
+    holders = [c for c in CHUNKS if "transaction_id" in c.text]
+    assert len(holders) == 1
+    hits = index.search("the cart is refunded by transaction_id", 5)
+    assert CHUNKS[hits[0][0]] == holders[0]
+
+
+def test_unknown_words_are_ignored_and_empty_queries_find_nothing() -> None:
+    index = BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
+    assert index.search("refund zzzunknownzzz", 3) == index.search("refund", 3)
+    assert index.search("", 10) == []
+    assert index.search("zzzunknownzzz 42 !!", 10) == []
+    assert all(score > 0 for _, score in index.search("the", 50))
+
+
+def test_split_identifiers_finds_camel_case_parts() -> None:
+    plain = BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
+    split = BM25Index.build(CHUNKS, split_identifiers=True, path_in_text=False)
+    assert plain.search("declined", 5) == []
+    assert "class PaymentDeclined" in CHUNKS[split.search("declined", 5)[0][0]].text
+
+
+def test_path_in_text_finds_a_chunk_by_its_file_name() -> None:
+    chunk = Chunk("billing/ledger.py", 1, 1, "lines", None, "x = compute()\n")
+    corpus = [*CHUNKS, chunk]
+    assert chunk_tokens(chunk, BM25Index.build([], split_identifiers=False,
+                                               path_in_text=True).options)[:3] == [
+        "billing", "ledger", "py",
+    ]
+    without = BM25Index.build(corpus, split_identifiers=False, path_in_text=False)
+    with_path = BM25Index.build(corpus, split_identifiers=False, path_in_text=True)
+    assert without.search("ledger", 5) == []
+    assert with_path.search("ledger", 5)[0][0] == len(corpus) - 1
+
+
+def test_ties_are_broken_by_chunk_order_and_k_is_respected() -> None:
+    same = Chunk("a.py", 1, 1, "lines", None, "alpha beta\n")
+    index = BM25Index.build([same] * 5, split_identifiers=False, path_in_text=False)
+    assert [i for i, _ in index.search("alpha", 3)] == [0, 1, 2]
+
+
+def test_empty_corpus_and_chunks_without_words() -> None:
+    empty = BM25Index.build([], split_identifiers=False, path_in_text=False)
+    assert empty.search("anything", 5) == []
+    blank = BM25Index.build(
+        [Chunk("a.txt", 1, 1, "lines", None, "123 456\n")],
+        split_identifiers=False,
+        path_in_text=False,
+    )
+    assert blank.search("123", 5) == []
+
+
+def test_save_and_load_give_the_same_results(tmp_path: Path) -> None:
+    index = BM25Index.build(CHUNKS, split_identifiers=True, path_in_text=True)
+    index.save(tmp_path / "bm25")
+    loaded = BM25Index.load(tmp_path / "bm25")
+    assert loaded.options == index.options
+    for query in QUERIES:
+        assert loaded.search(query, 10) == index.search(query, 10)
+
+
+def test_load_of_a_missing_or_damaged_folder_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no BM25 index"):
+        BM25Index.load(tmp_path / "nothing")
+
+
+def _store_with(path: Path, chunks: list[Chunk], spec_key: str) -> Store:
+    store = Store.open(path)
+    with store.batch():
+        for file_path in sorted({c.path for c in chunks}):
+            text = FILES.get(file_path, "")
+            store.put_file(FileState(file_path, len(text), 1, text_hash(text), None, None), text)
+            store.put_chunks(spec_key, file_path, [c for c in chunks if c.path == file_path])
+    return store
+
+
+def test_load_or_build_reuses_the_saved_index_until_chunks_change(index_dir: Path) -> None:
+    settings = Settings(repo=index_dir, index_dir=index_dir)
+    spec_key = settings.chunking_spec.key
+    store = _store_with(settings.index_path, CHUNKS, spec_key)
+    chunks = store.chunks(spec_key)
+    first = load_or_build_bm25(store, settings, chunks)
+    folder = next(p for p in bm25_dir(settings, first.options).parent.iterdir())
+    stamp = (folder / "coderag-bm25.json").stat().st_mtime_ns
+    again = load_or_build_bm25(store, settings, chunks)
+    assert (folder / "coderag-bm25.json").stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    assert again.search("refund", 5) == first.search("refund", 5)
+
+    extra = Chunk("shop/ledger.py", 1, 1, "lines", None, "def zzledger(): pass\n")
+    with store.batch():
+        store.put_file(FileState(extra.path, 1, 2, text_hash(extra.text), None, None), extra.text)
+        store.put_chunks(spec_key, extra.path, [extra])
+    rebuilt = load_or_build_bm25(store, settings, store.chunks(spec_key))
+    assert rebuilt.search("zzledger", 5) != []
+    assert (folder / "coderag-bm25.json").stat().st_mtime_ns != stamp
+    store.close()
+
+
+def test_load_or_build_keys_the_folder_by_tokenizer_options(index_dir: Path) -> None:
+    settings = Settings(repo=index_dir, index_dir=index_dir)
+    store = _store_with(settings.index_path, CHUNKS, settings.chunking_spec.key)
+    chunks = store.chunks(settings.chunking_spec.key)
+    load_or_build_bm25(store, settings, chunks)
+    split = load_or_build_bm25(store, settings.with_(split_identifiers=True), chunks)
+    assert split.options.split_identifiers
+    assert len(list(settings.index_path.with_suffix(".bm25").iterdir())) == 2
+    store.close()

@@ -1,0 +1,53 @@
+"""The BM25 tokenizer: what a chunk and a query turn into (the same function for both)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coderag_tui.core.tokenize import tokenize
+
+
+def test_default_splits_on_non_word_characters_and_lowercases() -> None:
+    assert tokenize("def charge_card(gateway, amount): return Gateway.CHARGE") == [
+        "def", "charge_card", "gateway", "amount", "return", "gateway", "charge",
+    ]
+
+
+def test_pure_numerals_are_dropped_but_words_with_digits_stay() -> None:
+    assert tokenize("x = 100 + md5(0x1f) * 2") == ["x", "md5", "0x1f"]
+
+
+def test_default_keeps_identifiers_whole() -> None:
+    assert tokenize("getUserName get_user_name") == ["getusername", "get_user_name"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("getUserName", ["getusername", "get", "user", "name"]),
+        ("get_user_name", ["get_user_name", "get", "user", "name"]),
+        ("HTTPServer2", ["httpserver2", "http", "server"]),
+        ("__init__", ["__init__", "init"]),
+        ("plain", ["plain"]),
+        ("Plain", ["plain"]),
+        ("HTTP", ["http"]),
+    ],
+)
+def test_split_identifiers_adds_parts_and_keeps_the_whole(text: str, expected: list[str]) -> None:
+    assert tokenize(text, split_identifiers=True) == expected
+
+
+def test_unicode_letters_are_words() -> None:
+    assert tokenize("Größe = naïve_café") == ["größe", "naïve_café"]
+
+
+@given(st.text(max_size=200))
+def test_split_identifiers_only_adds_words(text: str) -> None:
+    plain = tokenize(text)
+    split = tokenize(text, split_identifiers=True)
+    # every default word is still there, in order, and every token is lowercase and not a numeral
+    it = iter(split)
+    assert all(any(word == other for other in it) for word in plain)
+    assert all(t == t.lower() and not t.isdigit() for t in split)
