@@ -1,0 +1,490 @@
+"""Which files of a repository get indexed, and why the others do not.
+
+`walk` only lists and stats (it never opens a file other than `.gitignore`), so a re-index
+where nothing changed reads no contents. In a git work tree git itself lists the files
+(tracked plus untracked-not-ignored); elsewhere the tree is walked with `os.scandir`,
+honouring every `.gitignore` through `pathspec`. Symlinked directories are never followed,
+so no walk can loop. `read_source` then reads one file and applies the content rules.
+
+Skipped by path, each reported once with its reason:
+- vendored folders (`VENDORED_DIRS`: dependency trees and virtualenvs; build outputs such as
+  `dist/` or `target/` are not listed because they can be real source folders and are
+  normally ignored by `.gitignore` anyway), reported as one entry per folder;
+- lock files (`LOCK_FILES`) and minified or generated bundles by name (`*.min.js`, source maps);
+- known binary file types by extension (`BINARY_EXTENSIONS`), saving a read;
+- files larger than `max_file_bytes`; symlinks out of the repository or into a loop;
+  anything that is not a regular file (FIFOs, sockets, directories where git expects a file).
+Version-control and bytecode-cache folders (`ALWAYS_SKIPPED_DIRS`) are left out silently,
+like `.git`, as are the `exclude` paths (the index's own directory may live in the repo).
+
+Content rules in `read_source`: a NUL byte in the first 8 KiB means binary; a line longer
+than `max_line_chars` means minified or generated. Marker comments such as "@generated" or
+"DO NOT EDIT" are deliberately not a reason: generated API clients and parsers are code that
+people ask about, and the harmful cases (bundles, lock files) are caught by the rules above.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from coderag_tui.core.languages import language_for
+from coderag_tui.core.models import SkippedFile, SkipReason, SourceFile
+
+VENDORED_DIRS: frozenset[str] = frozenset(
+    {
+        "node_modules",
+        "bower_components",
+        "jspm_packages",
+        "vendor",
+        "third_party",
+        "third-party",
+        "thirdparty",
+        "site-packages",
+        "dist-packages",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".eggs",
+        "Pods",
+        "Carthage",
+    }
+)
+
+ALWAYS_SKIPPED_DIRS: frozenset[str] = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+    }
+)
+
+LOCK_FILES: frozenset[str] = frozenset(
+    {
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lockb",
+        "bun.lock",
+        "deno.lock",
+        "poetry.lock",
+        "pipfile.lock",
+        "pdm.lock",
+        "uv.lock",
+        "cargo.lock",
+        "composer.lock",
+        "gemfile.lock",
+        "podfile.lock",
+        "go.sum",
+        "mix.lock",
+        "pubspec.lock",
+        "packages.lock.json",
+        "flake.lock",
+        "gradle.lockfile",
+    }
+)
+
+MINIFIED_SUFFIXES: tuple[str, ...] = (
+    ".min.js",
+    ".min.mjs",
+    ".min.cjs",
+    ".min.css",
+    ".js.map",
+    ".mjs.map",
+    ".css.map",
+)
+
+BINARY_EXTENSIONS: frozenset[str] = frozenset(
+    {
+        # images, audio, video
+        ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".icns", ".webp", ".tif", ".tiff",
+        ".psd", ".mp3", ".wav", ".ogg", ".flac", ".aac", ".mp4", ".m4a", ".mov", ".avi",
+        ".mkv", ".webm",
+        # archives and packages
+        ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".whl", ".jar",
+        ".war", ".egg", ".deb", ".rpm", ".dmg", ".iso",
+        # compiled code and objects
+        ".exe", ".dll", ".so", ".dylib", ".a", ".o", ".obj", ".lib", ".pyc", ".pyo", ".pyd",
+        ".class", ".wasm",
+        # documents, fonts, data
+        ".pdf", ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ttf", ".otf",
+        ".woff", ".woff2", ".eot", ".sqlite", ".sqlite3", ".db", ".npy", ".npz", ".pkl",
+        ".pickle", ".pt", ".onnx", ".safetensors", ".h5", ".parquet",
+    }
+)  # fmt: skip
+
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    """The files to index and the ones left out (both sorted by path); `is_git`: git listed them."""
+
+    files: tuple[SourceFile, ...]
+    skipped: tuple[SkippedFile, ...]
+    is_git: bool
+
+
+def walk(root: Path, *, max_file_bytes: int = 1 << 20, exclude: Sequence[Path] = ()) -> WalkResult:
+    """List the repository's indexable files by path and stat alone, with a reason for each skip."""
+    root_real = os.path.realpath(root)
+    excluded = _excluded_prefixes(root_real, exclude)
+    listed = _git_ls_files(root_real)
+    is_git = listed is not None
+    collector = _Collector(root_real, max_file_bytes)
+    if listed is not None:
+        for rel in listed:
+            if not _is_excluded(rel, excluded):
+                collector.add_git_path(rel)
+    else:
+        _walk_plain(root_real, excluded, collector)
+    files = tuple(sorted(collector.files, key=lambda f: f.path))
+    skipped = tuple(sorted(collector.finish_skipped(), key=lambda s: s.path))
+    return WalkResult(files=files, skipped=skipped, is_git=is_git)
+
+
+def read_source(
+    root: Path,
+    file: SourceFile,
+    *,
+    max_line_chars: int = 1000,
+    max_file_bytes: int | None = None,
+) -> tuple[str, bool] | SkippedFile:
+    """Read one listed file: (text, had_invalid_utf8), or a SkippedFile saying why not.
+
+    The text is UTF-8 decoded with replacement characters, without a leading BOM, and with
+    CRLF line ends turned into LF so line numbers and chunk texts match what editors show.
+    """
+    data = _read_bytes(os.path.join(root, file.path), file.path, max_file_bytes)
+    if isinstance(data, SkippedFile):
+        return data
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return SkippedFile(file.path, SkipReason.BINARY)
+    longest = _longest_line_chars(data, max_line_chars)
+    if longest > max_line_chars:
+        detail = f"a line of {longest:,} characters (limit {max_line_chars:,})"
+        return SkippedFile(file.path, SkipReason.MINIFIED, detail)
+    invalid = False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        invalid = True
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text, invalid
+
+
+def content_hash(text: str) -> str:
+    """SHA-1 hex digest of the text's UTF-8 bytes: the identity of file and chunk contents."""
+    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+# --- listing -----------------------------------------------------------------------------
+
+
+def _git_ls_files(root_real: str) -> list[str] | None:
+    """Tracked plus untracked-not-ignored paths under root, or None when git cannot list them.
+
+    An empty listing also returns None, so a folder that its enclosing repository ignores
+    (say a checkout inside `build/`) is still walked instead of looking empty.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # listing must never take the index lock from the user
+    try:
+        proc = subprocess.run(
+            [
+                "git",
+                "-C",
+                root_real,
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0 or not proc.stdout:
+        return None
+    names = proc.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    # A path appears once per merge stage during a conflict: keep the first.
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector) -> None:
+    """Walk the tree without git: scandir, nested .gitignore files, never into symlinked dirs."""
+    stack: list[tuple[str, tuple[_IgnoreRules, ...]]] = [("", ())]
+    while stack:
+        rel_dir, rules = stack.pop()
+        abs_dir = os.path.join(root_real, rel_dir) if rel_dir else root_real
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError as exc:
+            collector.skip(rel_dir.rstrip("/") or ".", SkipReason.UNREADABLE, _os_error_text(exc))
+            continue
+        for entry in entries:
+            if entry.name == ".gitignore" and entry.is_file(follow_symlinks=False):
+                loaded = _IgnoreRules.load(entry.path, rel_dir)
+                if loaded is not None:
+                    rules = (*rules, loaded)
+                break
+        for entry in entries:
+            name = entry.name
+            rel = rel_dir + name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir and name in ALWAYS_SKIPPED_DIRS:
+                continue
+            if rules and _ignored(rules, rel, is_dir):
+                continue
+            if excluded and _is_excluded(rel, excluded):
+                continue
+            if is_dir:
+                if name in VENDORED_DIRS:
+                    collector.skip(rel, SkipReason.VENDORED, "folder not walked")
+                else:
+                    stack.append((rel + "/", rules))
+                continue
+            collector.add_entry(rel, entry)
+
+
+class _IgnoreRules:
+    """The patterns of one .gitignore file, matched relative to the folder that holds it."""
+
+    __slots__ = ("base", "spec")
+
+    def __init__(self, base: str, spec: object) -> None:
+        self.base = base
+        self.spec = spec
+
+    @classmethod
+    def load(cls, path: str, base: str) -> _IgnoreRules | None:
+        from pathspec import GitIgnoreSpec
+
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            return None
+        spec = GitIgnoreSpec.from_lines(lines)
+        return cls(base, spec) if spec.patterns else None
+
+    def check(self, rel: str, is_dir: bool) -> bool | None:
+        """True: ignored, False: re-included by a `!pattern`, None: no pattern matched."""
+        sub = rel[len(self.base) :] + ("/" if is_dir else "")
+        result: bool | None = self.spec.check_file(sub).include  # type: ignore[attr-defined]
+        return result
+
+
+def _ignored(rules: tuple[_IgnoreRules, ...], rel: str, is_dir: bool) -> bool:
+    """Git semantics across files: the deepest .gitignore with a matching pattern decides."""
+    for rule in reversed(rules):
+        verdict = rule.check(rel, is_dir)
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _excluded_prefixes(root_real: str, exclude: Sequence[Path]) -> tuple[str, ...]:
+    """Repository-relative forms of the exclude paths that lie inside the repository."""
+    prefixes = []
+    for path in exclude:
+        real = os.path.realpath(path)
+        if real == root_real:
+            continue  # excluding the whole repository would index nothing; ignore it
+        if real.startswith(root_real + os.sep):
+            prefixes.append(os.path.relpath(real, root_real).replace(os.sep, "/"))
+    return tuple(prefixes)
+
+
+def _is_excluded(rel: str, excluded: tuple[str, ...]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in excluded)
+
+
+class _Collector:
+    """Turns candidate paths into SourceFiles or SkippedFiles using names and stat only."""
+
+    def __init__(self, root_real: str, max_file_bytes: int) -> None:
+        self.root_real = root_real
+        self.max_file_bytes = max_file_bytes
+        self.files: list[SourceFile] = []
+        self.skipped: list[SkippedFile] = []
+        self.vendored: dict[str, int] = {}
+
+    def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
+        self.skipped.append(SkippedFile(rel, reason, detail))
+
+    def finish_skipped(self) -> list[SkippedFile]:
+        """The skips, with each vendored folder that git listed reported once with its count."""
+        folded = [
+            SkippedFile(folder, SkipReason.VENDORED, f"{count:,} file{'s' if count != 1 else ''}")
+            for folder, count in self.vendored.items()
+        ]
+        return self.skipped + folded
+
+    def add_git_path(self, rel: str) -> None:
+        """Classify one path from `git ls-files` (which knows nothing about vendoring)."""
+        if rel.endswith("/"):  # git shows an untracked nested repository as a folder
+            self.skip(rel.rstrip("/"), SkipReason.NOT_A_FILE, "a nested git repository")
+            return
+        parts = rel.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if part in ALWAYS_SKIPPED_DIRS:
+                return
+            if part in VENDORED_DIRS:
+                folder = "/".join(parts[: i + 1])
+                self.vendored[folder] = self.vendored.get(folder, 0) + 1
+                return
+        if self._skip_by_name(rel):
+            return
+        try:
+            st = os.lstat(os.path.join(self.root_real, rel))
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # else deleted but still tracked
+                self.skip(rel, SkipReason.UNREADABLE, _os_error_text(exc))
+            return
+        self._add_stat(rel, st)
+
+    def add_entry(self, rel: str, entry: os.DirEntry[str]) -> None:
+        """Classify one non-directory entry found by the plain walk."""
+        if self._skip_by_name(rel):
+            return
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:  # else it vanished while we walked
+                self.skip(rel, SkipReason.UNREADABLE, _os_error_text(exc))
+            return
+        self._add_stat(rel, st)
+
+    def _skip_by_name(self, rel: str) -> bool:
+        name = rel.rsplit("/", 1)[-1].lower()
+        if name in LOCK_FILES:
+            self.skip(rel, SkipReason.LOCKFILE)
+            return True
+        if name.endswith(MINIFIED_SUFFIXES):
+            self.skip(rel, SkipReason.MINIFIED, "minified or source-map file name")
+            return True
+        ext = os.path.splitext(name)[1]
+        if ext in BINARY_EXTENSIONS:
+            self.skip(rel, SkipReason.BINARY, f"binary file type ({ext})")
+            return True
+        return False
+
+    def _add_stat(self, rel: str, st: os.stat_result) -> None:
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            resolved = self._follow_symlink(rel)
+            if resolved is None:
+                return
+            st, mode = resolved, resolved.st_mode
+        if not stat.S_ISREG(mode):
+            self.skip(rel, SkipReason.NOT_A_FILE, _file_type(mode))
+            return
+        if st.st_size > self.max_file_bytes:
+            detail = f"{st.st_size:,} bytes (limit {self.max_file_bytes:,})"
+            self.skip(rel, SkipReason.TOO_LARGE, detail)
+            return
+        self.files.append(SourceFile(rel, st.st_size, st.st_mtime_ns, language_for(rel)))
+
+    def _follow_symlink(self, rel: str) -> os.stat_result | None:
+        """The target's stat when the link stays inside the repository on a file; else a skip."""
+        link = os.path.join(self.root_real, rel)
+        try:
+            st = os.stat(link)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                self.skip(rel, SkipReason.SYMLINK_LOOP, "the chain of links comes back to itself")
+            else:
+                self.skip(rel, SkipReason.UNREADABLE, f"broken symlink: {_os_error_text(exc)}")
+            return None
+        target = os.path.realpath(link)
+        if target != self.root_real and not target.startswith(self.root_real + os.sep):
+            self.skip(rel, SkipReason.SYMLINK_OUTSIDE, f"points to {target}")
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            link_dir = os.path.dirname(link)
+            if link_dir == target or link_dir.startswith(target + os.sep):
+                self.skip(rel, SkipReason.SYMLINK_LOOP, "points to a folder that contains it")
+            else:
+                detail = "symlink to a folder inside the repository (indexed at its real path)"
+                self.skip(rel, SkipReason.NOT_A_FILE, detail)
+            return None
+        return st
+
+
+def _file_type(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory where a file was expected (a git submodule or a replaced file)"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _os_error_text(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def _read_bytes(path: str, rel: str, max_file_bytes: int | None) -> bytes | SkippedFile:
+    """The file's bytes; a FIFO or directory named like a file is refused, never waited on."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO returns at once
+    except OSError as exc:
+        return SkippedFile(rel, SkipReason.UNREADABLE, _os_error_text(exc))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return SkippedFile(rel, SkipReason.UNREADABLE, _file_type(st.st_mode))
+        if max_file_bytes is not None and st.st_size > max_file_bytes:
+            detail = f"{st.st_size:,} bytes (limit {max_file_bytes:,})"
+            return SkippedFile(rel, SkipReason.TOO_LARGE, detail)
+        with open(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        return SkippedFile(rel, SkipReason.UNREADABLE, _os_error_text(exc))
+    finally:
+        os.close(fd)
+
+
+def _longest_line_chars(data: bytes, limit: int) -> int:
+    """Length in characters of the longest line if it exceeds `limit`, else 0 (fast in bytes)."""
+    if len(data) <= limit:
+        return 0
+    long_lines = [line for line in data.split(b"\n") if len(line) > limit]
+    if not long_lines:
+        return 0
+    # Bytes over-count non-ASCII text: confirm the few candidates in characters.
+    return max(len(line.decode("utf-8", errors="replace").rstrip("\r")) for line in long_lines)
