@@ -7,9 +7,10 @@ honouring every `.gitignore` through `pathspec`. Symlinked directories are never
 so no walk can loop. `read_source` then reads one file and applies the content rules.
 
 Skipped by path, each reported once with its reason:
-- vendored folders (`VENDORED_DIRS`: dependency trees and virtualenvs; build outputs such as
-  `dist/` or `target/` are not listed because they can be real source folders and are
-  normally ignored by `.gitignore` anyway), reported as one entry per folder;
+- vendored folders, reported once per folder: `VENDORED_DIRS` (dependency trees) and any
+  folder holding a `pyvenv.cfg` (a virtualenv whatever its name; a package merely called
+  `venv`, like the standard library's, is indexed). Build outputs such as `dist/` or
+  `target/` are not listed: they can be real source folders and `.gitignore` covers them;
 - lock files (`LOCK_FILES`) and minified or generated bundles by name (`*.min.js`, source maps);
 - known binary file types by extension (`BINARY_EXTENSIONS`), saving a read;
 - files larger than `max_file_bytes`; symlinks out of the repository or into a loop;
@@ -49,7 +50,6 @@ VENDORED_DIRS: frozenset[str] = frozenset(
         "site-packages",
         "dist-packages",
         ".venv",
-        "venv",
         ".tox",
         ".nox",
         ".eggs",
@@ -128,6 +128,7 @@ BINARY_EXTENSIONS: frozenset[str] = frozenset(
 )  # fmt: skip
 
 BINARY_SNIFF_BYTES = 8192
+VIRTUALENV_MARKER = "pyvenv.cfg"
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,11 @@ def walk(root: Path, *, max_file_bytes: int = 1 << 20, exclude: Sequence[Path] =
     is_git = listed is not None
     collector = _Collector(root_real, max_file_bytes)
     if listed is not None:
+        collector.virtualenvs = {
+            rel[: -len(VIRTUALENV_MARKER) - 1]
+            for rel in listed
+            if rel.endswith("/" + VIRTUALENV_MARKER)
+        }
         for rel in listed:
             if not _is_excluded(rel, excluded):
                 collector.add_git_path(rel)
@@ -245,6 +251,9 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
         except OSError as exc:
             collector.skip(rel_dir.rstrip("/") or ".", SkipReason.UNREADABLE, _os_error_text(exc))
             continue
+        if rel_dir and any(entry.name == VIRTUALENV_MARKER for entry in entries):
+            collector.skip(rel_dir.rstrip("/"), SkipReason.VENDORED, "a virtualenv, not walked")
+            continue
         for entry in entries:
             if entry.name == ".gitignore" and entry.is_file(follow_symlinks=False):
                 loaded = _IgnoreRules.load(entry.path, rel_dir)
@@ -335,6 +344,7 @@ class _Collector:
         self.files: list[SourceFile] = []
         self.skipped: list[SkippedFile] = []
         self.vendored: dict[str, int] = {}
+        self.virtualenvs: set[str] = set()
 
     def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
         self.skipped.append(SkippedFile(rel, reason, detail))
@@ -356,7 +366,9 @@ class _Collector:
         for i, part in enumerate(parts[:-1]):
             if part in ALWAYS_SKIPPED_DIRS:
                 return
-            if part in VENDORED_DIRS:
+            if part in VENDORED_DIRS or (
+                self.virtualenvs and "/".join(parts[: i + 1]) in self.virtualenvs
+            ):
                 folder = "/".join(parts[: i + 1])
                 self.vendored[folder] = self.vendored.get(folder, 0) + 1
                 return
