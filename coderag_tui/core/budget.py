@@ -25,6 +25,7 @@ from coderag_tui.core.prompt import Template
 from coderag_tui.core.tokens import TokenCounter
 
 OVER_BUDGET = "over budget"
+TRIMMED = "cut to fit the budget"  # reason prefix for the lines of a chunk that were left out
 EXCLUDED = "excluded"
 PINNED_MISSING = "pinned, but not in these results"
 # Tokens a block header and fence add on top of the code, used only by `advise`.
@@ -97,6 +98,7 @@ class _Packer:
         self.template = template
         self.file_text = file_text
         self.accepted: dict[str, list[_Candidate]] = {}
+        self._costs: dict[tuple[str, int, int, str | None], int] = {}
         self._file_lines: dict[str, list[str] | None] = {}
         self.separator_tokens = max(1, counter.count("\n\n"))
 
@@ -124,7 +126,31 @@ class _Packer:
         )
 
     def block_cost(self, block: _Block) -> int:
-        return self.counter.count(self.render_block(block)) + self.separator_tokens
+        # A block's text is fixed by its file and line range, so its price is too.
+        key = (block.path, block.start, block.end, block.language)
+        cost = self._costs.get(key)
+        if cost is None:
+            cost = self.counter.count(self.render_block(block)) + self.separator_tokens
+            self._costs[key] = cost
+        return cost
+
+    def prefetch(self, cands: Sequence[_Candidate]) -> None:
+        """Price every chunk as its own block in one batch call (tiktoken encodes in threads)."""
+        blocks: dict[tuple[str, int, int, str | None], _Block] = {}
+        for cand in cands:
+            block = _Block(cand.chunk.path, cand.chunk.start_line, cand.chunk.end_line,
+                           cand.chunk.language, (cand,))
+            blocks.setdefault((block.path, block.start, block.end, block.language), block)
+        todo = [(k, b) for k, b in blocks.items() if k not in self._costs]
+        counts = self.counter.count_many([self.render_block(b) for _, b in todo])
+        for (key, _), count in zip(todo, counts, strict=True):
+            self._costs[key] = count + self.separator_tokens
+
+    def chunk_tokens(self, chunk: Chunk) -> int:
+        """Tokens of `chunk` rendered as a block of its own (what dropping it saved)."""
+        alone = _Candidate(chunk.key, chunk, 0, 0)
+        block = _Block(chunk.path, chunk.start_line, chunk.end_line, chunk.language, (alone,))
+        return self.block_cost(block) - self.separator_tokens
 
     def file_cost(self, cands: Iterable[_Candidate]) -> int:
         return sum(self.block_cost(b) for b in _merge(cands))
@@ -154,6 +180,14 @@ def _trimmed(cand: _Candidate, n_lines: int) -> _Candidate:
     text = "\n".join(split_lines(chunk.text)[:n_lines])
     cut = replace(chunk, end_line=chunk.start_line + n_lines - 1, text=text)
     return replace(cand, chunk=cut)
+
+
+def _cut_off(whole: _Candidate, part: _Candidate, counter: TokenCounter) -> DroppedChunk:
+    """The lines of `whole` that trimming left out, reported like a dropped chunk."""
+    first = part.chunk.end_line + 1
+    rest = "\n".join(split_lines(whole.chunk.text)[part.chunk.n_lines :])
+    reason = f"{TRIMMED}: lines {first}–{whole.chunk.end_line} left out"
+    return DroppedChunk(whole.key, whole.rank, counter.count(rest), reason)
 
 
 def _largest_fitting_prefix(packer: _Packer, cand: _Candidate, room: int) -> _Candidate | None:
@@ -213,11 +247,12 @@ def pack(
     excluded_keys = set(excluded)
     packer = _Packer(counter, template, file_text)
     room = budget - fixed
+    packer.prefetch([c for c in cands if c.key not in excluded_keys])
     accepted: list[_Candidate] = []
     full = False
     for cand in cands:
         if cand.key in excluded_keys:
-            tokens = counter.count(cand.chunk.text)
+            tokens = packer.chunk_tokens(cand.chunk)
             dropped.append(DroppedChunk(cand.key, cand.rank, tokens, EXCLUDED))
             continue
         delta = 0 if full else packer.delta(cand)
@@ -226,26 +261,31 @@ def pack(
             accepted.append(cand)
             room -= delta
             continue
-        if trim_last and not full:
-            full = True  # the budget is full either way after the last chunk is cut
+        # The best chunk is cut rather than lost when it alone is too big; any other chunk
+        # only when the user asked to fill the budget with a part of the last one.
+        if not full and (trim_last or not accepted):
+            full = trim_last
             part = _largest_fitting_prefix(packer, cand, room)
             if part is not None:
                 room -= packer.delta(part)
                 packer.accept(part)
                 accepted.append(part)
+                dropped.append(_cut_off(cand, part, counter))
                 continue
-        tokens = counter.count(cand.chunk.text)
-        dropped.append(DroppedChunk(cand.key, cand.rank, tokens, OVER_BUDGET))
+        dropped.append(
+            DroppedChunk(cand.key, cand.rank, packer.chunk_tokens(cand.chunk), OVER_BUDGET)
+        )
 
     # The per-block prices are additive estimates; the rendered prompt is what must fit.
     text, rendered = packer.render(task)
     total = counter.count(text)
+    originals = {c.key: c.chunk for c in cands}
     while total > budget and accepted:
         last = accepted.pop()
         packer.remove(last)
-        dropped.append(
-            DroppedChunk(last.key, last.rank, counter.count(last.chunk.text), OVER_BUDGET)
-        )
+        dropped = [d for d in dropped if d.key != last.key]  # forget a "cut" entry
+        tokens = packer.chunk_tokens(originals[last.key])
+        dropped.append(DroppedChunk(last.key, last.rank, tokens, OVER_BUDGET))
         text, rendered = packer.render(task)
         total = counter.count(text)
 

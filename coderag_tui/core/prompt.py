@@ -108,25 +108,25 @@ class Template:
     def render_block(
         self, *, path: str, start: int, end: int, language: str | None, code: str
     ) -> str:
-        """One code block with its header; no trailing newline."""
+        """One code block with its header; `code` is its lines joined by newlines (no final one)."""
         if self.kind == "xml":
             attrs = (
                 f"path={quoteattr(path)} lines={quoteattr(f'{start}-{end}')}"
                 f" language={quoteattr(fence_tag_for(language, path))}"
             )
-            return f"<chunk {attrs}>\n{_with_newline(escape(code))}</chunk>"
+            return f"<chunk {attrs}>\n{escape(code)}\n</chunk>"
         tag = fence_tag_for(language, path)
         fence = fence_for(code)
         if self.kind == "file" and self.block_format:
             values = {
                 "path": path, "start": str(start), "end": str(end),
                 "lines": line_range(start, end), "language": tag, "fence": fence,
-                "code": code[:-1] if code.endswith("\n") else code,
+                "code": code,
             }
             return _substitute(self.block_format, values).rstrip("\n")
         return (
             f"### [{path} · lines {line_range(start, end)}]\n"
-            f"{fence}{tag}\n{_with_newline(code)}{fence}"
+            f"{fence}{tag}\n{code}\n{fence}"
         )
 
     def render(self, blocks: Sequence[str], task: str) -> str:
