@@ -1,0 +1,55 @@
+"""Time walk, read and each chunking strategy over the running interpreter's standard library.
+
+Run: PYTHONPATH=. python benchmarks/chunk_stdlib.py [ROOT]   (prints numbers; asserts nothing
+about speed, but checks that `lines` and `ast` chunks cover every line exactly once).
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from coderag_tui.core.chunking import chunk_file
+from coderag_tui.core.models import ChunkingSpec
+from coderag_tui.core.walker import read_source, walk
+
+
+def main() -> None:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else sysconfig.get_paths()["stdlib"])
+    t0 = time.perf_counter()
+    result = walk(root)
+    t_walk = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    texts = []
+    for file in result.files:
+        out = read_source(root, file)
+        if isinstance(out, tuple):
+            texts.append((file, out[0]))
+    t_read = time.perf_counter() - t0
+    mb = sum(len(t.encode()) for _, t in texts) / 1e6
+    print(f"root {root}")
+    print(f"walk   {t_walk:6.2f} s  {len(result.files)} files listed, {len(result.skipped)} skipped")
+    print(f"read   {t_read:6.2f} s  {len(texts)} texts, {mb:.1f} MB")
+    for spec in (ChunkingSpec("lines", 64), ChunkingSpec("ast", 64), ChunkingSpec("file")):
+        kinds: collections.Counter[str] = collections.Counter()
+        bad = 0
+        t0 = time.perf_counter()
+        for file, text in texts:
+            chunks = chunk_file(file.path, text, file.language, spec)
+            kinds.update(c.kind for c in chunks)
+            if spec.strategy != "file" and text:
+                n = len(text.split("\n")) - (1 if text.endswith("\n") else 0)
+                covered = [i for c in chunks for i in range(c.start_line, c.end_line + 1)]
+                bad += covered != list(range(1, n + 1))
+        elapsed = time.perf_counter() - t0
+        print(
+            f"chunk {spec.key:<10} {elapsed:6.2f} s  {sum(kinds.values())} chunks "
+            f"({mb / elapsed:.1f} MB/s), coverage errors: {bad}, kinds: {dict(kinds.most_common())}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,507 @@
+"""Cut a file into chunks: line windows, tree-sitter units, or the whole file.
+
+`ast` chunking lays a file out as a sequence of units (functions, classes, methods and
+their equivalents, with the comments, decorators and attributes right above them) and the
+code between them ("module" chunks: imports, module-level statements). A unit longer than
+the limit is split at statement boundaries; a class longer than the limit becomes a
+"header" chunk (its first line up to its first method), one chunk per method, and
+"class_body" chunks for fields between methods. Namespaces too big for one chunk (C++
+`namespace`, C# `namespace`, Rust `mod`, `#ifdef` blocks …) are opened up the same way.
+Gaps made only of blank lines or closing brackets are merged into a neighbour, so no
+chunk is just `}`. Every line of the file lands in exactly one chunk, in order.
+
+Chunk kinds: lines, file, function, class, method, module, header, class_body, namespace.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.languages import parser_for
+from coderag_tui.core.models import Chunk, ChunkingSpec
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+# A parse whose top-level ERROR nodes cover more than this share of the lines is not trusted.
+MAX_ERROR_SHARE = 0.5
+
+GAP_KINDS = frozenset({"module", "header", "class_body"})
+_BODY_TYPES = frozenset(
+    {
+        "block",
+        "class_body",
+        "declaration_list",
+        "field_declaration_list",
+        "body_statement",
+        "interface_body",
+        "enum_body",
+        "enum_class_body",
+        "statement_block",
+        "compound_statement",
+        "enum_member_declaration_list",
+    }
+)
+_FUNCTION_VALUES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function"}
+)
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """Which tree-sitter node types are units in one language, and how they nest."""
+
+    units: Mapping[str, str]  # node type -> "function" | "class" | "method" | "namespace"
+    wrappers: frozenset[str] = frozenset()  # wrap one definition: decorators, export, template
+    attach: frozenset[str] = frozenset({"comment"})  # belong to the unit right below them
+    declarations: frozenset[str] = frozenset()  # `const f = () => …` counts as a function
+    flatten: frozenset[str] = frozenset()  # member lists nested one level deeper
+    self_body: frozenset[str] = field(default_factory=frozenset)  # namespaces without a body
+
+
+_JS_UNITS = {
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "class_declaration": "class",
+    "method_definition": "method",
+}
+_TS_UNITS = {
+    **_JS_UNITS,
+    "abstract_class_declaration": "class",
+    "interface_declaration": "class",
+    "enum_declaration": "class",
+    "function_signature": "function",
+    "abstract_method_signature": "method",
+    "internal_module": "namespace",
+    "module": "namespace",
+}
+_C_UNITS = {
+    "function_definition": "function",
+    "struct_specifier": "class",
+    "union_specifier": "class",
+    "enum_specifier": "class",
+    "type_definition": "class",
+    "preproc_ifdef": "namespace",
+    "preproc_if": "namespace",
+    "preproc_else": "namespace",
+    "preproc_elif": "namespace",
+    "preproc_elifdef": "namespace",
+}
+_PREPROC = frozenset(
+    {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef"}
+)
+
+GRAMMAR_RULES: dict[str, _Grammar] = {
+    "python": _Grammar(
+        units={"function_definition": "function", "class_definition": "class"},
+        wrappers=frozenset({"decorated_definition"}),
+    ),
+    "javascript": _Grammar(
+        units=_JS_UNITS,
+        wrappers=frozenset({"export_statement"}),
+        declarations=frozenset({"lexical_declaration", "variable_declaration"}),
+    ),
+    "typescript": _Grammar(
+        units=_TS_UNITS,
+        wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
+        declarations=frozenset({"lexical_declaration", "variable_declaration"}),
+    ),
+    "go": _Grammar(
+        units={
+            "function_declaration": "function",
+            "method_declaration": "method",
+            "type_declaration": "class",
+        }
+    ),
+    "rust": _Grammar(
+        units={
+            "function_item": "function",
+            "function_signature_item": "function",
+            "impl_item": "class",
+            "trait_item": "class",
+            "struct_item": "class",
+            "enum_item": "class",
+            "union_item": "class",
+            "macro_definition": "function",
+            "mod_item": "namespace",
+        },
+        attach=frozenset({"line_comment", "block_comment", "attribute_item"}),
+    ),
+    "java": _Grammar(
+        units={
+            "class_declaration": "class",
+            "interface_declaration": "class",
+            "enum_declaration": "class",
+            "record_declaration": "class",
+            "annotation_type_declaration": "class",
+            "method_declaration": "method",
+            "constructor_declaration": "method",
+            "compact_constructor_declaration": "method",
+        },
+        attach=frozenset({"line_comment", "block_comment"}),
+        flatten=frozenset({"enum_body_declarations"}),
+    ),
+    "c": _Grammar(units=_C_UNITS, self_body=_PREPROC),
+    "cpp": _Grammar(
+        units={
+            **_C_UNITS,
+            "class_specifier": "class",
+            "namespace_definition": "namespace",
+            "linkage_specification": "namespace",
+        },
+        wrappers=frozenset({"template_declaration"}),
+        self_body=_PREPROC,
+    ),
+    "ruby": _Grammar(
+        units={
+            "method": "function",
+            "singleton_method": "function",
+            "class": "class",
+            "singleton_class": "class",
+            "module": "class",
+        }
+    ),
+    "c_sharp": _Grammar(
+        units={
+            "class_declaration": "class",
+            "struct_declaration": "class",
+            "interface_declaration": "class",
+            "record_declaration": "class",
+            "enum_declaration": "class",
+            "method_declaration": "method",
+            "constructor_declaration": "method",
+            "destructor_declaration": "method",
+            "operator_declaration": "method",
+            "conversion_operator_declaration": "method",
+            "indexer_declaration": "method",
+            "local_function_statement": "function",
+            "namespace_declaration": "namespace",
+        }
+    ),
+    "php": _Grammar(
+        units={
+            "function_definition": "function",
+            "class_declaration": "class",
+            "interface_declaration": "class",
+            "trait_declaration": "class",
+            "enum_declaration": "class",
+            "method_declaration": "method",
+            "namespace_definition": "namespace",
+        }
+    ),
+    "kotlin": _Grammar(
+        units={
+            "function_declaration": "function",
+            "class_declaration": "class",
+            "object_declaration": "class",
+            "companion_object": "class",
+        },
+        attach=frozenset({"line_comment", "block_comment"}),
+    ),
+}
+GRAMMAR_RULES["tsx"] = GRAMMAR_RULES["typescript"]
+
+
+def chunk_file(path: str, text: str, language: str | None, spec: ChunkingSpec) -> list[Chunk]:
+    """Cut one file's text into chunks by the spec; an empty text gives no chunks.
+
+    Line numbers are 1-based and inclusive; a chunk's text is exactly its lines joined
+    with "\\n" (a final newline of the file belongs to no line).
+    """
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    n = len(lines)
+    if spec.strategy == "file":
+        return [Chunk(path, 1, n, "file", language, "\n".join(lines))]
+    ranges: list[tuple[int, int, str]] | None = None
+    if spec.strategy == "ast":
+        ranges = ast_ranges(text, lines, language, spec.lines)
+    if ranges is None:
+        ranges = line_ranges(n, spec.lines, spec.overlap if spec.strategy == "lines" else 0)
+    return [Chunk(path, s, e, kind, language, "\n".join(lines[s - 1 : e])) for s, e, kind in ranges]
+
+
+def line_ranges(n_lines: int, size: int, overlap: int = 0) -> list[tuple[int, int, str]]:
+    """Windows of `size` lines sharing `overlap` lines; the last window ends at the last line."""
+    size = max(1, size)
+    step = max(1, size - max(0, overlap))
+    ranges = []
+    start = 1
+    while True:
+        end = min(start + size - 1, n_lines)
+        ranges.append((start, end, "lines"))
+        if end >= n_lines:
+            return ranges
+        start += step
+
+
+def ast_ranges(
+    text: str, lines: list[str], language: str | None, limit: int
+) -> list[tuple[int, int, str]] | None:
+    """(start, end, kind) ranges from the syntax tree, or None when lines must be used instead."""
+    rules = GRAMMAR_RULES.get(language or "")
+    parser = parser_for(language) if rules is not None and language else None
+    if rules is None or parser is None:
+        return None
+    try:
+        tree = parser.parse(text.encode("utf-8", errors="surrogatepass"))
+    except Exception:  # the binding refused the input: chunk it by lines
+        return None
+    root = tree.root_node
+    n = len(lines)
+    children = root.named_children
+    if root.has_error and _error_share(root, children, n) > MAX_ERROR_SHARE:
+        return None
+    layout = _Layout(rules, max(1, limit))
+    layout.lay_out(children, 1, n, in_class=False)
+    ranges = _merge_trivial_gaps(layout.out, lines, max(3, limit // 8))
+    if not _covers(ranges, n):  # a defect in the tables must never lose lines
+        return None
+    return ranges
+
+
+def _error_share(root: Node, children: list[Node], n: int) -> float:
+    if root.type == "ERROR":
+        return 1.0
+    bad = 0
+    for child in children:
+        if child.type == "ERROR":
+            s, e = _rows(child)
+            bad += e - s + 1
+    return bad / max(1, n)
+
+
+def _rows(node: Node) -> tuple[int, int]:
+    """1-based inclusive first and last line of a node (a node ending at column 0 ends above)."""
+    start = node.start_point
+    end = node.end_point
+    last = end.row if end.column == 0 and end.row > start.row else end.row + 1
+    return start.row + 1, last
+
+
+class _Layout:
+    """Walks sibling nodes and appends (start, end, kind) ranges covering a line span in order."""
+
+    def __init__(self, rules: _Grammar, limit: int) -> None:
+        self.rules = rules
+        self.limit = limit
+        self.out: list[tuple[int, int, str]] = []
+
+    def lay_out(self, children: Iterable[Node], lo: int, hi: int, *, in_class: bool) -> bool:
+        """Cover lines lo..hi with the units among `children` and the gaps between them."""
+        units: list[tuple[int, int, Node, str]] = []
+        others: list[Node] = []
+        run_start = run_end = -1  # the comments/attributes just above the next unit
+        prev_end = lo - 1
+        for child in children:
+            cs, ce = _rows(child)
+            found = self._unit(child, cs, ce, in_class)
+            if found is None:
+                others.append(child)
+                if child.type in self.rules.attach and cs > prev_end:
+                    if run_start < 0 or cs > run_end + 1:
+                        run_start = cs
+                    run_end = ce
+                else:
+                    run_start = -1
+                prev_end = max(prev_end, ce)
+                continue
+            kind, inner = found
+            start = run_start if run_start >= 0 and run_end + 1 >= cs else cs
+            run_start = -1
+            units.append((start, ce, inner, kind))
+            prev_end = max(prev_end, ce)
+        cuts = self._cuts(others)
+        first_gap = "header" if in_class else "module"
+        later_gap = "class_body" if in_class else "module"
+        cur = lo
+        for start, end, inner, kind in units:
+            end = min(end, hi)
+            if end < cur:
+                continue  # shares its lines with the previous unit (several units on one line)
+            start = max(start, cur)
+            if start > cur:
+                self._gap(cur, start - 1, first_gap if cur == lo else later_gap, cuts)
+            self._emit_unit(inner, kind, start, end)
+            cur = end + 1
+        if cur <= hi:
+            self._gap(cur, hi, first_gap if cur == lo else later_gap, cuts)
+        return bool(units)
+
+    def _unit(self, node: Node, cs: int, ce: int, in_class: bool) -> tuple[str, Node] | None:
+        """(kind, the definition node) when `node` is a unit at this level, else None."""
+        rules = self.rules
+        node_type = node.type
+        kind = rules.units.get(node_type)
+        if kind is None:
+            if node_type in rules.wrappers:
+                for child in node.named_children:
+                    inner = self._unit(child, cs, ce, in_class)
+                    if inner is not None:
+                        return inner
+                return None
+            if node_type in rules.declarations and _declares_function(node):
+                kind = "function"
+            else:
+                return None
+        if kind == "namespace":
+            # Small namespaces stay inside the surrounding code; big ones are opened up.
+            if ce - cs + 1 <= self.limit or _body(node, rules) is None:
+                return None
+        elif kind == "function" and in_class:
+            kind = "method"
+        return kind, node
+
+    def _emit_unit(self, node: Node, kind: str, start: int, end: int) -> None:
+        if end - start + 1 <= self.limit:
+            self.out.append((start, end, kind))
+            return
+        if kind in ("class", "namespace"):
+            body = _body(node, self.rules)
+            if body is not None:
+                mark = len(self.out)
+                members = _members(body, self.rules)
+                if self.lay_out(members, start, end, in_class=kind == "class"):
+                    return
+                del self.out[mark:]
+            if kind == "namespace":
+                kind = "module"
+        for s, e in _pack(start, end, self._cuts([node]), self.limit):
+            self.out.append((s, e, kind))
+
+    def _gap(self, lo: int, hi: int, kind: str, cuts: list[int]) -> None:
+        for s, e in _pack(lo, hi, cuts, self.limit):
+            self.out.append((s, e, kind))
+
+    def _cuts(self, nodes: Iterable[Node]) -> list[int]:
+        """Lines where a split may start: each statement's first line, deeper in long ones."""
+        found: set[int] = set()
+        stack = list(nodes)
+        while stack:
+            node = stack.pop()
+            s, e = _rows(node)
+            found.add(s)
+            if e - s + 1 > self.limit:
+                found.add(e + 1)
+                stack.extend(node.named_children)
+        return sorted(found)
+
+
+def _declares_function(node: Node) -> bool:
+    """`const f = () => …` / `var g = function () …`: a declaration whose value is a function."""
+    for child in node.named_children:
+        if child.type == "variable_declarator":
+            value = child.child_by_field_name("value")
+            if value is not None and value.type in _FUNCTION_VALUES:
+                return True
+    return False
+
+
+def _body(node: Node, rules: _Grammar) -> Node | None:
+    """The node holding a class's or namespace's members (the node itself for `#ifdef`)."""
+    if node.type in rules.self_body:
+        return node
+    body = node.child_by_field_name("body")
+    if body is not None:
+        return body
+    for child in node.named_children:
+        if child.type in _BODY_TYPES:
+            return child
+    return None
+
+
+def _members(body: Node, rules: _Grammar) -> list[Node]:
+    members: list[Node] = []
+    for child in body.named_children:
+        if child.type in rules.flatten:
+            members.extend(child.named_children)
+        else:
+            members.append(child)
+    return members
+
+
+def _pack(lo: int, hi: int, cuts: list[int], limit: int) -> list[tuple[int, int]]:
+    """Split lines lo..hi into pieces of at most `limit` lines, cutting at `cuts` when possible.
+
+    Pieces aim at equal sizes (70 lines with a limit of 64 become 35 + 35, not 64 + 6);
+    a stretch with no allowed cut within the limit is cut hard.
+    """
+    pieces = []
+    start = lo
+    while hi - start + 1 > limit:
+        remaining = hi - start + 1
+        n_pieces = -(-remaining // limit)
+        target = start + -(-remaining // n_pieces)  # first line of the next piece
+        left = bisect.bisect_right(cuts, start)
+        right = bisect.bisect_right(cuts, start + limit)
+        best = -1
+        i = bisect.bisect_left(cuts, target, left, right)
+        for j in (i - 1, i):
+            if left <= j < right and (best < 0 or abs(cuts[j] - target) < abs(best - target)):
+                best = cuts[j]
+        cut = best if best > start else target
+        pieces.append((start, cut - 1))
+        start = cut
+    pieces.append((start, hi))
+    return pieces
+
+
+def _is_trivial(line: str) -> bool:
+    """Blank, or only closing brackets and separators (`}`, `};`, `end`): not worth a chunk."""
+    stripped = line.strip()
+    return not stripped or stripped == "end" or not stripped.strip("{}()[];,")
+
+
+def _merge_trivial_gaps(
+    ranges: list[tuple[int, int, str]], lines: list[str], max_len: int
+) -> list[tuple[int, int, str]]:
+    """Fold short gaps of blank lines and closing brackets into the chunk above (or below).
+
+    Blank lines opening a longer gap join the chunk above too, so gaps start with code.
+    """
+    merged: list[tuple[int, int, str]] = []
+    pending = -1  # start line of a trivial gap at the top, waiting for the next chunk
+    for s, e, kind in ranges:
+        trivial = (
+            kind in GAP_KINDS
+            and e - s + 1 <= max_len
+            and all(_is_trivial(line) for line in lines[s - 1 : e])
+        )
+        if trivial and merged:
+            ps, _, pk = merged[-1]
+            merged[-1] = (ps, e, pk)
+            continue
+        if trivial:
+            if pending < 0:
+                pending = s
+            continue
+        if pending >= 0:
+            s, pending = pending, -1
+        elif kind in GAP_KINDS and merged:
+            # Blank lines opening a gap end the chunk above instead.
+            blank = s
+            while blank < e and not lines[blank - 1].strip():
+                blank += 1
+            if blank > s:
+                ps, _, pk = merged[-1]
+                merged[-1] = (ps, blank - 1, pk)
+                s = blank
+        merged.append((s, e, kind))
+    if pending >= 0:  # the whole file is trivial
+        merged.append((pending, ranges[-1][1], "module"))
+    return merged
+
+
+def _covers(ranges: list[tuple[int, int, str]], n: int) -> bool:
+    expected = 1
+    for s, e, _ in ranges:
+        if s != expected or e < s:
+            return False
+        expected = e + 1
+    return expected == n + 1

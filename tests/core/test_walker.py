@@ -1,0 +1,223 @@
+"""The walker lists what a user expects indexed and says why everything else was left out."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.core.models import SkippedFile, SkipReason, SourceFile
+from coderag_tui.core.walker import WalkResult, content_hash, read_source, walk
+from tests.fixtures.hostile_repo import (
+    EXPECTED_ABSENT,
+    EXPECTED_FILES,
+    EXPECTED_SKIPS,
+    EXPECTED_SKIPS_GIT_ONLY,
+    INVALID_UTF8_FILES,
+    make_hostile_repo,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(root), *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _read_all(root: Path, result: WalkResult) -> tuple[dict[str, tuple[str, bool]], list]:
+    texts: dict[str, tuple[str, bool]] = {}
+    skipped = list(result.skipped)
+    for file in result.files:
+        out = read_source(root, file)
+        if isinstance(out, SkippedFile):
+            skipped.append(out)
+        else:
+            texts[file.path] = out
+    return texts, skipped
+
+
+def _write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_hostile_repo_every_skip_has_its_reason(tmp_path: Path, git: bool) -> None:
+    root = make_hostile_repo(tmp_path / "repo", git=git)
+    result = walk(root)
+    assert result.is_git is git
+    texts, skipped = _read_all(root, result)
+
+    reasons = {s.path: s.reason for s in skipped}
+    expected = dict(EXPECTED_SKIPS)
+    if git:
+        expected.update(EXPECTED_SKIPS_GIT_ONLY)
+    assert reasons == expected
+    assert set(texts) == EXPECTED_FILES
+    listed = {f.path for f in result.files} | set(reasons)
+    assert not listed & EXPECTED_ABSENT
+    assert [f.path for f in result.files] == sorted(f.path for f in result.files)
+    assert [s.path for s in result.skipped] == sorted(s.path for s in result.skipped)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_invalid_utf8_is_decoded_with_replacement_and_flagged(tmp_path: Path, git: bool) -> None:
+    root = make_hostile_repo(tmp_path / "repo", git=git)
+    texts, _ = _read_all(root, walk(root))
+    flagged = {path for path, (_, invalid) in texts.items() if invalid}
+    assert flagged == INVALID_UTF8_FILES
+    text, _ = texts["src/latin1.py"]
+    assert text == "# caf\ufffd au lait\nname = 'Jos\ufffd'\n"
+    assert texts["src/empty.py"] == ("", False)
+
+
+def test_skip_details_name_the_problem(tmp_path: Path) -> None:
+    root = make_hostile_repo(tmp_path / "repo", git=True)
+    details = {s.path: s.detail for s in walk(root).skipped}
+    assert "5,2" in details["big.py"] and "limit 1,048,576" in details["big.py"]
+    assert details["node_modules"] == "2 files"
+    assert "FIFO" in details["pipe.txt"]
+    assert str(tmp_path / "outside_secret.py") in details["outside_link.py"]
+    assert details["assets/logo.png"] == "binary file type (.png)"
+
+
+def test_reading_a_fifo_or_a_directory_named_like_a_file_never_blocks(tmp_path: Path) -> None:
+    root = make_hostile_repo(tmp_path / "repo", git=False)
+    for rel, words in (("pipe.txt", "FIFO"), ("weird.py", "directory")):
+        out = read_source(root, SourceFile(rel, 0, 0, None))
+        assert isinstance(out, SkippedFile)
+        assert out.reason is SkipReason.UNREADABLE
+        assert words in out.detail
+
+
+def test_a_file_deleted_after_the_walk_is_unreadable_with_the_os_error(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    path = _write(root, "gone.py", "x = 1\n")
+    (file,) = walk(root).files
+    path.unlink()
+    out = read_source(root, file)
+    assert isinstance(out, SkippedFile)
+    assert out.reason is SkipReason.UNREADABLE
+    assert "No such file" in out.detail
+
+
+def test_tracked_but_deleted_files_are_dropped_and_untracked_ones_listed(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "kept.py", "a = 1\n")
+    _write(root, "deleted.py", "b = 2\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    (root / "deleted.py").unlink()
+    _write(root, "new.py", "c = 3\n")
+    result = walk(root)
+    assert result.is_git
+    assert [f.path for f in result.files] == ["kept.py", "new.py"]
+    assert result.skipped == ()
+
+
+def test_plain_walk_honours_nested_gitignore_directory_patterns(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "src/.gitignore", "build/\n/local.py\n")
+    _write(root, "src/build/out.py", "generated = True\n")
+    _write(root, "src/local.py", "anchored to src/\n")
+    _write(root, "src/deeper/local.py", "not matched by an anchored pattern\n")
+    _write(root, "build/top.py", "src/.gitignore does not reach here\n")
+    paths = [f.path for f in walk(root).files]
+    assert paths == ["build/top.py", "src/.gitignore", "src/deeper/local.py"]
+
+
+def test_exclude_keeps_the_index_directory_out(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "main.py", "print('hi')\n")
+    _write(root, ".coderag/index.sqlite-wal", "not source\n")
+    assert {f.path for f in walk(root).files} == {"main.py", ".coderag/index.sqlite-wal"}
+    assert [f.path for f in walk(root, exclude=[root / ".coderag"]).files] == ["main.py"]
+
+
+def test_size_limit_is_inclusive_and_configurable(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "at_limit.py", "x" * 99 + "\n")
+    _write(root, "over_limit.py", "x" * 100 + "\n")
+    result = walk(root, max_file_bytes=100)
+    assert [f.path for f in result.files] == ["at_limit.py"]
+    assert [(s.path, s.reason) for s in result.skipped] == [("over_limit.py", SkipReason.TOO_LARGE)]
+
+
+def test_virtualenvs_are_vendored_by_marker_not_by_name(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "env/pyvenv.cfg", "home = /usr/bin\n")
+    _write(root, "env/lib/site.py", "installed = True\n")
+    _write(root, "venv/__init__.py", "# a package that happens to be called venv\n")
+    result = walk(root)
+    assert [f.path for f in result.files] == ["venv/__init__.py"]
+    assert [(s.path, s.reason) for s in result.skipped] == [("env", SkipReason.VENDORED)]
+
+
+def test_symlinked_directory_is_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "real/mod.py", "x = 1\n")
+    os.symlink("real", root / "alias")
+    result = walk(root)
+    assert [f.path for f in result.files] == ["real/mod.py"]
+    assert [(s.path, s.reason) for s in result.skipped] == [("alias", SkipReason.NOT_A_FILE)]
+
+
+def test_nested_git_repository_is_reported_not_entered(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "main.py", "x = 1\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    inner = root / "inner"
+    _write(inner, "lib.py", "y = 2\n")
+    subprocess.run(["git", "init", "-q", str(inner)], check=True)
+    _git(inner, "add", "-A")
+    _git(inner, "commit", "-q", "-m", "inner")
+    result = walk(root)
+    assert [f.path for f in result.files] == ["main.py"]
+    assert [(s.path, s.reason) for s in result.skipped] == [("inner", SkipReason.NOT_A_FILE)]
+
+
+def test_a_folder_its_repository_ignores_is_still_walked(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, ".gitignore", "build/\n")
+    _write(root, "build/gen.py", "z = 3\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    result = walk(root / "build")
+    assert not result.is_git
+    assert [f.path for f in result.files] == ["gen.py"]
+
+
+def test_long_lines_count_characters_not_bytes(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _write(root, "accents.py", "s = '" + "é" * 990 + "'\n")  # 995 characters, 1985 bytes
+    _write(root, "long.py", "s = '" + "a" * 1000 + "'\n")
+    files = {f.path: f for f in walk(root).files}
+    assert isinstance(read_source(root, files["accents.py"]), tuple)
+    out = read_source(root, files["long.py"])
+    assert isinstance(out, SkippedFile) and out.reason is SkipReason.MINIFIED
+    assert "1,006 characters" in out.detail
+
+
+def test_nul_byte_means_binary_and_crlf_and_bom_are_normalised(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "data.dat").write_bytes(b"header\x00\x01\x02")
+    (root / "win.py").write_bytes(b"\xef\xbb\xbfa = 1\r\nb = 2\r\n")
+    files = {f.path: f for f in walk(root).files}
+    out = read_source(root, files["data.dat"])
+    assert isinstance(out, SkippedFile) and out.reason is SkipReason.BINARY
+    assert read_source(root, files["win.py"]) == ("a = 1\nb = 2\n", False)
+
+
+def test_content_hash_is_sha1_of_utf8_text() -> None:
+    assert content_hash("héllo") == hashlib.sha1("héllo".encode()).hexdigest()
+    assert content_hash("a") != content_hash("b")
