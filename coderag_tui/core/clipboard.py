@@ -89,17 +89,20 @@ def send_osc52(
 
 
 def copy_with_pyperclip(text: str) -> tuple[str | None, str]:
-    """Copy with pyperclip's mechanism for this system; (mechanism or None, why not)."""
+    """Copy with pyperclip's mechanism for this system; (mechanism or None, why it failed).
+
+    `why` is empty when the system simply has no clipboard tool (the usual headless case).
+    """
     try:
         import pyperclip
     except ImportError:
-        return None, "pyperclip is not installed"
+        return None, ""
     try:
         copy_fn, paste_fn = pyperclip.determine_clipboard()
     except Exception as exc:  # pyperclip probes GUI toolkits, which fail in many ways
         return None, f"pyperclip found no clipboard ({exc})"
     if not copy_fn:  # pyperclip's "no clipboard" stub is falsy
-        return None, "pyperclip found no clipboard tool (xclip, xsel, wl-copy)"
+        return None, ""
     mechanism = MECHANISMS.get(getattr(copy_fn, "__name__", ""), "pyperclip")
     try:
         copy_fn(text)
@@ -138,7 +141,7 @@ def copy_text(
         else:
             ok, message = send_osc52(text, env=env, stream=osc52_stream)
             (methods if ok else failures).append("osc52")
-            messages.append(message if ok or not why else f"{why}; {message}")
+            messages.append(f"{why}; {message}" if why else message)
     if out is not None:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,136 @@
+"""Clipboard: pyperclip when a tool exists, else OSC 52 (tmux-wrapped in tmux), and files."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.core.clipboard import OSC52_MESSAGE, copy_text, osc52_sequence
+
+ROOT = Path(__file__).resolve().parents[2]
+TMUX = {"TMUX": "/tmp/tmux-1000/default,4242,0"}
+
+
+@pytest.fixture
+def headless(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No display and no clipboard tool on PATH: pyperclip really finds no mechanism."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", str(empty))
+
+
+def fake_xclip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, works: bool) -> Path:
+    """A stand-in `xclip` on PATH under a fake display; it stores the clipboard in a file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    store = tmp_path / "clipboard.txt"
+    store.write_text("", encoding="utf-8")
+    keep = f'cat > "{store}"' if works else "cat > /dev/null"
+    script = bin_dir / "xclip"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'for a in "$@"; do [ "$a" = "-o" ] && exec cat "{store}"; done\n'
+        f"{keep}\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    return store
+
+
+def test_osc52_bytes_go_to_the_stream_when_pyperclip_has_no_tool(headless: None) -> None:
+    stream = io.BytesIO()
+    result = copy_text("print('hi')\n", osc52_stream=stream, env={})
+    assert stream.getvalue() == b"\x1b]52;c;cHJpbnQoJ2hpJykK\x07"
+    assert result.ok
+    assert result.method == "osc52"
+    assert result.message == OSC52_MESSAGE
+    assert result.message == (
+        "sent to the terminal via OSC 52 — your terminal must allow clipboard writes"
+    )
+
+
+def test_inside_tmux_the_sequence_is_wrapped_for_passthrough(headless: None) -> None:
+    stream = io.BytesIO()
+    result = copy_text("naïve ✓", osc52_stream=stream, env=TMUX)
+    assert stream.getvalue() == b"\x1bPtmux;\x1b\x1b]52;c;bmHDr3ZlIOKckw==\x07\x1b\\"
+    assert result.ok and result.method == "osc52"
+    assert result.message.startswith(OSC52_MESSAGE)
+    assert "tmux" in result.message
+
+
+def test_a_text_stream_receives_the_same_sequence(headless: None) -> None:
+    stream = io.StringIO()
+    copy_text("print('hi')\n", osc52_stream=stream, env={})
+    assert stream.getvalue() == "\x1b]52;c;cHJpbnQoJ2hpJykK\x07"
+    assert osc52_sequence("print('hi')\n").decode() == stream.getvalue()
+
+
+def test_a_working_clipboard_tool_is_used_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = fake_xclip(tmp_path, monkeypatch, works=True)
+    stream = io.BytesIO()
+    result = copy_text("the prompt\nline 2\n", osc52_stream=stream, env={})
+    assert result.message == "copied (xclip)"
+    assert result.method == "xclip"
+    assert store.read_text(encoding="utf-8") == "the prompt\nline 2\n"
+    assert stream.getvalue() == b"", "no escape sequence when the tool worked"
+
+
+def test_a_tool_that_silently_fails_falls_back_to_osc52(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_xclip(tmp_path, monkeypatch, works=False)
+    stream = io.BytesIO()
+    result = copy_text("x", osc52_stream=stream, env={})
+    assert result.method == "osc52"
+    assert result.message == f"xclip ran but the clipboard did not change; {OSC52_MESSAGE}"
+    assert stream.getvalue() == osc52_sequence("x")
+
+
+def test_out_is_always_written_and_reported(headless: None, tmp_path: Path) -> None:
+    out = tmp_path / "prompts" / "p.md"
+    stream = io.BytesIO()
+    both = copy_text("ü prompt\n", out=out, osc52_stream=stream, env={})
+    assert out.read_text(encoding="utf-8") == "ü prompt\n"
+    assert both.method == "osc52+file"
+    assert both.message == f"{OSC52_MESSAGE}; saved to {out}"
+    only_file = copy_text("second\n", out=out, clipboard=False)
+    assert only_file.ok and only_file.method == "file"
+    assert only_file.message == f"saved to {out}"
+    assert out.read_text(encoding="utf-8") == "second\n"
+
+
+def test_an_unwritable_out_path_is_reported(tmp_path: Path) -> None:
+    result = copy_text("x", out=tmp_path, clipboard=False)  # a directory, not a file
+    assert not result.ok
+    assert result.message.startswith(f"could not save to {tmp_path}")
+
+
+def test_without_a_tool_or_a_terminal_the_user_learns_what_to_install(tmp_path: Path) -> None:
+    # A new session has no controlling terminal, so /dev/tty cannot be opened.
+    code = (
+        "from coderag_tui.core.clipboard import copy_text\n"
+        "r = copy_text('x', env={})\n"
+        "print(r.ok, r.method)\nprint(r.message)\n"
+    )
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+        env={"PATH": str(empty), "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
+    first, message = done.stdout.splitlines()
+    assert first == "False none"
+    assert message.startswith("no clipboard tool and no terminal to send OSC 52 to")
+    assert message.endswith("install xclip, xsel or wl-copy, or use --out FILE")
