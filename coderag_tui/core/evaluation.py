@@ -1,0 +1,504 @@
+"""Evaluation runs: every dataset row against a grid of chunkings, tokenizers and modes.
+
+For each row (grouped by repository and ordered along its history) and each chunking, the
+tree at the row's commit is indexed into its own store, one Searcher run yields every
+ranking at once, and the file-level (and, with gold line ranges, chunk-level) metrics of
+each mode are recorded with the run's stage timings. Embeddings go through the shared
+content-hash cache, so neighbouring commits and repeated runs embed only what changed.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coderag_tui.config import Settings
+from coderag_tui.core.bm25 import load_or_build_bm25
+from coderag_tui.core.datasets import (
+    CandidateFilter,
+    DatasetError,
+    EvalRow,
+    commit_time,
+    find_repository,
+    materialise_tree,
+)
+from coderag_tui.core.metrics import metric_names, score_chunks, score_files
+from coderag_tui.core.models import RANKING_NAMES, ChunkingSpec, RankingName, SearchRun
+
+# Tokenizer option name -> (split_identifiers, path_in_text).
+TOKENIZERS: dict[str, tuple[bool, bool]] = {
+    "default": (False, False),
+    "split": (True, False),
+    "path": (False, True),
+    "split+path": (True, True),
+}
+# The stages whose time a mode's answer costs (a mode's latency is their sum).
+MODE_STAGES: dict[str, tuple[str, ...]] = {
+    "bm25": ("tokenize", "bm25"),
+    "dense": ("embed query", "vector search"),
+    "fused": ("tokenize", "bm25", "embed query", "vector search", "fusion"),
+    "rerank": ("tokenize", "bm25", "embed query", "vector search", "fusion", "rerank"),
+}
+NEEDS_DENSE = frozenset({"dense", "fused", "rerank"})
+ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """What one evaluation run compares: modes x chunkings x tokenizers, at cut-off k."""
+
+    modes: tuple[RankingName, ...] = ("bm25",)
+    chunkings: tuple[str, ...] = ("lines:64",)
+    tokenizers: tuple[str, ...] = ("default",)
+    k: int = 10
+    depth: int = 300  # chunk hits kept per ranking, so the file list is deep enough for MRR
+    candidates: CandidateFilter = field(default_factory=CandidateFilter)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first unknown mode, chunking or tokenizer."""
+        for mode in self.modes:
+            if mode not in RANKING_NAMES:
+                raise ValueError(f"unknown mode {mode!r}: use {', '.join(RANKING_NAMES)}")
+        for tok in self.tokenizers:
+            if tok not in TOKENIZERS:
+                raise ValueError(f"unknown tokenizer {tok!r}: use {', '.join(TOKENIZERS)}")
+        for text in self.chunkings:
+            ChunkingSpec.parse(text)
+        if self.k < 1:
+            raise ValueError("k must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalProgress:
+    """Where a run is: steps are (row, chunking) pairs; detail says what the step is doing."""
+
+    done: int
+    total: int
+    label: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceResult:
+    """One row under one configuration: its metrics, the gold's rank and the stage times."""
+
+    id: str
+    repo: str
+    mode: str
+    chunking: str
+    tokenizer: str
+    scores: Mapping[str, float]
+    chunk_scores: Mapping[str, float] | None
+    gold_rank: int | None
+    top_files: tuple[str, ...]
+    stage_ms: Mapping[str, float]
+    search_ms: float
+    prepare_s: float  # index + BM25 (+ dense) preparation for this row and chunking
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSummary:
+    """Mean metrics and median latencies of one (mode, chunking, tokenizer) over its rows."""
+
+    mode: str
+    chunking: str
+    tokenizer: str
+    n: int
+    scores: Mapping[str, float]
+    chunk_scores: Mapping[str, float] | None
+    stage_ms: Mapping[str, float]  # median per stage
+    search_ms: float  # median of the mode's stage sum
+    prepare_s: float  # median preparation seconds per row
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """Everything a run measured, plus notes (skipped rows, unavailable modes)."""
+
+    k: int
+    summaries: tuple[ConfigSummary, ...]
+    instances: tuple[InstanceResult, ...]
+    notes: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (row id, reason)
+    wall_s: float
+    cancelled: bool = False
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return metric_names(self.k)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: summaries, per-instance results, notes and skipped rows."""
+        return {
+            "k": self.k,
+            "wall_s": round(self.wall_s, 3),
+            "cancelled": self.cancelled,
+            "configs": [
+                {
+                    "mode": s.mode, "chunking": s.chunking, "tokenizer": s.tokenizer, "n": s.n,
+                    "files": dict(s.scores),
+                    "chunks": dict(s.chunk_scores) if s.chunk_scores is not None else None,
+                    "median_ms": {k: round(v, 3) for k, v in s.stage_ms.items()},
+                    "search_ms": round(s.search_ms, 3),
+                    "prepare_s": round(s.prepare_s, 3),
+                }
+                for s in self.summaries
+            ],
+            "instances": [
+                {
+                    "id": r.id, "repo": r.repo, "mode": r.mode, "chunking": r.chunking,
+                    "tokenizer": r.tokenizer, "files": dict(r.scores),
+                    "chunks": dict(r.chunk_scores) if r.chunk_scores is not None else None,
+                    "gold_rank": r.gold_rank, "top_files": list(r.top_files),
+                    "stage_ms": {k: round(v, 3) for k, v in r.stage_ms.items()},
+                    "search_ms": round(r.search_ms, 3),
+                }
+                for r in self.instances
+            ],
+            "notes": list(self.notes),
+            "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
+        }
+
+    def csv_rows(self) -> list[dict[str, Any]]:
+        """One flat row per configuration (metrics, then median milliseconds per stage)."""
+        stages = sorted({st for s in self.summaries for st in s.stage_ms})
+        rows = []
+        for s in self.summaries:
+            row: dict[str, Any] = {
+                "mode": s.mode, "chunking": s.chunking, "tokenizer": s.tokenizer, "n": s.n,
+            }
+            row.update({name: round(s.scores.get(name, 0.0), 4) for name in self.metric_names})
+            if s.chunk_scores is not None:
+                row.update({f"chunk_{k}": round(v, 4) for k, v in s.chunk_scores.items()})
+            row["search_ms_median"] = round(s.search_ms, 3)
+            row["prepare_s_median"] = round(s.prepare_s, 3)
+            row.update({f"{st}_ms": round(s.stage_ms[st], 3) if st in s.stage_ms else ""
+                        for st in stages})
+            rows.append(row)
+        return rows
+
+
+@dataclass
+class _Work:
+    """A row with the tree it is evaluated on (or why it cannot be)."""
+
+    row: EvalRow
+    repo_label: str
+    git_dir: Path | None
+    order: tuple[str, int]
+
+
+def _plan(
+    rows: Sequence[EvalRow], settings: Settings, repos_dir: Path | None
+) -> tuple[list[_Work], list[tuple[str, str]]]:
+    """Locate each row's repository and order rows by repository, then commit time."""
+    work: list[_Work] = []
+    skipped: list[tuple[str, str]] = []
+    found: dict[str, Path | None] = {}
+    for row in rows:
+        git_dir: Path = settings.repo_root
+        label = row.repo or settings.repo_root.name
+        if row.repo and repos_dir is not None:
+            if row.repo not in found:
+                found[row.repo] = find_repository(repos_dir, row.repo)
+            located = found[row.repo]
+            if located is None:
+                skipped.append((row.id, f"{row.repo} is not under {repos_dir}"))
+                continue
+            git_dir = located
+        when = commit_time(git_dir, row.base_commit) if row.base_commit else 0
+        work.append(_Work(row, label, git_dir, (label, when)))
+    work.sort(key=lambda w: w.order)
+    return work, skipped
+
+
+def _tree_for(
+    item: _Work, settings: Settings, grid: Grid, tree_cache: Path | None, repos_dir: Path | None
+) -> Path:
+    if item.row.base_commit is None or item.git_dir is None:
+        return settings.repo_root
+    try:
+        return materialise_tree(
+            item.git_dir,
+            item.row.base_commit,
+            cache_dir=tree_cache,
+            label=item.repo_label.replace("/", "+"),
+            candidates=grid.candidates,
+        )
+    except DatasetError as exc:
+        if item.row.repo and repos_dir is None:
+            raise DatasetError(
+                f"{exc} Row {item.row.id} names {item.row.repo}: pass --repos DIR holding it."
+            ) from exc
+        raise
+
+
+def _mode_ms(run: SearchRun, mode: str) -> tuple[dict[str, float], float]:
+    stages = MODE_STAGES.get(mode, ())
+    per_stage: dict[str, float] = {}
+    for timing in run.timings:
+        if timing.stage in stages:
+            per_stage[timing.stage] = per_stage.get(timing.stage, 0.0) + timing.ms
+    return per_stage, sum(per_stage.values())
+
+
+def run_eval(
+    rows: Sequence[EvalRow],
+    settings: Settings,
+    grid: Grid,
+    *,
+    repos_dir: Path | None = None,
+    tree_cache: Path | None = None,
+    progress: Callable[[EvalProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    embedder: Any = None,
+) -> EvalReport:
+    """Evaluate every row under every configuration of the grid and summarise per configuration.
+
+    `settings` supplies everything else (index_dir, models, fusion); its repo is the
+    repository used for rows without a `repo` field. `embedder` replaces the model that
+    settings would resolve (e.g. one already loaded).
+    """
+    from coderag_tui.core.indexer import open_index
+    from coderag_tui.core.pipeline import Searcher
+
+    grid.validate()
+    started = time.perf_counter()
+    notes: list[str] = []
+    work, skipped = _plan(rows, settings, repos_dir)
+    want_dense = bool(NEEDS_DENSE.intersection(grid.modes))
+    embedder, cache, dense_reason = _dense_parts(settings, want_dense, notes, embedder)
+    reranker, rerank_reason = _reranker(settings, "rerank" in grid.modes, notes)
+    results: list[InstanceResult] = []
+    total = len(work) * len(grid.chunkings)
+    step = 0
+    noted_gold: set[tuple[str, str]] = set()
+    cancelled = False
+    try:
+        for item in work:
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            row = item.row
+            try:
+                tree = _tree_for(item, settings, grid, tree_cache, repos_dir)
+            except DatasetError as exc:
+                skipped.append((row.id, str(exc)))
+                step += len(grid.chunkings)
+                continue
+            for gold in row.gold_files:
+                if (row.id, gold) in noted_gold:
+                    continue
+                noted_gold.add((row.id, gold))
+                if not grid.candidates.accepts(gold) or not (tree / gold).is_file():
+                    notes.append(f"{row.id}: gold file {gold} is not among the candidates.")
+            for chunking in grid.chunkings:
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                    break
+                label = f"{row.id} · {chunking}"
+                if progress is not None:
+                    progress(EvalProgress(step, total, label, "indexing"))
+                spec = ChunkingSpec.parse(chunking)
+                base = settings.with_(
+                    repo=tree,
+                    chunking=spec.strategy,
+                    chunk_lines=spec.lines,
+                    chunk_overlap=spec.overlap,
+                    k=max(settings.k, grid.depth),
+                    depth=max(settings.depth, grid.depth),
+                    rerank="rerank" in grid.modes and reranker is not None,
+                    rerank_keep=max(settings.rerank_keep, settings.rerank_candidates),
+                )
+                prep_start = time.perf_counter()
+                store, _report = open_index(base, cancel=cancel)
+                try:
+                    chunks = store.chunks(spec.key)
+                    dense = None
+                    if embedder is not None and cache is not None and chunks:
+                        dense = _build_dense(
+                            chunks, embedder, cache, settings, progress, step, total, label,
+                            cancel,
+                        )
+                    dense_prep = time.perf_counter() - prep_start
+                    for t_index, tok in enumerate(grid.tokenizers):
+                        split, path = TOKENIZERS[tok]
+                        tok_settings = base.with_(split_identifiers=split, path_in_text=path)
+                        tok_start = time.perf_counter()
+                        bm25 = load_or_build_bm25(store, tok_settings, chunks)
+                        prepare_s = dense_prep + time.perf_counter() - tok_start
+                        searcher = Searcher(
+                            chunks, bm25, dense=dense, embedder=embedder, reranker=reranker,
+                            dense_reason=dense_reason, rerank_reason=rerank_reason,
+                        )
+                        run = searcher.run(row.query, tok_settings)
+                        for note in run.notes if want_dense else ():
+                            if note not in notes and not note.startswith("BM25 found no"):
+                                notes.append(note)
+                        for mode in grid.modes:
+                            if mode == "dense" and t_index > 0:
+                                continue  # identical for every tokenizer
+                            result = _score(
+                                run, mode, row, item.repo_label, chunking,
+                                ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
+                            )
+                            if result is None:
+                                reason = run.rankings[mode].reason if mode in run.rankings else ""
+                                note = f"{mode} is unavailable: {reason or 'no ranking'}"
+                                if note not in notes:
+                                    notes.append(note)
+                                continue
+                            results.append(result)
+                finally:
+                    store.close()
+                step += 1
+                if progress is not None:
+                    progress(EvalProgress(step, total, label, "done"))
+            if cancelled:
+                break
+    finally:
+        if cache is not None:
+            cache.close()
+    summaries = summarise(results, grid)
+    return EvalReport(
+        k=grid.k,
+        summaries=summaries,
+        instances=tuple(results),
+        notes=tuple(notes),
+        skipped=tuple(skipped),
+        wall_s=time.perf_counter() - started,
+        cancelled=cancelled,
+    )
+
+
+def _dense_parts(
+    settings: Settings, wanted: bool, notes: list[str], embedder: Any
+) -> tuple[Any, Any, str]:
+    """The embedder and the shared embedding cache, or the reason dense is off."""
+    if not wanted:
+        return None, None, "dense was not requested"
+    from coderag_tui.core.store import EmbeddingCache
+
+    if embedder is None:
+        from coderag_tui.core.embed import resolve_embedder
+
+        choice = resolve_embedder(settings)
+        if choice.embedder is None:
+            notes.append(choice.reason)
+            return None, None, choice.reason
+        embedder = choice.embedder
+    settings.embed_cache_path.parent.mkdir(parents=True, exist_ok=True)
+    return embedder, EmbeddingCache.open(settings.embed_cache_path), ""
+
+
+def _reranker(settings: Settings, wanted: bool, notes: list[str]) -> tuple[Any, str]:
+    if not wanted:
+        return None, "rerank was not requested"
+    from coderag_tui.core.rerank import resolve_reranker
+
+    choice = resolve_reranker(settings.with_(rerank=True))
+    if choice.reranker is None:
+        notes.append(choice.reason)
+        return None, choice.reason
+    return choice.reranker, ""
+
+
+def _build_dense(
+    chunks: Sequence[Any],
+    embedder: Any,
+    cache: Any,
+    settings: Settings,
+    progress: Callable[[EvalProgress], None] | None,
+    step: int,
+    total: int,
+    label: str,
+    cancel: threading.Event | None,
+) -> Any:
+    from coderag_tui.core.vectors import DenseIndex
+
+    def report(done: int, todo: int) -> None:
+        if progress is not None:
+            progress(EvalProgress(step, total, label, f"embedding {done}/{todo}"))
+
+    return DenseIndex.build(
+        chunks, embedder, cache, progress=report, cancel=cancel,
+        batch_size=settings.embed_batch_size,
+    )
+
+
+def _score(
+    run: SearchRun,
+    mode: RankingName,
+    row: EvalRow,
+    repo_label: str,
+    chunking: str,
+    tokenizer: str,
+    grid: Grid,
+    prepare_s: float,
+) -> InstanceResult | None:
+    ranking = run.rankings.get(mode)
+    if ranking is None or not ranking.available:
+        return None
+    accepts = grid.candidates.accepts
+    files = [f.path for f in run.files(mode) if accepts(f.path)]
+    scores = score_files(files, row.gold_files, grid.k)
+    gold = set(row.gold_files)
+    gold_rank = next((i for i, p in enumerate(files, start=1) if p in gold), None)
+    chunk_scores = None
+    if row.gold_chunks:
+        ranked = [
+            (h.chunk.path, h.chunk.start_line, h.chunk.end_line)
+            for h in ranking.hits if accepts(h.chunk.path)
+        ]
+        chunk_scores = score_chunks(ranked, row.gold_chunks, grid.k)
+    stage_ms, search_ms = _mode_ms(run, mode)
+    return InstanceResult(
+        id=row.id, repo=repo_label, mode=mode, chunking=chunking, tokenizer=tokenizer,
+        scores=scores, chunk_scores=chunk_scores, gold_rank=gold_rank,
+        top_files=tuple(files[: grid.k]), stage_ms=stage_ms, search_ms=search_ms,
+        prepare_s=prepare_s,
+    )
+
+
+def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSummary, ...]:
+    """Group results by configuration (grid order) and average metrics, median latencies."""
+    groups: dict[tuple[str, str, str], list[InstanceResult]] = defaultdict(list)
+    for r in results:
+        groups[(r.mode, r.chunking, r.tokenizer)].append(r)
+
+    def order(key: tuple[str, str, str]) -> tuple[int, int, int]:
+        mode, chunking, tok = key
+        return (
+            grid.modes.index(mode) if mode in grid.modes else 99,  # type: ignore[arg-type]
+            grid.chunkings.index(chunking) if chunking in grid.chunkings else 99,
+            grid.tokenizers.index(tok) if tok in grid.tokenizers else -1,
+        )
+
+    out = []
+    for key in sorted(groups, key=order):
+        items = groups[key]
+        names = metric_names(grid.k)
+        scores = {n: statistics.fmean(r.scores[n] for r in items) for n in names}
+        with_chunks = [r.chunk_scores for r in items if r.chunk_scores is not None]
+        chunk_scores = (
+            {n: statistics.fmean(c[n] for c in with_chunks) for n in names}
+            if with_chunks else None
+        )
+        stages: dict[str, list[float]] = defaultdict(list)
+        for r in items:
+            for stage, ms in r.stage_ms.items():
+                stages[stage].append(ms)
+        out.append(ConfigSummary(
+            mode=key[0], chunking=key[1], tokenizer=key[2], n=len(items),
+            scores=scores, chunk_scores=chunk_scores,
+            stage_ms={s: statistics.median(v) for s, v in stages.items()},
+            search_ms=statistics.median(r.search_ms for r in items),
+            prepare_s=statistics.median(r.prepare_s for r in items),
+        ))
+    return tuple(out)
