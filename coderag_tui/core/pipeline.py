@@ -1,0 +1,283 @@
+"""The search pipeline: BM25, dense, fusion and rerank for one query, every stage timed.
+
+`Searcher.run(query, settings) -> SearchRun` is the one call the CLI, the TUI and the evaluator
+share; `Searcher.open(settings)` builds a Searcher for a repository (index, BM25, embedder,
+vectors, reranker), so no face re-implements a stage.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.bm25 import BM25Index, load_or_build_bm25
+from coderag_tui.core.fusion import rrf, weighted
+from coderag_tui.core.models import Chunk, Hit, Ranking, RankingName, SearchRun, StageTiming
+
+if TYPE_CHECKING:
+    from coderag_tui.config import Settings
+    from coderag_tui.core.embed import Embedder
+    from coderag_tui.core.indexer import IndexProgress, IndexReport
+    from coderag_tui.core.rerank import Reranker
+    from coderag_tui.core.store import EmbeddingCache, Store
+    from coderag_tui.core.vectors import DenseIndex
+
+RERANK_OFF = "rerank is off: turn it on with --rerank (or rerank = true in the config)."
+DENSE_OFF = "dense search is off: no embedding model was loaded."
+_DENSE_PREFIX = "dense search is off: "
+
+
+class LocationError(ValueError):
+    """A --from FILE:LINE that cannot give a query; the message names the problem and the fix."""
+
+
+def _strip_dense_prefix(reason: str) -> str:
+    """`dense search is off: X` -> `X`, so notes can say "dense is off: X" once."""
+    low = reason.lower()
+    return reason[len(_DENSE_PREFIX) :] if low.startswith(_DENSE_PREFIX) else reason
+
+
+class Searcher:
+    """Ranks a fixed list of chunks for queries; holds the BM25 index and optional models."""
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        bm25: BM25Index,
+        dense: DenseIndex | None = None,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        dense_reason: str = "",
+        rerank_reason: str = "",
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.chunks = list(chunks)
+        self.bm25 = bm25
+        self.dense = dense
+        self.embedder = embedder
+        self.reranker = reranker
+        self.dense_reason = dense_reason
+        self.rerank_reason = rerank_reason
+        self.clock = clock
+        # Set by `open`: what the faces show once (index report, fallbacks, store notices).
+        self.store: Store | None = None
+        self.embed_cache: EmbeddingCache | None = None
+        self.report: IndexReport | None = None
+        self.notices: tuple[str, ...] = ()
+
+    @property
+    def dense_available(self) -> bool:
+        return self.dense is not None and self.embedder is not None
+
+    def _hits(self, scored: Sequence[tuple[int, float]], limit: int) -> tuple[Hit, ...]:
+        return tuple(
+            Hit(chunk=self.chunks[i], score=float(s), rank=r)
+            for r, (i, s) in enumerate(scored[:limit], start=1)
+        )
+
+    def run(self, query: str, settings: Settings) -> SearchRun:
+        """Rank the chunks for `query` with every available method; see the module docstring."""
+        clock = self.clock
+        depth = max(settings.depth, settings.k, 1)
+        timings: list[StageTiming] = []
+        notes: list[str] = []
+        rankings: dict[RankingName, Ranking] = {}
+
+        def timed(stage: str, start: float) -> float:
+            now = clock()
+            timings.append(StageTiming(stage, (now - start) * 1000.0))
+            return now
+
+        t = clock()
+        tokens = self.bm25.tokenize_query(query)
+        t = timed("tokenize", t)
+        bm25_scored = self.bm25.search_tokens(tokens, depth)
+        t = timed("bm25", t)
+        rankings["bm25"] = Ranking("bm25", self._hits(bm25_scored, depth))
+        if not tokens and query.strip():
+            notes.append("BM25 found no indexable words in the query (numbers alone are ignored).")
+
+        dense_scored: list[tuple[int, float]] | None = None
+        if self.dense is not None and self.embedder is not None and query.strip():
+            vector = self.embedder.embed_query(query)
+            t = timed("embed query", t)
+            dense_scored = self.dense.search(vector, depth)
+            t = timed("vector search", t)
+            rankings["dense"] = Ranking("dense", self._hits(dense_scored, depth))
+        else:
+            reason = self.dense_reason or DENSE_OFF
+            if self.dense_available:
+                reason = "dense search needs a non-empty query."
+            rankings["dense"] = Ranking("dense", available=False, reason=reason)
+
+        if dense_scored is None:
+            fused = bm25_scored
+            why = _strip_dense_prefix(rankings["dense"].reason)
+            notes.append(f"fused = BM25 (dense is off: {why})")
+        elif settings.fusion == "weighted":
+            w = min(max(settings.bm25_weight, 0.0), 1.0)
+            fused = weighted([bm25_scored, dense_scored], [w, 1.0 - w])
+        else:
+            fused = rrf([[i for i, _ in bm25_scored], [i for i, _ in dense_scored]], settings.rrf_k)
+        t = timed("fusion", t)
+        rankings["fused"] = Ranking("fused", self._hits(fused, depth))
+
+        if not settings.rerank:
+            rankings["rerank"] = Ranking("rerank", available=False, reason=RERANK_OFF)
+        elif self.reranker is None:
+            reason = self.rerank_reason or "rerank is off: no cross-encoder is available."
+            rankings["rerank"] = Ranking("rerank", available=False, reason=reason)
+            notes.append(reason)
+        else:
+            candidates = [i for i, _ in fused[: max(settings.rerank_candidates, 0)]]
+            scores = self.reranker.score(query, [self.chunks[i].text for i in candidates])
+            order = sorted(range(len(candidates)), key=lambda j: -scores[j])
+            reranked = [(candidates[j], float(scores[j])) for j in order]
+            timed("rerank", t)
+            rankings["rerank"] = Ranking("rerank", self._hits(reranked, settings.rerank_keep))
+
+        return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        progress: Callable[[IndexProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+        dense: bool = True,
+        rerank: bool = True,
+        embed_progress: Callable[[int, int], None] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> Searcher:
+        """Index the repository (incrementally), load or build BM25, then the optional models.
+
+        Dense search is built when `dense` is true and an embedder resolves; the reranker is
+        loaded when `rerank` and `settings.rerank` are both true. A missing model never fails
+        the call: the Searcher says why in `dense_reason` / `rerank_reason`. Progress of the
+        embedding stage is reported to `embed_progress(done, total)`, or else to `progress` as
+        an IndexProgress with stage "embed".
+        """
+        from coderag_tui.core.indexer import IndexProgress, open_index
+
+        started = time.perf_counter()
+        store, report = open_index(settings, progress=progress, cancel=cancel)
+        try:
+            notices = [n for n in (store.notice, report.notice) if n]
+            if report.cancelled:
+                notices.append("indexing was cancelled: searching the files indexed so far.")
+            chunks = store.chunks(settings.chunking_spec.key)
+            if progress is not None:
+                progress(IndexProgress("bm25", 0, 0, len(chunks), 0, time.perf_counter() - started))
+            bm25 = load_or_build_bm25(store, settings, chunks)
+            searcher = cls(chunks, bm25, clock=clock)
+            searcher.store, searcher.report = store, report
+            cancelled = cancel is not None and cancel.is_set()
+            if not dense:
+                searcher.dense_reason = "dense search is off: it was turned off for this run."
+            elif cancelled:
+                searcher.dense_reason = "dense search is off: loading was cancelled."
+            else:
+                searcher._open_dense(settings, notices, progress, embed_progress, cancel, started)
+            if not (rerank and settings.rerank):
+                searcher.rerank_reason = RERANK_OFF
+            else:
+                from coderag_tui.core.rerank import resolve_reranker
+
+                choice = resolve_reranker(settings)
+                searcher.reranker = choice.reranker
+                if choice.reranker is None:
+                    searcher.rerank_reason = choice.reason
+                elif choice.reason:
+                    notices.append(choice.reason)
+            searcher.notices = tuple(notices)
+            return searcher
+        except BaseException:
+            store.close()
+            raise
+
+    def _open_dense(
+        self,
+        settings: Settings,
+        notices: list[str],
+        progress: Callable[[IndexProgress], None] | None,
+        embed_progress: Callable[[int, int], None] | None,
+        cancel: threading.Event | None,
+        started: float,
+    ) -> None:
+        """Resolve the embedder and embed the chunks (cached by text hash across runs)."""
+        from coderag_tui.core.embed import resolve_embedder
+        from coderag_tui.core.indexer import IndexProgress
+        from coderag_tui.core.store import EmbeddingCache
+        from coderag_tui.core.vectors import DenseIndex
+
+        choice = resolve_embedder(settings)
+        if choice.embedder is None:
+            self.dense_reason = choice.reason
+            return
+        if choice.reason:
+            notices.append(choice.reason)
+        report = embed_progress
+        if report is None and progress is not None:
+            n = len(self.chunks)
+
+            def report(done: int, total: int) -> None:
+                progress(IndexProgress("embed", done, total, n, 0, time.perf_counter() - started))
+
+        self.embed_cache = EmbeddingCache.open(settings.embed_cache_path)
+        index = DenseIndex.build(
+            self.chunks,
+            choice.embedder,
+            self.embed_cache,
+            progress=report,
+            cancel=cancel,
+            batch_size=settings.embed_batch_size,
+        )
+        if not index.complete:
+            notices.append(
+                "embedding was cancelled: dense search covers only the chunks embedded so far."
+            )
+        self.embedder, self.dense = choice.embedder, index
+
+    def close(self) -> None:
+        """Close the index database and the embedding cache."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        if self.embed_cache is not None:
+            self.embed_cache.close()
+            self.embed_cache = None
+
+
+def query_from_location(root: Path, file: str, line: int, n_lines: int) -> str:
+    """The N lines before LINE of FILE (LINE excluded), as code completion sees the cursor."""
+    path = Path(file)
+    if not path.is_absolute():
+        path = root / path
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise LocationError(
+            f"{file} does not exist under {root}: give a path in the repository."
+        ) from None
+    except OSError as exc:
+        raise LocationError(
+            f"cannot read {file} ({exc.strerror}): give a readable text file."
+        ) from exc
+    lines = text.splitlines()
+    if n_lines < 1:
+        raise LocationError(f"--query-lines must be at least 1, not {n_lines}.")
+    if line < 2 or line > len(lines) + 1:
+        raise LocationError(
+            f"{file} has {len(lines)} lines, so line {line} has no lines before it to query with: "
+            f"give a line from 2 to {len(lines) + 1}."
+        )
+    query = "\n".join(lines[max(0, line - 1 - n_lines) : line - 1])
+    if not query.strip():
+        raise LocationError(
+            f"the {n_lines} lines before {file}:{line} are blank: give a later line or more lines."
+        )
+    return query

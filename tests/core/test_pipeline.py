@@ -1,0 +1,196 @@
+"""Searcher: BM25 alone says why fused == BM25; with vectors it fuses; rerank reorders; timings."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coderag_tui.config import Settings
+from coderag_tui.core.bm25 import BM25Index
+from coderag_tui.core.fusion import rrf
+from coderag_tui.core.pipeline import LocationError, Searcher, query_from_location
+from coderag_tui.core.store import EmbeddingCache
+from coderag_tui.core.vectors import DenseIndex
+from tests.core.test_bm25 import CHUNKS
+
+STAGES = ["tokenize", "bm25", "embed query", "vector search", "fusion", "rerank"]
+
+
+class StepClock:
+    """A clock that advances 1 ms per reading, so every stage takes exactly 1 ms."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 0.001
+        return self.now
+
+
+class HashingEmbedder:
+    """A tiny real embedder: hashed bag of words (64 dims), L2-normalised."""
+
+    name = "test-hashing-64"
+    max_tokens = 10_000
+
+    def _vector(self, text: str) -> np.ndarray:
+        vec = np.zeros(64, dtype=np.float32)
+        for word in re.findall(r"[a-z]+", text.lower()):
+            vec[sum(map(ord, word)) % 64] += 1.0
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm else vec
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 64), "f4")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+class ShortestFirst:
+    """A reranker that prefers shorter chunks (deliberately unlike BM25)."""
+
+    name = "shortest-first"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [-float(len(t)) for t in texts]
+
+
+def bm25() -> BM25Index:
+    return BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
+
+
+def test_without_a_model_fused_equals_bm25_and_says_why() -> None:
+    searcher = Searcher(CHUNKS, bm25(), dense_reason="dense search is off: no model here.",
+                        clock=StepClock())
+    run = searcher.run("charge the card", Settings(k=5))
+    keys = [h.chunk.key for h in run.rankings["bm25"].hits]
+    assert keys and [h.chunk.key for h in run.rankings["fused"].hits] == keys
+    assert not run.rankings["dense"].available
+    assert run.rankings["dense"].reason == "dense search is off: no model here."
+    assert "fused = BM25 (dense is off: no model here.)" in run.notes
+    assert not run.rankings["rerank"].available and "--rerank" in run.rankings["rerank"].reason
+    assert [t.stage for t in run.timings] == ["tokenize", "bm25", "fusion"]
+    assert all(t.ms == pytest.approx(1.0) for t in run.timings)
+
+
+def test_rankings_hold_depth_hits_so_faces_can_show_k() -> None:
+    run = Searcher(CHUNKS, bm25()).run("the self return def import item", Settings(k=3, depth=8))
+    assert len(run.rankings["bm25"].hits) == 8
+    assert [h.rank for h in run.rankings["bm25"].hits] == list(range(1, 9))
+    run = Searcher(CHUNKS, bm25()).run("the self return def import item", Settings(k=12, depth=4))
+    assert len(run.rankings["bm25"].hits) == 12
+
+
+def dense_searcher(tmp_path: Path, **kw: object) -> Searcher:
+    embedder = HashingEmbedder()
+    cache = EmbeddingCache.open(tmp_path / "emb.sqlite")
+    dense = DenseIndex.build(CHUNKS, embedder, cache)
+    return Searcher(CHUNKS, bm25(), dense=dense, embedder=embedder, clock=StepClock(), **kw)  # type: ignore[arg-type]
+
+
+def test_with_vectors_fused_is_rrf_of_bm25_and_dense(tmp_path: Path) -> None:
+    searcher = dense_searcher(tmp_path)
+    settings = Settings(k=5, depth=10)
+    run = searcher.run("refund a transaction", settings)
+    bm25_keys = [h.chunk.key for h in run.rankings["bm25"].hits]
+    dense_keys = [h.chunk.key for h in run.rankings["dense"].hits]
+    assert run.rankings["dense"].available and len(dense_keys) == 10
+    expected = [key for key, _ in rrf([bm25_keys, dense_keys], k=60)][:10]
+    assert [h.chunk.key for h in run.rankings["fused"].hits] == expected
+    assert not any(n.startswith("fused = BM25") for n in run.notes)
+    assert [t.stage for t in run.timings] == STAGES[:5]
+    ranks = run.ranks_of(expected[0])
+    assert set(ranks) == {"bm25", "dense", "fused"}
+
+
+def test_weighted_fusion_is_used_when_asked(tmp_path: Path) -> None:
+    searcher = dense_searcher(tmp_path)
+    only_bm25 = searcher.run("refund", Settings(fusion="weighted", bm25_weight=1.0, depth=10))
+    top_bm25 = only_bm25.rankings["bm25"].hits[0].chunk.key
+    assert only_bm25.rankings["fused"].hits[0].chunk.key == top_bm25
+    only_dense = searcher.run("refund", Settings(fusion="weighted", bm25_weight=0.0, depth=10))
+    assert only_dense.rankings["fused"].hits[0].chunk.key == (
+        only_dense.rankings["dense"].hits[0].chunk.key
+    )
+
+
+def test_rerank_reorders_the_fused_candidates_and_keeps_a_few(tmp_path: Path) -> None:
+    searcher = dense_searcher(tmp_path, reranker=ShortestFirst())
+    settings = Settings(rerank=True, rerank_candidates=6, rerank_keep=3)
+    run = searcher.run("cart total", settings)
+    candidates = [h.chunk for h in run.rankings["fused"].hits[:6]]
+    expected = sorted(candidates, key=lambda c: len(c.text))[:3]
+    assert [h.chunk for h in run.rankings["rerank"].hits] == expected
+    assert run.final.name == "rerank"
+    assert [t.stage for t in run.timings] == STAGES
+
+
+def test_rerank_asked_for_without_a_model_says_why() -> None:
+    searcher = Searcher(CHUNKS, bm25(), rerank_reason="rerank is off: no cross-encoder here.")
+    run = searcher.run("cart", Settings(rerank=True))
+    assert run.rankings["rerank"].reason == "rerank is off: no cross-encoder here."
+    assert "rerank is off: no cross-encoder here." in run.notes
+    assert run.final.name == "fused"
+
+
+def test_empty_and_numeric_queries_find_nothing_and_say_so() -> None:
+    searcher = Searcher(CHUNKS, bm25())
+    assert searcher.run("", Settings()).rankings["bm25"].hits == ()
+    run = searcher.run("100 200", Settings())
+    assert run.rankings["fused"].hits == ()
+    assert any("no indexable words" in n for n in run.notes)
+
+
+def test_searcher_open_indexes_the_repo_and_explains_missing_dense(
+    tiny_repo: Path, index_dir: Path
+) -> None:
+    settings = Settings(repo=tiny_repo, index_dir=index_dir, embed_backend="none", chunk_lines=8)
+    searcher = Searcher.open(settings)
+    try:
+        assert searcher.report is not None and searcher.report.files_indexed >= 5
+        run = searcher.run("transaction_id refund", settings)
+        assert run.final.hits[0].chunk.path == "shop/payment.py"
+        assert not run.rankings["dense"].available
+        assert "embed_backend is none" in run.rankings["dense"].reason
+        assert any(n.startswith("fused = BM25 (dense is off: embed_backend is none") for n in run.notes)
+        assert run.files()[0].path == "shop/payment.py"
+    finally:
+        searcher.close()
+    # a second open reuses the saved BM25 index and gives the same answer
+    again = Searcher.open(settings, dense=False)
+    try:
+        assert again.run("transaction_id refund", settings).final.hits[0].chunk.path == (
+            "shop/payment.py"
+        )
+        assert "turned off" in again.dense_reason
+    finally:
+        again.close()
+
+
+def test_query_from_location_takes_the_lines_before(tiny_repo: Path) -> None:
+    lines = (tiny_repo / "shop/cart.py").read_text().splitlines()
+    query = query_from_location(tiny_repo, "shop/cart.py", 30, 3)
+    assert query == "\n".join(lines[26:29])
+    assert lines[29] not in query.splitlines()
+    assert query_from_location(tiny_repo, "shop/cart.py", 3, 10) == "\n".join(lines[:2])
+
+
+@pytest.mark.parametrize(
+    ("file", "line", "message"),
+    [
+        ("shop/nope.py", 5, "does not exist"),
+        ("shop/cart.py", 1, "no lines before"),
+        ("shop/cart.py", 999, "no lines before"),
+        ("shop", 3, "cannot read"),
+    ],
+)
+def test_query_from_location_errors_name_the_fix(
+    tiny_repo: Path, file: str, line: int, message: str
+) -> None:
+    with pytest.raises(LocationError, match=message):
+        query_from_location(tiny_repo, file, line, 5)
