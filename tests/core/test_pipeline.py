@@ -157,7 +157,8 @@ def test_searcher_open_indexes_the_repo_and_explains_missing_dense(
         assert run.final.hits[0].chunk.path == "shop/payment.py"
         assert not run.rankings["dense"].available
         assert "embed_backend is none" in run.rankings["dense"].reason
-        assert any(n.startswith("fused = BM25 (dense is off: embed_backend is none") for n in run.notes)
+        note = "fused = BM25 (dense is off: embed_backend is none"
+        assert any(n.startswith(note) for n in run.notes)
         assert run.files()[0].path == "shop/payment.py"
     finally:
         searcher.close()
