@@ -260,7 +260,7 @@ def ast_ranges(
         return None
     layout = _Layout(rules, max(1, limit))
     layout.lay_out(children, 1, n, in_class=False)
-    ranges = _merge_trivial_gaps(layout.out, lines, max(3, limit // 8))
+    ranges = _merge_gaps(layout.out, lines, max(1, limit))
     if not _covers(ranges, n):  # a defect in the tables must never lose lines
         return None
     return ranges
@@ -458,19 +458,23 @@ def _is_trivial(line: str) -> bool:
     return not stripped or stripped == "end" or not stripped.strip("{}()[];,")
 
 
-def _merge_trivial_gaps(
-    ranges: list[tuple[int, int, str]], lines: list[str], max_len: int
+def _merge_gaps(
+    ranges: list[tuple[int, int, str]], lines: list[str], limit: int
 ) -> list[tuple[int, int, str]]:
-    """Fold short gaps of blank lines and closing brackets into the chunk above (or below).
+    """Tidy the gaps: no chunk of only blank lines or closing brackets, no needless splits.
 
-    Blank lines opening a longer gap join the chunk above too, so gaps start with code.
+    A short trivial gap (blank lines, `}`, `end`) joins the chunk above (or below, at the
+    top of the file); blank lines opening a longer gap join the chunk above too, so gaps
+    start with code; neighbouring module chunks that fit together become one (the lines
+    before a namespace and its opening line, say).
     """
+    max_trivial = max(3, limit // 8)
     merged: list[tuple[int, int, str]] = []
     pending = -1  # start line of a trivial gap at the top, waiting for the next chunk
     for s, e, kind in ranges:
         trivial = (
             kind in GAP_KINDS
-            and e - s + 1 <= max_len
+            and e - s + 1 <= max_trivial
             and all(_is_trivial(line) for line in lines[s - 1 : e])
         )
         if trivial and merged:
@@ -483,8 +487,12 @@ def _merge_trivial_gaps(
             continue
         if pending >= 0:
             s, pending = pending, -1
+        elif merged and kind == "module" and merged[-1][2] == "module":
+            ps = merged[-1][0]
+            if e - ps + 1 <= limit:
+                merged[-1] = (ps, e, kind)
+                continue
         elif kind in GAP_KINDS and merged:
-            # Blank lines opening a gap end the chunk above instead.
             blank = s
             while blank < e and not lines[blank - 1].strip():
                 blank += 1
