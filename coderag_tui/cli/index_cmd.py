@@ -1,0 +1,156 @@
+"""`coderag index [PATH]`: build or update a repository's index and say what was done.
+
+A progress bar on a terminal, a plain summary otherwise, `--json` for scripts, and a
+clean exit 130 on Ctrl-C with everything finished so far kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from coderag_tui.cli.common import (
+    UserError,
+    add_chunking_args,
+    add_repo_args,
+    print_json,
+    settings_from_args,
+)
+from coderag_tui.config import Settings
+from coderag_tui.core.indexer import IndexInterrupted, IndexProgress, IndexReport, build_index
+from coderag_tui.core.store import Store, StoreError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "index",
+        help="build or update the index of a repository",
+        description=(
+            "Walk the repository (git's file list, else .gitignore rules), skip binary, huge, "
+            "minified and vendored files with a reason, chunk the rest and store them. "
+            "Re-runs only read files whose size or modification time changed."
+        ),
+    )
+    add_repo_args(parser)
+    add_chunking_args(parser)
+    parser.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
+                        help="skip files larger than N bytes (default: 1 MiB)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object with the full report (no progress bar)")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="list every skipped file with its reason")
+
+
+def _check(settings: Settings) -> None:
+    """Reject impossible numbers with one sentence each."""
+    if settings.chunk_lines < 1:
+        raise UserError(f"--chunk-lines must be at least 1, not {settings.chunk_lines}.")
+    if settings.chunking == "lines" and not 0 <= settings.chunk_overlap < settings.chunk_lines:
+        raise UserError(
+            f"--overlap must be between 0 and {settings.chunk_lines - 1} "
+            f"(below --chunk-lines), not {settings.chunk_overlap}."
+        )
+    if settings.max_file_bytes < 1:
+        raise UserError(f"--max-file-bytes must be positive, not {settings.max_file_bytes}.")
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[IndexProgress], None] | None]:
+    """A rich progress bar on stderr (files, chunks, MB/s) when it is a terminal, else nothing."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    bar = Progress(
+        TextColumn("[bold]{task.description:<6}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[speed]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("walk", total=None, chunks=0, speed="")
+
+    def update(p: IndexProgress) -> None:
+        speed = f"{p.bytes_done / 1e6 / p.elapsed_s:.1f} MB/s" if p.elapsed_s > 0 else ""
+        bar.update(task, description=p.stage, completed=p.files_done,
+                   total=p.files_total or None, chunks=p.chunks, speed=speed)
+
+    with bar:
+        yield update
+
+
+def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[str]:
+    stages = ", ".join(f"{k} {v:.2f} s" for k, v in report.stage_seconds.items())
+    source = "git file list" if report.is_git else "folder walk with .gitignore rules"
+    lines = [
+        f"Indexed {settings.repo_root} ({source}) with chunking {report.spec_key}.",
+        f"  files:    {report.files_indexed} indexed, {report.files_unchanged} unchanged, "
+        f"{report.files_removed} removed ({report.files_total} candidates, "
+        f"{report.files_read} read, {report.bytes_read / 1e6:.1f} MB)",
+    ]
+    by_reason = report.skipped_by_reason()
+    if by_reason:
+        lines.append(f"  skipped:  {len(report.skipped)} files")
+        lines.extend(f"            {count:>5}  {reason}" for reason, count in by_reason.items())
+    else:
+        lines.append("  skipped:  none")
+    if report.invalid_utf8:
+        lines.append(
+            f"  invalid UTF-8: {len(report.invalid_utf8)} files (decoded with replacement "
+            "characters)"
+        )
+    lines.append(f"  chunks:   {report.chunks}")
+    lines.append(f"  elapsed:  {report.elapsed_s:.2f} s ({stages})")
+    lines.append(f"  index:    {report.index_path}")
+    if verbose and report.skipped:
+        lines.append("Skipped files:")
+        for skip in report.skipped:
+            detail = f" ({skip.detail})" if skip.detail else ""
+            lines.append(f"  {skip.path}: {skip.reason.value}{detail}")
+    if verbose and report.invalid_utf8:
+        lines.append("Files with invalid UTF-8:")
+        lines.extend(f"  {path}" for path in report.invalid_utf8)
+    if report.cancelled:
+        lines.append(f"Cancelled with {report.files_left} files left; run again to finish.")
+    if report.notice:
+        lines.append(f"Note: {report.notice}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    _check(settings)
+    try:
+        store = Store.open(settings.index_path)
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    show_bar = not args.json and sys.stderr.isatty()
+    try:
+        with _progress_bar(show_bar) as progress:
+            report = build_index(settings, store, progress=progress)
+    except IndexInterrupted as stop:
+        kept = stop.report.files_indexed + stop.report.files_unchanged
+        print(f"coderag: interrupted; {kept} files kept; run again to finish.", file=sys.stderr)
+        return 130
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    finally:
+        store.close()
+    if args.json:
+        print_json({"repo": str(settings.repo_root), **report.as_dict()})
+    else:
+        print("\n".join(_summary(settings, report, verbose=args.verbose)))
+    return 0

@@ -1,0 +1,427 @@
+"""Incremental index build: walk, read only what changed, chunk, store in committed batches.
+
+A second run with nothing changed reads no file (size + mtime decide), a changed file is
+re-chunked alone, deleted files disappear, and switching the chunking setting re-chunks the
+stored text without touching the disk. Work is committed every few hundred files, so Ctrl-C,
+a cancel event or SIGKILL loses at most the open batch and the next run finishes the job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coderag_tui.config import Settings
+from coderag_tui.core.chunking import chunk_file
+from coderag_tui.core.models import ChunkingSpec, SkippedFile, SkipReason, SourceFile
+from coderag_tui.core.store import FileState, Store
+from coderag_tui.core.walker import content_hash, read_source, walk
+
+STAGES: tuple[str, ...] = ("walk", "read", "chunk", "store")
+_PROGRESS_INTERVAL_S = 0.05  # at most ~20 progress callbacks per second
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """Where a build is: `stage` is "walk", "index" or "done"; `bytes_done` counts bytes read."""
+
+    stage: str
+    files_done: int
+    files_total: int
+    chunks: int
+    bytes_done: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What a build did; every walked file is indexed, unchanged, skipped or (if cancelled) left.
+
+    `files_indexed` counts files (re-)chunked this run, `files_unchanged` files whose chunks
+    were already current (including touched files with the same content), `chunks` the
+    chunks of the current setting now in the index, `skipped` every file left out with its
+    reason (from the walk and from reading), `invalid_utf8` files decoded with replacements.
+    """
+
+    files_total: int
+    files_indexed: int
+    files_unchanged: int
+    files_removed: int
+    chunks: int
+    skipped: tuple[SkippedFile, ...]
+    invalid_utf8: tuple[str, ...]
+    stage_seconds: dict[str, float]
+    elapsed_s: float
+    cancelled: bool
+    notice: str | None
+    files_read: int = 0
+    bytes_read: int = 0
+    chunks_written: int = 0
+    spec_key: str = ""
+    index_path: str = ""
+    is_git: bool = False
+    files_left: int = 0  # files not reached because the build was cancelled
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        """How many files were skipped for each reason (reason text -> count), most first."""
+        counts: dict[str, int] = {}
+        for skip in self.skipped:
+            counts[skip.reason.value] = counts.get(skip.reason.value, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (skips as path/reason/detail records)."""
+        return {
+            "index_path": self.index_path,
+            "chunking": self.spec_key,
+            "is_git": self.is_git,
+            "files_total": self.files_total,
+            "files_indexed": self.files_indexed,
+            "files_unchanged": self.files_unchanged,
+            "files_removed": self.files_removed,
+            "files_read": self.files_read,
+            "bytes_read": self.bytes_read,
+            "chunks": self.chunks,
+            "chunks_written": self.chunks_written,
+            "skipped_by_reason": self.skipped_by_reason(),
+            "skipped": [
+                {"path": s.path, "reason": s.reason.value, "reason_code": s.reason.name,
+                 "detail": s.detail}
+                for s in self.skipped
+            ],
+            "invalid_utf8": list(self.invalid_utf8),
+            "stage_seconds": {k: round(v, 4) for k, v in self.stage_seconds.items()},
+            "elapsed_s": round(self.elapsed_s, 4),
+            "cancelled": self.cancelled,
+            "files_left": self.files_left,
+            "notice": self.notice,
+        }
+
+
+class IndexInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a build: the finished batches are committed; `report` says what was kept.
+
+    It is a KeyboardInterrupt, so callers that do not know it still stop as usual.
+    """
+
+    def __init__(self, report: IndexReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
+def index_excludes(settings: Settings) -> list[Path]:
+    """The index's own files when they live inside the repository, so it never indexes itself."""
+    root = settings.repo_root
+    index_path = settings.index_path.resolve()
+    folder = index_path.parent
+    if folder != root and root in folder.parents:
+        return [folder]
+    if folder != root:
+        return []
+    cache = settings.embed_cache_path.resolve()
+    paths = [index_path.with_suffix(".bm25")]
+    for base in (index_path, cache):
+        paths.append(base)
+        paths.extend(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))
+    return paths
+
+
+@dataclass
+class _Run:
+    """Mutable counters of one build, turned into an IndexReport at the end."""
+
+    started: float
+    files_total: int = 0
+    indexed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    chunks_written: int = 0
+    done: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    invalid: dict[str, bool] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One file that needs work: read from disk, or chunked from the stored text."""
+
+    file: SourceFile
+    previous: FileState | None
+    from_store: bool
+
+
+def build_index(
+    settings: Settings,
+    store: Store,
+    *,
+    progress: Callable[[IndexProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    batch_files: int = 200,
+    batch_bytes: int = 4 << 20,
+    clock: Callable[[], float] = time.perf_counter,
+) -> IndexReport:
+    """Bring the index of `settings.repo` for `settings.chunking_spec` up to date.
+
+    A set `cancel` event stops between files and returns a report with `cancelled=True`;
+    Ctrl-C commits the files finished so far and raises IndexInterrupted (a
+    KeyboardInterrupt) carrying that report. Either way the next run finishes the job.
+    """
+    root = settings.repo_root
+    spec = settings.chunking_spec
+    run = _Run(started=clock())
+    last_emit = [float("-inf")]
+
+    def emit(stage: str, *, force: bool = False) -> None:
+        if progress is None:
+            return
+        now = clock()
+        if not force and now - last_emit[0] < _PROGRESS_INTERVAL_S:
+            return
+        last_emit[0] = now
+        progress(IndexProgress(stage, run.done, run.files_total, run.chunks_written,
+                               run.bytes_read, now - run.started))
+
+    emit("walk", force=True)
+    t = clock()
+    result = walk(root, max_file_bytes=settings.max_file_bytes, exclude=index_excludes(settings))
+    run.seconds["walk"] += clock() - t
+    run.files_total = len(result.files)
+    run.skipped.extend(result.skipped)
+
+    t = clock()
+    states = store.file_states()
+    chunked = store.chunked_paths(spec.key)
+    current = {f.path for f in result.files}
+    gone = sorted(p for p in states if p not in current)
+    jobs: list[_Job] = []
+    for file in result.files:
+        state = states.get(file.path)
+        if (
+            state is None
+            or state.size != file.size
+            or state.mtime_ns != file.mtime_ns
+            or state.skip_reason == SkipReason.UNREADABLE.name
+        ):
+            jobs.append(_Job(file, state, from_store=False))
+        elif state.skip_reason is not None:
+            run.skipped.append(_skip_from_state(state))
+            run.unchanged += 1
+        elif file.path in chunked and state.language == file.language:
+            run.invalid[file.path] = state.invalid_utf8
+            run.unchanged += 1
+        else:
+            jobs.append(_Job(file, state, from_store=True))
+    run.done = run.unchanged
+    if gone:
+        store.delete_files(gone)
+        run.removed = len(gone)
+    run.seconds["store"] += clock() - t
+    emit("index", force=True)
+
+    cancelled = False
+    interrupted = False
+    position = 0
+    while position < len(jobs) and not cancelled and not interrupted:
+        batch_start = position
+        batch_snapshot = _snapshot(run)
+        read_in_batch = 0
+        try:
+            with store.batch():
+                try:
+                    while position < len(jobs):
+                        if position - batch_start >= batch_files or read_in_batch >= batch_bytes:
+                            break
+                        if cancel is not None and cancel.is_set():
+                            cancelled = True
+                            break
+                        read_in_batch += _process(jobs[position], root, spec, settings, store,
+                                                  chunked, run, clock)
+                        position += 1
+                        run.done += 1
+                        emit("index")
+                except KeyboardInterrupt:
+                    # Every store call leaves a consistent state, so the finished part of this
+                    # batch is committed; a half-done file is redone by the next run.
+                    interrupted = True
+                t = clock()
+            run.seconds["store"] += clock() - t
+        except KeyboardInterrupt:
+            _restore(run, batch_snapshot)  # the commit itself was interrupted: batch lost
+            interrupted = True
+
+    left = len(jobs) - position
+    run.done = run.files_total - left
+    if not interrupted:  # after Ctrl-C, call nothing of the caller's again
+        emit("done", force=True)
+    report = _report(run, settings, store, result.is_git, cancelled or interrupted, left, clock)
+    if interrupted:
+        raise IndexInterrupted(report)
+    return report
+
+
+def _process(
+    job: _Job,
+    root: Path,
+    spec: ChunkingSpec,
+    settings: Settings,
+    store: Store,
+    chunked: set[str],
+    run: _Run,
+    clock: Callable[[], float],
+) -> int:
+    """Read (or fetch from the store), chunk and store one file; returns bytes read."""
+    file, previous = job.file, job.previous
+    text: str | None = None
+    invalid = False
+    if job.from_store and previous is not None:
+        t = clock()
+        text = store.file_text(file.path)
+        run.seconds["store"] += clock() - t
+        invalid = previous.invalid_utf8
+    read_bytes = 0
+    if text is None:
+        t = clock()
+        outcome = read_source(root, file, max_line_chars=settings.max_line_chars,
+                              max_file_bytes=settings.max_file_bytes)
+        digest = "" if isinstance(outcome, SkippedFile) else content_hash(outcome[0])
+        run.seconds["read"] += clock() - t
+        run.files_read += 1
+        read_bytes = file.size
+        run.bytes_read += read_bytes
+        if isinstance(outcome, SkippedFile):
+            run.skipped.append(outcome)
+            t = clock()
+            if outcome.reason is SkipReason.UNREADABLE:
+                # Not remembered: a permission fix does not change mtime, so retry next run.
+                if previous is not None:
+                    store.delete_files([file.path])
+            else:
+                store.put_file(
+                    FileState(file.path, file.size, file.mtime_ns, "", file.language,
+                              outcome.reason.name, outcome.detail),
+                    None,
+                )
+            run.seconds["store"] += clock() - t
+            return read_bytes
+        text, invalid = outcome
+        same_content = (
+            previous is not None
+            and previous.skip_reason is None
+            and previous.content_hash == digest
+            and previous.language == file.language
+        )
+        if same_content and previous is not None:
+            t = clock()
+            store.update_stat(file.path, file.size, file.mtime_ns)
+            run.seconds["store"] += clock() - t
+            run.invalid[file.path] = invalid
+            if file.path in chunked:
+                run.unchanged += 1
+                return read_bytes
+            state = None  # stat updated; only the chunks are missing
+        else:
+            state = FileState(file.path, file.size, file.mtime_ns, digest, file.language, None,
+                              invalid_utf8=invalid)
+    else:
+        state = (
+            FileState(file.path, file.size, file.mtime_ns, previous.content_hash, file.language,
+                      None, invalid_utf8=invalid)
+            if previous is not None and previous.language != file.language
+            else None
+        )
+    run.invalid[file.path] = invalid
+
+    t = clock()
+    chunks = chunk_file(file.path, text, file.language, spec)
+    run.seconds["chunk"] += clock() - t
+
+    t = clock()
+    if state is not None:
+        store.put_file(state, text)
+    store.put_chunks(spec.key, file.path, chunks)
+    run.seconds["store"] += clock() - t
+    run.indexed += 1
+    run.chunks_written += len(chunks)
+    return read_bytes
+
+
+def _skip_from_state(state: FileState) -> SkippedFile:
+    try:
+        reason = SkipReason[state.skip_reason or ""]
+    except KeyError:
+        reason = SkipReason.UNREADABLE
+    return SkippedFile(state.path, reason, state.skip_detail)
+
+
+def _snapshot(run: _Run) -> tuple[int, int, int, int, int, int, dict[str, bool]]:
+    return (run.indexed, run.unchanged, run.files_read, run.bytes_read, run.chunks_written,
+            len(run.skipped), dict(run.invalid))
+
+
+def _restore(run: _Run, snap: tuple[int, int, int, int, int, int, dict[str, bool]]) -> None:
+    """Undo the counters of a batch that was rolled back."""
+    (run.indexed, run.unchanged, run.files_read, run.bytes_read, run.chunks_written,
+     n_skipped, run.invalid) = snap
+    del run.skipped[n_skipped:]
+
+
+def _report(
+    run: _Run,
+    settings: Settings,
+    store: Store,
+    is_git: bool,
+    cancelled: bool,
+    left: int,
+    clock: Callable[[], float],
+) -> IndexReport:
+    t = clock()
+    n_chunks = store.chunk_count(settings.chunking_spec.key)
+    run.seconds["store"] += clock() - t
+    return IndexReport(
+        files_total=run.files_total,
+        files_indexed=run.indexed,
+        files_unchanged=run.unchanged,
+        files_removed=run.removed,
+        chunks=n_chunks,
+        skipped=tuple(sorted(run.skipped, key=lambda s: s.path)),
+        invalid_utf8=tuple(sorted(p for p, bad in run.invalid.items() if bad)),
+        stage_seconds=dict(run.seconds),
+        elapsed_s=clock() - run.started,
+        cancelled=cancelled,
+        notice=store.notice,
+        files_read=run.files_read,
+        bytes_read=run.bytes_read,
+        chunks_written=run.chunks_written,
+        spec_key=settings.chunking_spec.key,
+        index_path=str(store.path),
+        is_git=is_git,
+        files_left=left,
+    )
+
+
+def open_index(settings: Settings, **kw: Any) -> tuple[Store, IndexReport]:
+    """Open the repository's index and bring it up to date (keyword arguments go to build_index)."""
+    store = Store.open(settings.index_path)
+    try:
+        report = build_index(settings, store, **kw)
+    except BaseException:
+        store.close()
+        raise
+    return store, report
+
+
+__all__: Sequence[str] = (
+    "IndexInterrupted",
+    "IndexProgress",
+    "IndexReport",
+    "build_index",
+    "index_excludes",
+    "open_index",
+)

@@ -1,0 +1,123 @@
+"""`coderag index`: summary, --json, --verbose, bad input in one sentence, Ctrl-C exit 130."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coderag_tui.cli import index_cmd, main
+from coderag_tui.core import indexer
+from coderag_tui.core.indexer import IndexProgress
+from tests.fixtures.hostile_repo import EXPECTED_SKIPS, make_hostile_repo
+from tests.fixtures.tiny_repo import FILES
+
+
+def test_json_output_parses_and_counts_files(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    data = json.loads(out)
+    assert data["repo"] == str(tiny_repo.resolve())
+    assert data["files_indexed"] == len(FILES)
+    assert data["chunks"] > 0 and data["chunking"] == "lines:64:0"
+    assert set(data["stage_seconds"]) == {"walk", "read", "chunk", "store"}
+    assert Path(data["index_path"]).parent == index_dir
+
+    main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])
+    again = json.loads(capsys.readouterr().out)
+    assert again["files_unchanged"] == len(FILES) and again["files_read"] == 0
+
+
+def test_summary_names_what_was_done(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["index", str(tiny_repo), "--index-dir", str(index_dir), "--chunking", "file"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"{len(FILES)} indexed, 0 unchanged, 0 removed" in out
+    assert f"chunks:   {len(FILES)}" in out
+    assert "chunking file" in out and "skipped:  none" in out
+    assert "walk" in out and "store" in out
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [("no/such/folder", "does not exist"), ("README.md", "is not a folder")],
+)
+def test_bad_path_is_one_sentence_and_exit_2(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str], path: str, words: str
+) -> None:
+    target = tiny_repo / path
+    code = main(["index", str(target), "--index-dir", str(index_dir)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.rstrip().endswith(".")
+    assert words in err and str(target) in err
+
+
+def test_bad_overlap_is_one_sentence_and_exit_2(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["index", str(tiny_repo), "--index-dir", str(index_dir),
+                 "--chunk-lines", "10", "--overlap", "10"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--overlap must be between 0 and 9" in err
+
+
+def test_verbose_lists_every_skipped_file_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_hostile_repo(tmp_path / "hostile", git=False)
+    code = main(["index", str(repo), "--index-dir", str(tmp_path / "index"), "--verbose"])
+    out = capsys.readouterr().out
+    assert code == 0
+    listed = out.split("Skipped files:\n", 1)[1]
+    for path, reason in EXPECTED_SKIPS.items():
+        assert f"  {path}: {reason.value}" in listed, path
+    assert "invalid UTF-8: 1 files" in out and "src/latin1.py" in out
+
+
+def test_corrupt_index_notice_is_printed(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])
+    db = Path(json.loads(capsys.readouterr().out)["index_path"])
+    for side in db.parent.glob(db.name + "-*"):
+        side.unlink()
+    db.write_bytes(b"garbage" * 1000)
+    assert main(["index", str(tiny_repo), "--index-dir", str(index_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "Note: The index at" in out and "moved it to" in out
+    assert f"{len(FILES)} indexed" in out
+
+
+def test_ctrl_c_exits_130_and_says_what_was_kept(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ticks: Iterator[int] = iter(range(10**9))
+
+    def press_ctrl_c_after_three_files(*args: Any, **kw: Any) -> indexer.IndexReport:
+        def progress(p: IndexProgress) -> None:
+            if p.files_done >= 3:
+                raise KeyboardInterrupt
+
+        kw.update(progress=progress, batch_files=2, clock=lambda: float(next(ticks)))
+        return indexer.build_index(*args, **kw)
+
+    monkeypatch.setattr(index_cmd, "build_index", press_ctrl_c_after_three_files)
+    code = main(["index", str(tiny_repo), "--index-dir", str(index_dir)])
+    assert code == 130
+    assert capsys.readouterr().err == (
+        "coderag: interrupted; 3 files kept; run again to finish.\n"
+    )
+    monkeypatch.undo()
+    main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (data["files_unchanged"], data["files_indexed"]) == (3, len(FILES) - 3)
