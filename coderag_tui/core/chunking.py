@@ -7,8 +7,9 @@ the limit is split at statement boundaries; a class longer than the limit become
 "header" chunk (its first line up to its first method), one chunk per method, and
 "class_body" chunks for fields between methods. Namespaces too big for one chunk (C++
 `namespace`, C# `namespace`, Rust `mod`, `#ifdef` blocks …) are opened up the same way.
-Gaps made only of blank lines or closing brackets are merged into a neighbour, so no
-chunk is just `}`. Every line of the file lands in exactly one chunk, in order.
+One-line definitions stay with the code around them, gaps made only of blank lines or
+closing brackets join a neighbour (no chunk is just `}`), and neighbouring module chunks
+that fit the limit together are merged. Every line lands in exactly one chunk, in order.
 
 Chunk kinds: lines, file, function, class, method, module, header, class_body, namespace.
 """
@@ -89,6 +90,7 @@ _C_UNITS = {
     "preproc_else": "namespace",
     "preproc_elif": "namespace",
     "preproc_elifdef": "namespace",
+    "linkage_specification": "namespace",  # extern "C" { … } around a whole header
 }
 _PREPROC = frozenset(
     {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef"}
@@ -150,7 +152,6 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
             **_C_UNITS,
             "class_specifier": "class",
             "namespace_definition": "namespace",
-            "linkage_specification": "namespace",
         },
         wrappers=frozenset({"template_declaration"}),
         self_body=_PREPROC,
@@ -301,7 +302,9 @@ class _Layout:
         prev_end = lo - 1
         for child in children:
             cs, ce = _rows(child)
-            found = self._unit(child, cs, ce, in_class)
+            # A one-line definition (`typedef int (*fn)(void);`, `def f(): pass`) is not worth
+            # a chunk of its own: it stays with the code around it.
+            found = self._unit(child, cs, ce, in_class) if ce > cs else None
             if found is None:
                 others.append(child)
                 if child.type in self.rules.attach and cs > prev_end:

@@ -395,6 +395,13 @@ class _Collector:
         self._add_stat(rel, st)
 
     def _skip_by_name(self, rel: str) -> bool:
+        if not rel.isascii():
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+                shown = rel.encode("utf-8", errors="replace").decode("utf-8")
+                self.skip(shown, SkipReason.UNREADABLE, "the file name is not valid UTF-8")
+                return True
         name = rel.rsplit("/", 1)[-1].lower()
         if name in LOCK_FILES:
             self.skip(rel, SkipReason.LOCKFILE)

@@ -609,3 +609,13 @@ def test_javascript_arrow_function_constants_are_functions() -> None:
     source = "const x = 1;\n\nexport const handler = async (event) => {\n  return event;\n};\n"
     chunks = chunk_file("h.js", source, "javascript", ChunkingSpec("ast", 64))
     assert [c.kind for c in chunks] == ["module", "function"]
+
+
+def test_one_line_definitions_stay_with_the_surrounding_code() -> None:
+    typedefs = "".join(f"typedef int (*fn{i})(void *);\n" for i in range(10))
+    source = f"#include <stddef.h>\n{typedefs}\nint twice(int x) {{\n    return 2 * x;\n}}\n"
+    chunks = chunk_file("t.h", source, "c", ChunkingSpec("ast", 64))
+    assert [(c.kind, c.start_line, c.end_line) for c in chunks] == [
+        ("module", 1, 12),
+        ("function", 13, 15),
+    ]

@@ -221,3 +221,17 @@ def test_nul_byte_means_binary_and_crlf_and_bom_are_normalised(tmp_path: Path) -
 def test_content_hash_is_sha1_of_utf8_text() -> None:
     assert content_hash("héllo") == hashlib.sha1("héllo".encode()).hexdigest()
     assert content_hash("a") != content_hash("b")
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_a_file_name_that_is_not_utf8_is_skipped_not_crashed_on(tmp_path: Path, git: bool) -> None:
+    root = tmp_path / "repo"
+    _write(root, "ok.py", "x = 1\n")
+    (root / os.fsdecode(b"caf\xe9.py")).write_text("y = 2\n", encoding="utf-8")
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    result = walk(root)
+    assert [f.path for f in result.files] == ["ok.py"]
+    (skip,) = result.skipped
+    assert skip.reason is SkipReason.UNREADABLE and "UTF-8" in skip.detail
+    skip.path.encode("utf-8")  # safe to store and print
