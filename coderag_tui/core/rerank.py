@@ -1,0 +1,279 @@
+"""Cross-encoder rerankers (fastembed and sentence-transformers) and the offline-first choice.
+
+A cross-encoder reads the query and a candidate together, which ranks better than comparing
+two vectors but costs a forward pass per candidate, so it only sees the top fused
+candidates. Like the embedder, a candidate longer than the model's window is scored as
+stripes and keeps its best stripe's score instead of being silently truncated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from coderag_tui.core import models_resolve as mr
+from coderag_tui.core.embed import MAX_WINDOW, plain_tokenizer
+from coderag_tui.core.models_resolve import quiet_progress_bars
+from coderag_tui.core.vectors import split_stripes
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from coderag_tui.config import Settings
+
+DEFAULT_FASTEMBED_RERANKER = "Xenova/ms-marco-MiniLM-L-6-v2"
+DEFAULT_ST_RERANKER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+RERANK_OVERLAP = 32
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores (query, text) pairs: one float per text, higher means more relevant."""
+
+    name: str
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class RerankerChoice:
+    """The reranker to use, or None with one sentence saying why and how to enable reranking."""
+
+    reranker: Reranker | None
+    reason: str
+
+    @property
+    def available(self) -> bool:
+        return self.reranker is not None
+
+
+class StripedReranker:
+    """Shared behaviour of the backends: split long candidates, keep each one's best stripe."""
+
+    name: str
+    backend: str
+    max_tokens: int
+    tokenizer: Tokenizer
+
+    def _setup(self, name: str, tokenizer: Tokenizer, max_tokens: int) -> None:
+        self.name = name
+        self.tokenizer = plain_tokenizer(tokenizer)
+        self.max_tokens = max(16, min(int(max_tokens), MAX_WINDOW))
+
+    def _predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        raise NotImplementedError
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance score per text, higher is better; a long text scores as its best stripe."""
+        if not texts:
+            return []
+        query_tokens = len(self.tokenizer.encode(query, add_special_tokens=False).ids)
+        # [CLS] query [SEP] text [SEP]; a very long query keeps at most half the window.
+        room = self.max_tokens - min(query_tokens, self.max_tokens // 2) - 3 - mr.TOKEN_MARGIN
+        stripes = split_stripes(texts, self.tokenizer, max(16, room), RERANK_OVERLAP)
+        raw = np.asarray(self._predict([(query, s) for s in stripes.texts]), dtype=np.float64)
+        best = np.full(len(texts), -np.inf)
+        np.maximum.at(best, stripes.chunk_of, raw.reshape(-1))
+        return [float(x) for x in best]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class SentenceTransformerReranker(StripedReranker):
+    """A sentence-transformers CrossEncoder on the CPU."""
+
+    backend = mr.SENTENCE_TRANSFORMERS
+
+    def __init__(self, model: Any, name: str) -> None:
+        self.model = model
+        tokenizer = model.tokenizer.backend_tokenizer
+        max_tokens = int(getattr(model, "max_seq_length", None) or 512)
+        self._setup(name, tokenizer, max_tokens)
+
+    @classmethod
+    def load(
+        cls, name_or_path: str, *, allow_download: bool = False
+    ) -> SentenceTransformerReranker:
+        """Load by hub name or local folder; only a download-allowed call may reach the hub."""
+        quiet_progress_bars()
+        from sentence_transformers import CrossEncoder
+
+        model = CrossEncoder(str(name_or_path), device="cpu", local_files_only=not allow_download)
+        return cls(model, f"{mr.SENTENCE_TRANSFORMERS}:{name_or_path}")
+
+    def _predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        scores = self.model.predict(
+            pairs, batch_size=32, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(scores, dtype=np.float64)
+
+
+class FastembedReranker(StripedReranker):
+    """A fastembed (onnxruntime) TextCrossEncoder."""
+
+    backend = mr.FASTEMBED
+
+    def __init__(self, model: Any, name: str) -> None:
+        self.model = model
+        inner = getattr(model, "model", model)
+        if getattr(inner, "tokenizer", None) is None and hasattr(inner, "_ensure_tokenizer"):
+            inner._ensure_tokenizer()
+        tokenizer = inner.tokenizer
+        truncation = tokenizer.truncation or {}
+        self._setup(name, tokenizer, int(truncation.get("max_length") or 512))
+
+    @classmethod
+    def load(
+        cls, name: str, *, allow_download: bool = False, folder: Path | None = None
+    ) -> FastembedReranker:
+        """Load by fastembed registry name, or a local ONNX folder registered under its path."""
+        quiet_progress_bars()
+        from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+        if folder is None:
+            model = TextCrossEncoder(name, local_files_only=not allow_download)
+            return cls(model, f"{mr.FASTEMBED}:{name}")
+        model_id = _register_fastembed_folder(folder)
+        model = TextCrossEncoder(model_id, specific_model_path=str(folder), local_files_only=True)
+        return cls(model, f"{mr.FASTEMBED}:{folder}")
+
+    def _predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        return np.asarray(list(self.model.rerank_pairs(pairs, batch_size=32)), dtype=np.float64)
+
+
+def _register_fastembed_folder(folder: Path) -> str:
+    """Make a local ONNX cross-encoder folder known to fastembed's registry."""
+    from fastembed.common.model_description import ModelSource
+    from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+    model_id = mr.local_model_id("rerank", folder)
+    if mr.fastembed_description(TextCrossEncoder.list_supported_models(), model_id) is None:
+        model_file = mr.onnx_file(folder)
+        if model_file is None:
+            raise ValueError(f"{folder} has no model.onnx")
+        TextCrossEncoder.add_custom_model(
+            model=model_id, sources=ModelSource(hf=model_id), model_file=model_file
+        )
+    return model_id
+
+
+# --- resolution -----------------------------------------------------------------------------
+
+_HOW_TO = (
+    "pass --rerank-model PATH to a local cross-encoder, or allow a one-time download of "
+    f"{DEFAULT_FASTEMBED_RERANKER} with --allow-download"
+)
+
+
+def _fastembed_supported(name: str) -> dict[str, Any] | None:
+    if not mr.installed("fastembed"):
+        return None
+    from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+    return mr.fastembed_description(TextCrossEncoder.list_supported_models(), name)
+
+
+def _st_cached(name: str) -> bool:
+    return mr.hf_cached(name, "config.json")
+
+
+def _load_named(backend: str, name: str, allow_download: bool) -> StripedReranker:
+    if backend == mr.FASTEMBED:
+        return FastembedReranker.load(name, allow_download=allow_download)
+    return SentenceTransformerReranker.load(name, allow_download=allow_download)
+
+
+def _candidates(backend: str, name: str) -> list[str]:
+    out: list[str] = []
+    if backend in ("auto", mr.FASTEMBED) and _fastembed_supported(name) is not None:
+        out.append(mr.FASTEMBED)
+    if backend in ("auto", mr.SENTENCE_TRANSFORMERS) and mr.installed("sentence_transformers"):
+        out.append(mr.SENTENCE_TRANSFORMERS)
+    return out
+
+
+def _cached(backend: str, name: str) -> bool:
+    if backend == mr.FASTEMBED:
+        description = _fastembed_supported(name)
+        return description is not None and mr.fastembed_is_cached(description)
+    return _st_cached(name)
+
+
+def _explicit(settings: Settings, backend: str) -> tuple[StripedReranker | None, str]:
+    name = settings.rerank_model
+    folder = mr.local_folder(name)
+    try:
+        if folder is not None:
+            use = mr.backend_for_folder(folder) if backend == "auto" else backend
+            if use == mr.FASTEMBED:
+                return FastembedReranker.load(name, folder=folder), ""
+            return SentenceTransformerReranker.load(str(folder)), ""
+        if Path(name).expanduser().exists():
+            return None, f"the rerank model path {name} is not a folder"
+        candidates = _candidates(backend, name)
+        if not candidates:
+            return None, f"no installed backend can load the rerank model {name}"
+        for use in candidates:
+            if _cached(use, name) or settings.allow_download:
+                return _load_named(use, name, settings.allow_download), ""
+        return None, f"the rerank model {name} is not in the local cache and downloads are off"
+    except Exception as exc:  # a library error while loading: report it, never crash the search
+        return None, f"the rerank model {name} could not be loaded ({mr.describe_error(exc)})"
+
+
+def resolve_reranker(settings: Settings) -> RerankerChoice:
+    """Pick the cross-encoder as DESIGN.md orders it, or say in one sentence why reranking is off.
+
+    Order: settings.rerank_model (folder or name) with settings.rerank_backend; a default
+    cross-encoder already in a backend's cache; a download only if settings.allow_download.
+    No offline package ships a cross-encoder, so without one reranking is off.
+    """
+    backend = settings.rerank_backend.strip().lower()
+    if backend not in mr.BACKENDS:
+        return RerankerChoice(
+            None,
+            f"reranking is off: unknown rerank_backend {settings.rerank_backend!r} — "
+            "use auto, fastembed, sentence-transformers or none.",
+        )
+    if backend == "none":
+        return RerankerChoice(
+            None,
+            "reranking is off: rerank_backend is none — set --rerank-backend auto to enable it.",
+        )
+    if settings.rerank_model:
+        reranker, problem = _explicit(settings, backend)
+        if reranker is not None:
+            return RerankerChoice(reranker, "")
+        return RerankerChoice(None, f"reranking is off: {problem} — {_HOW_TO}.")
+    defaults = [
+        (use, name)
+        for use, name in (
+            (mr.FASTEMBED, DEFAULT_FASTEMBED_RERANKER),
+            (mr.SENTENCE_TRANSFORMERS, DEFAULT_ST_RERANKER),
+        )
+        if use in _candidates(backend, name)
+    ]
+    for use, name in defaults:
+        try:
+            if _cached(use, name):
+                return RerankerChoice(_load_named(use, name, False), "")
+        except Exception:  # a broken cache entry: try the next source
+            continue
+    if settings.allow_download and defaults:
+        use, name = defaults[0]
+        try:
+            return RerankerChoice(_load_named(use, name, True), "")
+        except Exception as exc:
+            return RerankerChoice(
+                None,
+                f"reranking is off: downloading {name} failed ({mr.describe_error(exc)}) — "
+                "check the network or pass --rerank-model PATH to a local cross-encoder.",
+            )
+    return RerankerChoice(
+        None, f"reranking is off: no cross-encoder is available offline — {_HOW_TO}."
+    )
