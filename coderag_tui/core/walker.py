@@ -267,7 +267,7 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
-            if is_dir and name in ALWAYS_SKIPPED_DIRS:
+            if name == ".git" or (is_dir and name in ALWAYS_SKIPPED_DIRS):  # .git: dir or file
                 continue
             if rules and _ignored(rules, rel, is_dir):
                 continue
