@@ -100,6 +100,8 @@ def _print(report: BenchReport) -> None:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
     idx = report.index
     mchars = idx.chars / 1e6
     console.print(

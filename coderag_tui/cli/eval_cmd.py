@@ -216,7 +216,10 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a file or pipe: do not squeeze the table to 80 columns
+            console = Console(width=220)
     names = report.metric_names
     for level in ("files", "chunks"):
         summaries = [

@@ -1,23 +1,25 @@
 """Evaluation datasets: JSONL rows, the repository tree each row is asked against, git history.
 
 A row names a question, the files that answer it and, optionally, the repository and commit
-it was asked at. The tree at that commit is read with git itself (`git archive`) into a
+it was asked at. The tree at that commit is read with git itself (`git ls-tree` and
+`git cat-file`, like `git archive` but filtering first and tolerating absent blobs) into a
 cache folder that later runs reuse, so nobody's working tree is ever checked out over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from coderag_tui.core.languages import language_for
 from coderag_tui.core.metrics import GoldChunk
@@ -30,6 +32,7 @@ SOURCE_LANGUAGES = frozenset({
     "objective_c", "groovy", "nim", "powershell", "vue", "svelte",
 })
 
+MISSING_SUFFIX = ".missing.txt"  # beside a tree: files whose blob the repository lacks
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 
 
@@ -221,11 +224,12 @@ def materialise_tree(
     label: str = "",
     candidates: CandidateFilter = CandidateFilter(),
 ) -> Path:
-    """The repository's tree at `commit`, extracted once with `git archive` into the cache.
+    """The repository's tree at `commit`, extracted once with git into the cache folder.
 
     Only files the candidate filter accepts are written. The extraction goes to a temporary
     folder that is renamed into place when complete, so an interrupted run never leaves a
-    half tree that a later run would reuse.
+    half tree that a later run would reuse. Files whose blob the repository lacks are left
+    out and listed by `missing_files(tree)`.
     """
     sha = resolve_commit(git_dir, commit)
     base = cache_dir if cache_dir is not None else default_tree_cache()
@@ -237,7 +241,10 @@ def materialise_tree(
     base.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=base))
     try:
-        _extract(git_dir, sha, tmp, candidates)
+        missing = _extract(git_dir, sha, tmp, candidates)
+        sidecar = final.with_name(final.name + MISSING_SUFFIX)
+        if missing:
+            sidecar.write_text("\n".join(missing) + "\n", encoding="utf-8")
         try:
             os.rename(tmp, final)
         except OSError:
@@ -250,29 +257,84 @@ def materialise_tree(
     return final
 
 
-def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -> None:
-    proc = subprocess.Popen(
-        ["git", "-C", str(git_dir), "archive", "--format=tar", sha],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -> list[str]:
+    """Write the accepted files of commit `sha` under dest; return paths whose blob is absent.
+
+    Reads the tree with `git ls-tree` and the blobs with one `git cat-file --batch`, instead
+    of `git archive`, because archive aborts on the first missing blob (mirrors and partial
+    clones leave large data files out) and cannot filter before reading.
+    """
+    listing = subprocess.run(
+        ["git", "-C", str(git_dir), "ls-tree", "-r", "-z", "--full-tree", sha],
+        capture_output=True, check=False,
     )
-    assert proc.stdout is not None
+    if listing.returncode != 0:
+        err = listing.stderr.decode(errors="replace").strip()
+        raise DatasetError(f"git ls-tree {sha[:12]} failed in {git_dir}: {err}")
+    entries: list[tuple[str, str, str]] = []  # (mode, object, path)
+    for record in listing.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, obj = meta.decode().split()
+        path = raw_path.decode(errors="surrogateescape")
+        if kind == "blob" and mode != "160000" and candidates.accepts(path):
+            entries.append((mode, obj, path))
+    proc = subprocess.Popen(
+        ["git", "-C", str(git_dir), "cat-file", "--batch"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    feeder = threading.Thread(
+        target=_feed, args=(proc.stdin, [obj for _, obj, _ in entries]), daemon=True
+    )
+    feeder.start()
+    missing: list[str] = []
+    root = dest.resolve()
     try:
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
-            for member in archive:
-                if member.isfile() and not candidates.accepts(member.name):
-                    continue
-                if not (member.isfile() or member.isdir() or member.issym()):
-                    continue
-                try:
-                    archive.extract(member, dest, filter="data")
-                except tarfile.FilterError:
-                    continue  # e.g. a symlink pointing outside the tree: the walker skips it too
+        for mode, _obj, path in entries:
+            header = proc.stdout.readline().split()
+            if len(header) != 3:  # "<obj> missing"
+                missing.append(path)
+                continue
+            data = proc.stdout.read(int(header[2]))
+            proc.stdout.read(1)  # the newline after each object
+            target = (dest / path).resolve()
+            if not target.is_relative_to(root):
+                continue  # a path escaping the tree: never write outside the cache
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if mode == "120000":
+                with contextlib.suppress(OSError):
+                    os.symlink(data.decode(errors="surrogateescape"), target)
+            else:
+                target.write_bytes(data)
     finally:
+        feeder.join()
         proc.stdout.close()
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         code = proc.wait()
     if code != 0:
-        raise DatasetError(f"git archive {sha[:12]} failed in {git_dir}: {err.strip()}")
+        raise DatasetError(f"git cat-file failed in {git_dir} while reading {sha[:12]}.")
+    return missing
+
+
+def _feed(stream: IO[bytes], objects: Sequence[str]) -> None:
+    try:
+        for obj in objects:
+            stream.write(obj.encode() + b"\n")
+    except BrokenPipeError:
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            stream.close()
+
+
+def missing_files(tree: Path) -> list[str]:
+    """Files of a materialised tree whose content the repository lacked (listed beside it)."""
+    sidecar = tree.with_name(tree.name + MISSING_SUFFIX)
+    try:
+        return [line for line in sidecar.read_text(encoding="utf-8").splitlines() if line]
+    except OSError:
+        return []
 
 
 # --- datasets from git history --------------------------------------------------------------

@@ -27,6 +27,7 @@ from coderag_tui.core.datasets import (
     commit_time,
     find_repository,
     materialise_tree,
+    missing_files,
 )
 from coderag_tui.core.metrics import metric_names, score_chunks, score_files
 from coderag_tui.core.models import RANKING_NAMES, ChunkingSpec, RankingName, SearchRun
@@ -292,6 +293,13 @@ def run_eval(
                 skipped.append((row.id, str(exc)))
                 step += len(grid.chunkings)
                 continue
+            absent = missing_files(tree) if tree != settings.repo_root else []
+            if absent and (item.repo_label, "") not in noted_gold:
+                noted_gold.add((item.repo_label, ""))
+                notes.append(
+                    f"{item.repo_label}: files whose content the repository copy lacks were "
+                    f"left out (e.g. {absent[0]} at {tree.name})."
+                )
             for gold in row.gold_files:
                 if (row.id, gold) in noted_gold:
                     continue

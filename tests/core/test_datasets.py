@@ -17,6 +17,7 @@ from coderag_tui.core.datasets import (
     is_test_path,
     load_dataset,
     materialise_tree,
+    missing_files,
     rows_to_jsonl,
 )
 from coderag_tui.core.metrics import GoldChunk
@@ -190,3 +191,15 @@ def test_from_git_history_builds_the_expected_rows(
 def test_from_git_history_outside_git_says_so(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="not a git repository"):
         from_git_history(tmp_path, 3)
+
+
+def test_absent_blob_is_left_out_and_listed(
+    tmp_path: Path, history_repo: tuple[Path, dict[str, str]]
+) -> None:
+    repo, shas = history_repo
+    blob = git(repo, "rev-parse", f"{shas['c0']}:README.md")
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # like a mirror without big files
+    tree = materialise_tree(repo, shas["c0"], cache_dir=tmp_path / "trees")
+    assert sorted(p.name for p in tree.iterdir()) == ["a.py", "b.py"]
+    assert (tree / "a.py").read_text() == "a = 1\n"
+    assert missing_files(tree) == ["README.md"]
