@@ -1,0 +1,241 @@
+"""DenseIndex: stripes instead of truncation, best-stripe scores, the embedding cache, cancel."""
+
+# Fixtures are imported from tests/fixtures (conftest.py is shared), so arguments shadow them.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coderag_tui.core.embed import FastembedEmbedder, WindowedEmbedder
+from coderag_tui.core.models import Chunk
+from coderag_tui.core.store import EmbeddingCache
+from coderag_tui.core.vectors import DenseBuildStats, DenseIndex, split_stripes, stripe_window
+from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
+    tiny_fastembed_embedder,
+    tiny_models_dir,
+)
+
+WORDS = [
+    "def",
+    "parse",
+    "config",
+    "file",
+    "return",
+    "total",
+    "price",
+    "cart",
+    "item",
+    "discount",
+    "apple",
+    "banana",
+]
+
+
+class CountingEmbedder:
+    """The real tiny embedder, recording every batch it is asked to embed."""
+
+    def __init__(self, inner: WindowedEmbedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.max_tokens = inner.max_tokens
+        self.window = inner.window
+        self.tokenizer = inner.tokenizer
+        self.batches: list[list[str]] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+    @property
+    def embedded(self) -> int:
+        return sum(len(b) for b in self.batches)
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder(tiny_fastembed_embedder: Path) -> FastembedEmbedder:
+    return FastembedEmbedder.load("tiny", folder=tiny_fastembed_embedder)
+
+
+@pytest.fixture
+def embedder(tiny_embedder: FastembedEmbedder) -> CountingEmbedder:
+    return CountingEmbedder(tiny_embedder)
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Iterator[EmbeddingCache]:
+    store = EmbeddingCache.open(tmp_path / "embeddings.sqlite")
+    yield store
+    store.close()
+
+
+def _chunk(i: int, text: str) -> Chunk:
+    lines = text.count("\n") + 1
+    return Chunk(f"src/f{i}.py", 1, lines, "lines", "python", text)
+
+
+def _long_text(n_words: int, seed: int = 0) -> str:
+    rng = np.random.default_rng(seed)
+    words = [WORDS[int(j)] for j in rng.integers(0, len(WORDS), n_words)]
+    return "\n".join(" ".join(words[i : i + 8]) for i in range(0, n_words, 8))
+
+
+def _corpus() -> list[Chunk]:
+    texts = [
+        "def parse config file",
+        _long_text(150, seed=1),
+        "apple banana cherry",
+        _long_text(40, seed=2),
+        "return total price",
+        _long_text(300, seed=3),
+    ]
+    return [_chunk(i, t) for i, t in enumerate(texts)]
+
+
+def test_a_long_chunk_is_embedded_as_stripes_and_scores_as_its_best_stripe(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    chunks = _corpus()
+    index = DenseIndex.build(chunks, embedder, cache, batch_size=4)
+    assert index.n_chunks == len(chunks) and index.complete
+    assert index.n_stripes > len(chunks)  # the long chunks became several stripes each
+    tokenizer, window = stripe_window(embedder)
+    long_stripes = split_stripes([chunks[5].text], tokenizer, window).texts
+    assert len(long_stripes) >= 5
+    # Nothing is truncated: every stripe fits the window, and together they cover every line.
+    assert max(embedder.inner.count_tokens(long_stripes)) <= embedder.window
+    for line in chunks[5].text.splitlines():
+        assert any(line in stripe for stripe in long_stripes)
+    query = embedder.embed_query("parse config total price")
+    best_stripe = float(np.max(embedder.inner.embed_documents(long_stripes) @ query))
+    scores = dict(index.search(query, k=len(chunks)))
+    assert scores[5] == pytest.approx(best_stripe, abs=1e-5)
+
+
+def test_search_returns_the_k_best_chunks_best_first(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    chunks = _corpus()
+    index = DenseIndex.build(chunks, embedder, cache)
+    query = embedder.embed_query("apple banana cherry")
+    hits = index.search(query, k=3)
+    assert len(hits) == 3
+    assert hits[0][0] == 2  # the chunk with exactly the query text
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert len(index.search(query, k=100)) == len(chunks)
+    assert index.search(query, k=0) == []
+
+
+def test_a_second_build_embeds_nothing(embedder: CountingEmbedder, cache: EmbeddingCache) -> None:
+    chunks = _corpus()
+    first = DenseIndex.build(chunks, embedder, cache)
+    assert first.stats.embedded == first.stats.unique_stripes == embedder.embedded > 0
+    embedder.batches.clear()
+    second = DenseIndex.build(chunks, embedder, cache)
+    assert embedder.embedded == 0
+    assert second.stats.embedded == 0 and second.stats.cached == first.stats.unique_stripes
+    np.testing.assert_allclose(second.matrix, first.matrix, atol=1e-6)
+    # Another chunk size re-uses the stripes it shares with the first build.
+    embedder.batches.clear()
+    third = DenseIndex.build([*chunks, _chunk(9, "a new chunk of text")], embedder, cache)
+    assert third.stats.embedded == 1 == embedder.embedded
+
+
+def test_identical_stripes_are_embedded_once(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    chunks = [_chunk(i, "def parse config file") for i in range(5)]
+    index = DenseIndex.build(chunks, embedder, cache)
+    assert embedder.embedded == 1
+    query = embedder.embed_query("apple")
+    assert sorted(i for i, _ in index.search(query, 5)) == [0, 1, 2, 3, 4]
+
+
+def test_missing_stripes_are_embedded_shortest_first_with_progress(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    calls: list[tuple[int, int]] = []
+    index = DenseIndex.build(
+        _corpus(), embedder, cache, batch_size=3, progress=lambda d, t: calls.append((d, t))
+    )
+    lengths = [n for batch in embedder.batches for n in embedder.inner.count_tokens(batch)]
+    assert lengths == sorted(lengths)
+    assert all(len(b) <= 3 for b in embedder.batches)
+    total = index.stats.unique_stripes
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_a_cancelled_build_keeps_what_it_embedded(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    chunks = _corpus()
+    cancel = threading.Event()
+
+    def stop_after_first_batch(done: int, total: int) -> None:
+        if done > 0:
+            cancel.set()
+
+    partial = DenseIndex.build(
+        chunks, embedder, cache, batch_size=2, progress=stop_after_first_batch, cancel=cancel
+    )
+    assert partial.stats.cancelled and not partial.complete
+    assert partial.stats.embedded == 2 == embedder.embedded
+    # Only chunks whose stripes are all known are searchable; none is half-scored.
+    searchable = {i for i, _ in partial.search(embedder.embed_query("apple"), k=10)}
+    assert len(searchable) < len(chunks)
+    embedder.batches.clear()
+    full = DenseIndex.build(chunks, embedder, cache)
+    assert full.complete
+    assert embedder.embedded == full.stats.unique_stripes - 2
+
+
+def test_a_query_from_another_model_is_refused_with_a_sentence(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    index = DenseIndex.build(_corpus(), embedder, cache)
+    with pytest.raises(ValueError, match="embed the query with the model that built the index"):
+        index.search(np.ones(7, dtype=np.float32), k=3)
+
+
+def test_an_embedder_without_a_tokenizer_is_striped_by_words() -> None:
+    text = " ".join(f"word{i}" for i in range(100))
+    stripes = split_stripes([text, "short"], None, window=30, overlap=5)
+    assert list(stripes.chunk_of) == [0, 0, 0, 0, 1]
+    assert all(n <= 30 for n in stripes.tokens)
+    assert stripes.texts[0].startswith("word0 ") and stripes.texts[3].endswith("word99")
+    assert "word25" in stripes.texts[0] and "word25" in stripes.texts[1]  # the overlap
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=30),
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=0, max_value=2**31 - 1),
+)
+def test_search_equals_a_brute_force_max_over_stripes(
+    stripes_per_chunk: list[int], k: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    owner = np.repeat(np.arange(len(stripes_per_chunk)), stripes_per_chunk)
+    matrix = rng.normal(size=(len(owner), 8)).astype(np.float32)
+    query = rng.normal(size=8).astype(np.float32)
+    stats = DenseBuildStats(len(stripes_per_chunk), len(owner), len(owner), 0, 0, False, 0.0)
+    index = DenseIndex(matrix, owner, len(stripes_per_chunk), stats)
+    raw = matrix @ query
+    best = [float(raw[owner == c].max()) for c in range(len(stripes_per_chunk))]
+    expected = sorted(range(len(best)), key=lambda c: (-best[c], c))[:k]
+    hits = index.search(query, k)
+    assert [c for c, _ in hits] == expected
+    np.testing.assert_allclose([s for _, s in hits], [best[c] for c in expected], rtol=1e-5)
