@@ -363,5 +363,8 @@ def advise(budget: int, chunk_lines: int, avg_tokens_per_line: float) -> Advice:
         if not low <= chunk_lines <= high:
             advice += f" (use --chunk-lines {lines})"
     unit = "line" if chunk_lines == 1 else "lines"
-    text = f"{advice}; {fits} chunks of {chunk_lines} {unit} fit"
+    fit = f"{fits} chunk of {chunk_lines} {unit} fits" if fits == 1 else (
+        f"{fits} chunks of {chunk_lines} {unit} fit"
+    )
+    text = f"{advice}; {fit}"
     return Advice(text=text, spec=spec, recommended_lines=span, chunks_that_fit=fits)

@@ -1,0 +1,220 @@
+"""`coderag prompt "TASK" [PATH]`: rank the repository for the task and pack a prompt for a chat UI.
+
+The ranking is the one `coderag search` shows (Searcher.open + run). The prompt goes to
+stdout unless --copy or --out sends it elsewhere; every status line (tokens used of the
+budget, included and dropped chunks, how the copy happened, chunk-size advice) goes to
+stderr, so `coderag prompt "…" > prompt.md` captures only the prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from coderag_tui.cli.common import (
+    UserError,
+    add_chunking_args,
+    add_repo_args,
+    print_json,
+    settings_from_args,
+)
+from coderag_tui.config import Settings
+from coderag_tui.core.budget import EXCLUDED, OVER_BUDGET, Advice, BudgetTooSmall, advise, pack
+from coderag_tui.core.clipboard import CopyResult, copy_text
+from coderag_tui.core.models import Hit, PackedPrompt, SearchRun
+from coderag_tui.core.prompt import TemplateError, load_template
+from coderag_tui.core.tokens import TokenCounter, UnknownEncodingError, token_counter
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "prompt",
+        help="pack the best-ranked code for a task into an LLM prompt",
+        description=(
+            "Rank the repository's chunks for TASK (as `coderag search` does), fit the best ones "
+            "into a token budget with the most relevant first, and print the prompt (or copy it "
+            "/ save it). Status lines go to stderr."
+        ),
+    )
+    parser.add_argument("task", metavar="TASK",
+                        help="what the model should do; also the search query ('-' reads stdin)")
+    add_repo_args(parser)
+    parser.add_argument("--budget", type=int, default=None, metavar="TOKENS",
+                        help="token budget of the whole prompt (default: 8000)")
+    parser.add_argument("--template", default=None, metavar="markdown|xml|FILE",
+                        help="prompt layout: markdown (default), xml, or a template file")
+    parser.add_argument("--encoding", default=None, metavar="NAME",
+                        help="tiktoken encoding for counting (default: o200k_base)")
+    parser.add_argument("--copy", action="store_true",
+                        help="copy the prompt to the clipboard (pyperclip, else OSC 52)")
+    parser.add_argument("--out", type=Path, default=None, metavar="FILE",
+                        help="write the prompt to FILE")
+    parser.add_argument("--json", action="store_true",
+                        help="print the prompt with its token account as one JSON object")
+    parser.add_argument("--context-last", dest="context_first", action="store_false",
+                        default=None, help="put the task before the code context")
+    parser.add_argument("--trim-last", action="store_true", default=None,
+                        help="cut the last chunk at a line boundary to fill the budget")
+    parser.add_argument("--pin", action="append", default=[], metavar="PATH:A-B",
+                        help="put this chunk first (repeatable; keys as `coderag search` shows)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="PATH:A-B",
+                        help="never include this chunk (repeatable)")
+    parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
+                        help="rank with BM25 only (no embedding model)")
+    parser.add_argument("--rerank", action="store_true", default=None,
+                        help="rerank the fused candidates with a cross-encoder")
+    add_chunking_args(parser)
+
+
+def _task(args: argparse.Namespace) -> str:
+    task = sys.stdin.read() if args.task == "-" else args.task
+    if not task.strip():
+        raise UserError(
+            'the task is empty: say what the model should do, e.g. coderag prompt "why does '
+            'checkout fail?".'
+        )
+    return task.strip()
+
+
+def packing_order(run: SearchRun) -> list[Hit]:
+    """The final ranking, then the rest of the fused (else BM25) list, renumbered from 1.
+
+    A reranker keeps only its top few; the fused list behind it lets a large budget fill.
+    """
+    final = list(run.final.hits)
+    seen = {h.chunk.key for h in final}
+    for name in ("fused", "bm25"):
+        ranking = run.rankings.get(name)  # type: ignore[call-overload]
+        if ranking is not None and ranking.available and ranking.hits:
+            final += [h for h in ranking.hits if h.chunk.key not in seen]
+            break
+    return [Hit(h.chunk, h.score, i) for i, h in enumerate(final, start=1)]
+
+
+def _advice(settings: Settings, packed: PackedPrompt, hits: Sequence[Hit],
+            counter: TokenCounter) -> Advice:
+    lines = sum(b.end_line - b.start_line + 1 for b in packed.blocks)
+    tokens = sum(b.tokens for b in packed.blocks)
+    if not lines and hits:
+        sample = [h.chunk for h in hits[:20]]
+        lines = sum(c.n_lines for c in sample)
+        tokens = sum(counter.count(c.text) for c in sample)
+    per_line = tokens / lines if lines else 10.0
+    chunk_lines = settings.chunk_lines
+    if settings.chunking == "file" and hits:
+        chunk_lines = max(1, round(sum(h.chunk.n_lines for h in hits) / len(hits)))
+    return advise(packed.budget, chunk_lines, per_line)
+
+
+def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list[str]:
+    n_chunks = sum(len(b.chunk_keys) for b in packed.blocks)
+    over = sum(1 for d in packed.dropped if d.reason == OVER_BUDGET)
+    excluded = sum(1 for d in packed.dropped if d.reason == EXCLUDED)
+    cut = [d for d in packed.dropped if d.reason not in (OVER_BUDGET, EXCLUDED)]
+    approx = "" if packed.exact else "≈"
+    lines = [
+        f"prompt: {approx}{packed.tokens:,} of {packed.budget:,} tokens ({counter.label}); "
+        f"{len(packed.blocks)} blocks from {n_chunks} chunks; "
+        f"{over} dropped over budget" + (f", {excluded} excluded" if excluded else "")
+    ]
+    lines += [f"{d.key}: {d.reason}" for d in cut]
+    if counter.note:
+        lines.append(counter.note)
+    lines.append(advice.text)
+    return lines
+
+
+def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
+            copy: CopyResult | None) -> dict[str, Any]:
+    """The --json object: the prompt, its token account, and where it went."""
+    return {
+        "prompt": packed.text,
+        "tokens": packed.tokens,
+        "budget": packed.budget,
+        "encoding": packed.encoding,
+        "requested_encoding": counter.requested,
+        "exact": packed.exact,
+        "note": counter.note,
+        "blocks": [
+            {
+                "path": b.path, "start_line": b.start_line, "end_line": b.end_line,
+                "language": b.language, "tokens": b.tokens, "chunk_keys": list(b.chunk_keys),
+                "best_rank": b.best_rank,
+            }
+            for b in packed.blocks
+        ],
+        "dropped": [
+            {"key": d.key, "rank": d.rank, "tokens": d.tokens, "reason": d.reason}
+            for d in packed.dropped
+        ],
+        "advice": advice.text,
+        "copy": None if copy is None else {
+            "ok": copy.ok, "method": copy.method, "message": copy.message,
+        },
+    }
+
+
+def build_prompt(settings: Settings, task: str, *, dense: bool = True,
+                 pinned: Sequence[str] = (), excluded: Sequence[str] = (),
+                 ) -> tuple[PackedPrompt, TokenCounter, Advice, tuple[str, ...]]:
+    """Search the repository for `task` and pack the prompt; (prompt, counter, advice, notes)."""
+    if settings.budget < 1:
+        raise UserError(f"--budget must be a positive number of tokens, not {settings.budget}.")
+    try:
+        template = load_template(settings.template, context_first=settings.context_first)
+        counter = token_counter(settings.encoding, allow_download=settings.allow_download)
+    except (TemplateError, UnknownEncodingError) as exc:
+        raise UserError(str(exc)) from exc
+
+    from coderag_tui.core.pipeline import Searcher
+    from coderag_tui.core.store import StoreError
+
+    # Deep enough lists that even a large budget can be filled with whole chunks.
+    search_settings = settings.with_(depth=max(settings.depth, settings.budget // 64))
+    try:
+        searcher = Searcher.open(search_settings, dense=dense, rerank=settings.rerank)
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    try:
+        run = searcher.run(task, search_settings)
+        hits = packing_order(run)
+        store = searcher.store
+        file_text = store.file_text if store is not None else None
+        try:
+            packed = pack(
+                hits, budget=settings.budget, counter=counter, template=template, task=task,
+                pinned=pinned, excluded=excluded, trim_last=settings.trim_last,
+                file_text=file_text,
+            )
+        except BudgetTooSmall as exc:
+            raise UserError(str(exc)) from exc
+    finally:
+        searcher.close()
+    notes = (*searcher.notices, *run.notes)
+    return packed, counter, _advice(settings, packed, hits, counter), notes
+
+
+def run(args: argparse.Namespace) -> int:
+    task = _task(args)
+    settings = settings_from_args(args)
+    packed, counter, advice, notes = build_prompt(
+        settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude
+    )
+    copy: CopyResult | None = None
+    if args.copy or args.out is not None:
+        copy = copy_text(packed.text, out=args.out, clipboard=args.copy)
+    if args.json:
+        print_json(as_json(packed, counter, advice, copy))
+    elif copy is None:
+        sys.stdout.write(packed.text)
+        sys.stdout.flush()
+    for line in (*notes, *_status(packed, counter, advice)):
+        print(f"coderag: {line}", file=sys.stderr)
+    if copy is not None:
+        print(f"coderag: {copy.message}", file=sys.stderr)
+        if not copy.ok:
+            return 1
+    return 0

