@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import threading
 import time
@@ -65,6 +66,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--csv", type=Path, default=None, metavar="FILE",
                         help="also write one row per configuration to FILE")
+    parser.add_argument("--json-file", type=Path, default=None, metavar="FILE",
+                        help="also write the JSON results (with every instance) to FILE")
     add_repo_args(parser, path_positional=False)
 
 
@@ -150,6 +153,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.csv is not None:
         _write_csv(args.csv, report)
+    if args.json_file is not None:
+        try:
+            args.json_file.write_text(
+                json.dumps(report.to_json(), indent=2, ensure_ascii=False), encoding="utf-8"
+            )
+        except OSError as exc:
+            raise UserError(
+                f"cannot write {args.json_file} ({exc.strerror}): choose another --json-file."
+            ) from exc
     if args.json:
         print_json(report.to_json())
     else:
@@ -227,7 +239,7 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
         ]
         if not summaries:
             continue
-        table = Table(title=f"{level}-level retrieval (Acc and recall in %, k={report.k})")
+        table = Table(title=f"{level[:-1]}-level retrieval (Acc and recall in %, k={report.k})")
         for col in ("mode", "chunking", "tokenizer", "n"):
             table.add_column(col, justify="right" if col == "n" else "left")
         for name in names:

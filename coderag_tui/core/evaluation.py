@@ -352,6 +352,8 @@ def run_eval(
                         for mode in grid.modes:
                             if mode == "dense" and t_index > 0:
                                 continue  # identical for every tokenizer
+                            if mode == "rerank" and reranker is None:
+                                continue  # already noted why, once
                             result = _score(
                                 run, mode, row, item.repo_label, chunking,
                                 ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,

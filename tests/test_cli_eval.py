@@ -1,0 +1,106 @@
+"""`coderag eval` end to end on the tiny repository: JSON, CSV, git history, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.cli import main
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+
+
+def _head(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def _dataset(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_eval_json_bm25_runs_end_to_end(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = _head(tiny_repo)
+    data = _dataset(tmp_path / "d.jsonl", [
+        {"id": "pay", "query": "charge a card and retry when the gateway times out",
+         "gold_files": ["shop/payment.py"], "base_commit": head},
+        {"instance_id": "stock", "problem_statement": "reserve items out of stock for an order",
+         "gold_files": ["shop/inventory.py"],
+         "gold_chunks": [{"path": "shop/inventory.py", "start_line": 15, "end_line": 20}]},
+    ])
+    code = main([
+        "eval", str(data), "--repo", str(tiny_repo), "--modes", "bm25",
+        "--chunking", "lines:8,file", "--tokenizer", "default,split",
+        "--index-dir", str(tmp_path / "index"), "--tree-cache", str(tmp_path / "trees"),
+        "--json", "--csv", str(tmp_path / "out.csv"),
+    ])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    configs = {(c["mode"], c["chunking"], c["tokenizer"]): c for c in out["configs"]}
+    assert set(configs) == {("bm25", ch, tok) for ch in ("lines:8", "file")
+                            for tok in ("default", "split")}
+    file_default = configs[("bm25", "file", "default")]
+    assert file_default["n"] == 2
+    assert file_default["files"]["acc@1"] == 1.0  # both questions find their file first
+    assert file_default["files"]["mrr"] == 1.0
+    # chunk-level metrics appear because one row has gold line ranges
+    assert configs[("bm25", "lines:8", "default")]["chunks"]["acc@10"] == 1.0
+    assert {i["id"] for i in out["instances"]} == {"pay", "stock"}
+    assert set(file_default["median_ms"]) == {"tokenize", "bm25"}
+    with (tmp_path / "out.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 4 and float(rows[0]["acc@1"]) >= 0.5
+
+
+def test_eval_table_from_git_history(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cart = tiny_repo / "shop" / "cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef clear_cart(cart):\n    cart.items.clear()\n")
+    subprocess.run([*GIT, "-C", str(tiny_repo), "commit", "-qam", "Let a shopping cart be cleared"],
+                   check=True)
+    saved = tmp_path / "history.jsonl"
+    code = main([
+        "eval", "--from-git-history", "5", "--repo", str(tiny_repo), "--modes", "bm25",
+        "--chunking", "file", "--index-dir", str(tmp_path / "index"),
+        "--tree-cache", str(tmp_path / "trees"), "--save-dataset", str(saved),
+    ])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "file-level retrieval" in out and "bm25" in out
+    row = json.loads(saved.read_text())
+    assert row["gold_files"] == ["shop/cart.py"]
+    assert row["query"] == "Let a shopping cart be cleared"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give a DATASET.jsonl or --from-git-history N"),
+        (["missing.jsonl"], "cannot read the dataset"),
+        (["DATA", "--modes", "bm25,sparkle"], "unknown mode 'sparkle'"),
+        (["DATA", "--chunking", "lines:0"], "bad chunking"),
+        (["DATA", "--repos", "nowhere"], "nowhere is not a folder"),
+    ],
+)
+def test_bad_input_is_one_sentence(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    args: list[str], message: str,
+) -> None:
+    data = _dataset(tmp_path / "d.jsonl", [{"id": "1", "query": "q", "gold_files": ["a.py"]}])
+    argv = [str(data) if a == "DATA" else str(tmp_path / a) if a.endswith(".jsonl") else a
+            for a in args]
+    if "--repos" in argv:
+        argv[argv.index("--repos") + 1] = str(tmp_path / "nowhere")
+    code = main(["eval", *argv, "--repo", str(tiny_repo), "--index-dir", str(tmp_path / "i")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1
