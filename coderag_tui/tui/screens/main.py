@@ -1,0 +1,249 @@
+"""The main view: query, rankings side by side, the selected chunk, latency and tuning."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
+
+from coderag_tui.core.models import RankingName, SearchRun
+from coderag_tui.core.tokenize import tokenize
+from coderag_tui.tui.widgets.latency import LatencyPanel, meter
+from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_syntax
+from coderag_tui.tui.widgets.query import QueryInput
+from coderag_tui.tui.widgets.rankings import RankingColumn, RankingsBoard, ranks_line
+from coderag_tui.tui.widgets.status import IndexState, TopBar, WorkProgress
+from coderag_tui.tui.widgets.tuning import TuningPanel
+
+if TYPE_CHECKING:
+    from coderag_tui.tui.app import CoderagApp
+
+
+class MainScreen(Screen[None]):
+    """Everything about one query at a glance; the app fills it from core results."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_query", "Query", tooltip="Jump to the query input"),
+        Binding("1", "focus_column('bm25')", "BM25", show=False, tooltip="Jump to the BM25 list"),
+        Binding(
+            "2", "focus_column('dense')", "Dense", show=False, tooltip="Jump to the dense list"
+        ),
+        Binding(
+            "3", "focus_column('fused')", "Fused", show=False, tooltip="Jump to the fused list"
+        ),
+        Binding(
+            "4", "focus_column('rerank')", "Rerank", show=False, tooltip="Jump to the reranked list"
+        ),
+        Binding("p", "app.pin", "Pin", tooltip="Pin the selected chunk: it goes first"),
+        Binding(
+            "x", "app.exclude", "Exclude", tooltip="Exclude the selected chunk from the prompt"
+        ),
+        Binding(
+            "left_square_bracket",
+            "app.budget_step(-1)",
+            "Budget −",
+            key_display="[",
+            tooltip="Smaller token budget (2k … 128k)",
+        ),
+        Binding(
+            "right_square_bracket",
+            "app.budget_step(1)",
+            "Budget +",
+            key_display="]",
+            tooltip="Larger token budget",
+        ),
+        Binding(
+            "t",
+            "focus_tuning",
+            "Tune",
+            show=False,
+            tooltip="Tuning: chunking, budget, RRF k, depth, rerank",
+        ),
+        Binding("question_mark", "app.help", "Help", show=False, tooltip="This list of keys"),
+    ]
+
+    app: CoderagApp
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="topbar")
+        with Horizontal(id="query-bar"):
+            yield Label("Ask ›", id="mode-label")
+            yield QueryInput(self.app.history, id="query")
+        yield WorkProgress("Indexing", id="index-progress")
+        yield WorkProgress("Embedding", id="embed-progress")
+        yield Static("", id="ranks")
+        yield RankingsBoard(id="board")
+        with Horizontal(id="bottom"):
+            yield ChunkPreview(id="preview")
+            with TabbedContent(id="side"):
+                with TabPane("Latency", id="tab-latency"):
+                    yield LatencyPanel(id="latency")
+                with TabPane("Tuning", id="tab-tuning"):
+                    yield TuningPanel(self.app.settings, id="tuning")
+        yield Static("", id="prompt-line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        query = self.query_one(QueryInput)
+        if self.app.is_headless:
+            query.cursor_blink = False  # stable snapshots
+        query.focus()
+        self.board.set_rerank_visible(self.app.settings.rerank)
+        self.show_hints()
+        self.show_prompt_line()
+        self.app.main_ready()
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def board(self) -> RankingsBoard:
+        return self.query_one(RankingsBoard)
+
+    @property
+    def latency(self) -> LatencyPanel:
+        return self.query_one(LatencyPanel)
+
+    @property
+    def tuning(self) -> TuningPanel:
+        return self.query_one(TuningPanel)
+
+    @property
+    def index_progress(self) -> WorkProgress:
+        return self.query_one("#index-progress", WorkProgress)
+
+    @property
+    def embed_progress(self) -> WorkProgress:
+        return self.query_one("#embed-progress", WorkProgress)
+
+    # ------------------------------------------------------------------ rendering
+    def show_state(self, state: IndexState) -> None:
+        self.query_one(TopBar).show(state)
+        if self.app.last_run is None:
+            self.show_hints()
+
+    def show_hints(self) -> None:
+        """Before the first search, each column says what it will show or why it cannot."""
+        app = self.app
+        ready = app.searcher is not None
+        hint = "type a question and press Enter" if ready else "indexing… BM25 is ready in a moment"
+        hints: dict[RankingName, str] = {
+            "bm25": hint,
+            "dense": app.dense_reason if app.dense is None else hint,
+            "fused": hint,
+            "rerank": app.rerank_reason if app.reranker is None else hint,
+        }
+        self.board.show_run(None, hints)
+
+    def show_run(self, run: SearchRun) -> None:
+        self.board.show_run(run, {})
+        self.board.set_rerank_visible(self.app.settings.rerank)
+        self.latency.show_run(run)
+        self.show_selection()
+        self.latency.show_notes(run.notes)
+
+    def show_selection(self) -> None:
+        """Sync every column, the ranks line and the preview to the selected chunk."""
+        app = self.app
+        key = app.selected_key
+        self.board.follow(key)
+        run = app.last_run
+        line = ranks_line(run, key, app.shown_rankings())
+        chunk = app.chunk_for(key)
+        ranks = self.query_one("#ranks", Static)
+        if chunk is None:
+            ranks.update(Content.styled("no chunk selected", "$text-muted"))
+            self.query_one(ChunkPreview).show(None)
+            return
+        marks = []
+        if key in app.pinned:
+            marks.append(("  📌 pinned", "$success"))
+        if key in app.excluded:
+            marks.append(("  ✕ excluded", "$error"))
+        ranks.update(Content.assemble((line, "bold"), ("   " + chunk.key, "$text-muted"), *marks))
+        theme = app.current_theme
+        terms = tokenize(run.query if run else "", split_identifiers=app.settings.split_identifiers)
+        from rich.style import Style
+
+        mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
+        syntax = chunk_syntax(
+            chunk,
+            terms,
+            dark=theme.dark,
+            background=theme.surface or theme.background or "#000000",
+            mark=mark,
+        )
+        self.query_one(ChunkPreview).show(chunk, syntax)
+
+    def show_prompt_line(self) -> None:
+        """Tokens used against the budget, what went in and what did not."""
+        app = self.app
+        packed = app.packed
+        budget = app.settings.budget
+        line = self.query_one("#prompt-line", Static)
+        if packed is None:
+            text = app.pack_error or "no prompt yet"
+            line.update(
+                Content.assemble(
+                    ("Prompt ", "bold"),
+                    (f"budget {budget:,} tokens · ", "$text-muted"),
+                    (text, "$warning" if app.pack_error else "$text-muted"),
+                    ("   " + app.advice, "$text-muted"),
+                )
+            )
+            return
+        fraction = packed.tokens / max(budget, 1)
+        chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
+        over = sum(1 for d in packed.dropped if d.reason != "excluded")
+        line.update(
+            Content.assemble(
+                ("Prompt ", "bold"),
+                (f"{packed.tokens:,} / {budget:,} tokens ", ""),
+                meter(fraction, 12),
+                (f" {fraction:.0%}", ""),
+                (
+                    f" · {chunks_in} chunks in · {over} dropped · {len(app.pinned)} pinned · "
+                    f"{len(app.excluded)} excluded · {app.template_name}",
+                    "$text-muted",
+                ),
+                ("   " + app.advice, "$text-muted"),
+            )
+        )
+
+    def set_code_mode(self, code: bool) -> None:
+        self.query_one("#mode-label", Label).update("Code ›" if code else "Ask ›")
+        self.query_one(QueryInput).set_code_mode(code)
+        self.set_class(code, "code-mode")
+        self.query_one(QueryInput).focus()
+
+    # ------------------------------------------------------------------ events
+    @on(Input.Submitted, "#query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        self.query_one(QueryInput).remember(text)
+        self.app.search(text)
+
+    @on(RankingColumn.ChunkHighlighted)
+    def _chunk_highlighted(self, event: RankingColumn.ChunkHighlighted) -> None:
+        if event.key == self.app.selected_key:
+            return
+        self.app.selected_key = event.key
+        self.show_selection()
+
+    def action_focus_query(self) -> None:
+        self.query_one(QueryInput).focus()
+
+    def action_focus_column(self, name: str) -> None:
+        column = self.board.column(name)  # type: ignore[arg-type]
+        if column.display and column.keys:
+            column.table.focus()
+
+    def action_focus_tuning(self) -> None:
+        self.query_one(TabbedContent).active = "tab-tuning"
+        self.query_one("#tune-chunking").focus()

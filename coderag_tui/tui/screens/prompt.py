@@ -1,0 +1,166 @@
+"""The prompt view: the assembled prompt, tokens against the budget, what went in and what not."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from coderag_tui.tui.widgets.latency import meter
+
+if TYPE_CHECKING:
+    from coderag_tui.tui.app import CoderagApp
+
+
+class PromptScreen(Screen[None]):
+    """Read, trim and copy the prompt: pin what must go first, exclude what must not go in."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", tooltip="Back to the rankings"),
+        Binding("p", "pin", "Pin", tooltip="Pin the chunk under the cursor: it goes first"),
+        Binding("x", "exclude", "Exclude", tooltip="Exclude (or include again) the chunk"),
+        Binding(
+            "left_square_bracket",
+            "app.budget_step(-1)",
+            "Budget −",
+            key_display="[",
+            tooltip="Smaller token budget",
+        ),
+        Binding(
+            "right_square_bracket",
+            "app.budget_step(1)",
+            "Budget +",
+            key_display="]",
+            tooltip="Larger token budget",
+        ),
+    ]
+
+    app: CoderagApp
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="prompt-header")
+        with Horizontal(id="prompt-body"):
+            with VerticalScroll(id="prompt-text"):
+                yield Static("", id="prompt-rendered")
+            with Vertical(id="prompt-side"):
+                yield DataTable(id="included", cursor_type="row", zebra_stripes=True)
+                yield DataTable(id="dropped", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        included = self.query_one("#included", DataTable)
+        included.border_title = "Included — most relevant first"
+        included.add_columns("", "#", "block", "tokens")
+        dropped = self.query_one("#dropped", DataTable)
+        dropped.border_title = "Dropped"
+        dropped.add_columns("#", "chunk", "tokens", "why")
+        self.query_one("#prompt-text").border_title = "Prompt"
+        self.refresh_prompt()
+        included.focus()
+
+    def refresh_prompt(self) -> None:
+        """Render the app's current packed prompt (called after every re-pack)."""
+        app = self.app
+        packed = app.packed
+        header = self.query_one("#prompt-header", Static)
+        rendered = self.query_one("#prompt-rendered", Static)
+        included = self.query_one("#included", DataTable)
+        dropped = self.query_one("#dropped", DataTable)
+        included.clear()
+        dropped.clear()
+        if packed is None:
+            header.update(
+                Content.assemble(
+                    (" Prompt ", "bold reverse $primary"),
+                    " ",
+                    (
+                        app.pack_error
+                        or "run a search first: the prompt is packed from its final ranking",
+                        "$warning" if app.pack_error else "$text-muted",
+                    ),
+                )
+            )
+            rendered.update("")
+            return
+        fraction = packed.tokens / max(packed.budget, 1)
+        counting = packed.encoding if packed.exact else f"{packed.encoding} (estimate)"
+        header.update(
+            Content.assemble(
+                (" Prompt ", "bold reverse $primary"),
+                " ",
+                (f"{packed.tokens:,} / {packed.budget:,} tokens ", "bold"),
+                meter(fraction, 20),
+                f" {fraction:.0%}",
+                (
+                    f"  ·  {counting}  ·  template {app.template_name}  ·  "
+                    f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped",
+                    "$text-muted",
+                ),
+            )
+        )
+        theme = app.current_theme
+        rendered.update(
+            Syntax(
+                packed.text,
+                "markdown" if app.template_name != "xml" else "xml",
+                theme="monokai" if theme.dark else "friendly",
+                word_wrap=True,
+                background_color=theme.surface or theme.background,
+            )
+        )
+        for block in packed.blocks:
+            key = block.chunk_keys[0]
+            mark = "📌" if any(k in app.pinned for k in block.chunk_keys) else ""
+            included.add_row(
+                mark,
+                Text(str(block.best_rank), justify="right"),
+                f"{block.path}:{block.start_line}-{block.end_line}",
+                Text(f"{block.tokens:,}", justify="right"),
+                key=key,
+            )
+        for drop in packed.dropped:
+            dropped.add_row(
+                Text(str(drop.rank or "—"), justify="right"),
+                drop.key,
+                Text(f"{drop.tokens:,}", justify="right"),
+                drop.reason,
+                key=drop.key,
+            )
+        included.border_subtitle = f"{len(packed.blocks)} blocks"
+        dropped.border_subtitle = f"{len(packed.dropped)} chunks"
+
+    def _selected_keys(self) -> list[str]:
+        """Chunk keys under the cursor of the focused table (a block may hold several)."""
+        table = self.focused if isinstance(self.focused, DataTable) else None
+        if table is None or table.row_count == 0:
+            return []
+        row_key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        if row_key is None:
+            return []
+        packed = self.app.packed
+        if table.id == "included" and packed is not None:
+            for block in packed.blocks:
+                if block.chunk_keys[0] == row_key:
+                    return list(block.chunk_keys)
+        return [row_key]
+
+    def action_pin(self) -> None:
+        keys = self._selected_keys()
+        if keys:
+            self.app.toggle_pin(keys[0])
+
+    def action_exclude(self) -> None:
+        for key in self._selected_keys():
+            self.app.toggle_exclude(key)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()

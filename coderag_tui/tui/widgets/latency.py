@@ -1,0 +1,100 @@
+"""Latency: a bar per stage of the last search, a sparkline of recent totals, index statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Sparkline, Static
+
+from coderag_tui.core.models import SearchRun, StageTiming
+
+BLOCKS = " ▏▎▍▌▋▊▉█"
+HISTORY = 40  # searches remembered by the sparkline
+
+
+def bar(fraction: float, width: int) -> str:
+    """A horizontal bar of eighth-blocks, `fraction` (0..1) of `width` cells long."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, rest = divmod(eighths, 8)
+    text = "█" * full + (BLOCKS[rest] if rest else "")
+    return text.ljust(width)
+
+
+def meter(fraction: float, width: int, style: str = "$accent") -> Content:
+    """A bar on a dim track, so an almost empty bar still shows how much room is left."""
+    filled = bar(fraction, width).rstrip()
+    track = "░" * (width - len(filled))
+    return Content.assemble((filled, style), (track, "$panel-lighten-2"))
+
+
+def format_ms(ms: float) -> str:
+    return f"{ms:,.1f} ms" if ms < 1000 else f"{ms / 1000:,.2f} s"
+
+
+def stage_lines(timings: Sequence[StageTiming], width: int = 18) -> Content:
+    """One line per stage: name, bar scaled to the slowest stage, milliseconds."""
+    if not timings:
+        return Content.from_markup("[dim]no search yet — type a question and press Enter[/]")
+    longest = max((t.ms for t in timings), default=0.0) or 1.0
+    name_width = max(len(t.stage) for t in timings)
+    lines = []
+    for t in timings:
+        lines.append(
+            Content.assemble(
+                (t.stage.ljust(name_width), "$text-muted"),
+                " ",
+                (bar(t.ms / longest, width), "$accent"),
+                " ",
+                format_ms(t.ms).rjust(10),
+            )
+        )
+    total = sum(t.ms for t in timings)
+    lines.append(
+        Content.assemble(
+            ("total".ljust(name_width), "bold"),
+            " " * (width + 2),
+            (format_ms(total).rjust(10), "bold"),
+        )
+    )
+    return Content("\n").join(lines)
+
+
+class LatencyPanel(Vertical):
+    """Where the time went in the last search, how searches have trended, and the index size."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.totals: list[float] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(stage_lines(()), id="stage-bars")
+        yield Static("recent searches (total ms)", classes="caption")
+        yield Sparkline([], id="latency-sparkline")
+        yield Static("", id="index-stats")
+        yield Static("", id="search-notes")
+
+    def show_run(self, run: SearchRun) -> None:
+        self.totals = [*self.totals, run.total_ms][-HISTORY:]
+        self.query_one("#stage-bars", Static).update(stage_lines(run.timings))
+        self.query_one(Sparkline).data = list(self.totals)
+        caption = self.query_one(".caption", Static)
+        low, high = min(self.totals), max(self.totals)
+        caption.update(f"last {len(self.totals)} searches: {format_ms(low)} – {format_ms(high)}")
+
+    def show_index_stats(self, lines: Sequence[tuple[str, str]]) -> None:
+        """Label/value pairs describing the index (files, chunks, chunking, build time …)."""
+        width = max((len(label) for label, _ in lines), default=0)
+        content = Content("\n").join(
+            Content.assemble((label.ljust(width), "$text-muted"), "  ", value)
+            for label, value in lines
+        )
+        self.query_one("#index-stats", Static).update(content)
+
+    def show_notes(self, notes: Sequence[str]) -> None:
+        """What the last search wants the user to know (e.g. fused = BM25 while dense is off)."""
+        text = "\n".join(f"• {note}" for note in notes)
+        self.query_one("#search-notes", Static).update(Content.styled(text, "$text-muted"))

@@ -1,0 +1,71 @@
+"""The selected chunk, syntax-highlighted with real line numbers and the query's words marked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from rich.console import Group, RenderableType
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from coderag_tui.core.models import Chunk
+
+MIN_TERM = 2  # single letters would mark half the file
+
+
+def term_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
+    """A case-insensitive pattern of the query words, longest first so `cart_total` beats `cart`."""
+    words = sorted({t for t in terms if len(t) >= MIN_TERM}, key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
+
+
+def chunk_syntax(
+    chunk: Chunk, terms: Iterable[str], *, dark: bool, background: str, mark: Style
+) -> Syntax:
+    """Rich Syntax of the chunk, numbered from its first file line, query words styled `mark`."""
+    lexer = Syntax.guess_lexer(chunk.path, chunk.text)
+    syntax = Syntax(
+        chunk.text,
+        lexer,
+        theme="monokai" if dark else "friendly",
+        line_numbers=True,
+        start_line=chunk.start_line,
+        background_color=background,
+        word_wrap=False,
+        indent_guides=True,
+    )
+    pattern = term_pattern(terms)
+    if pattern is not None:
+        for number, line in enumerate(chunk.text.splitlines(), start=1):
+            for match in pattern.finditer(line):
+                syntax.stylize_range(mark, (number, match.start()), (number, match.end()))
+    return syntax
+
+
+class ChunkPreview(VerticalScroll):
+    """Scrollable view of one chunk; the border title names the file and line range."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Text("Select a chunk in any ranking to see it here.", style="dim"), id="preview-body"
+        )
+
+    def show(self, chunk: Chunk | None, renderable: RenderableType | None = None) -> None:
+        body = self.query_one("#preview-body", Static)
+        if chunk is None or renderable is None:
+            self.border_title = "Preview"
+            self.border_subtitle = ""
+            body.update(Text("Select a chunk in any ranking to see it here.", style="dim"))
+            return
+        self.border_title = f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+        kind = "" if chunk.kind == "lines" else f" · {chunk.kind}"
+        self.border_subtitle = f"{chunk.n_lines} lines{kind}"
+        body.update(Group(renderable))
+        self.scroll_home(animate=False)

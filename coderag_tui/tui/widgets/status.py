@@ -1,0 +1,90 @@
+"""The top bar (repository, counts, index and dense state) and the background-work progress row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.widgets import Label, ProgressBar, Static
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """What the top bar says about the repository and its indexes."""
+
+    repo: str
+    files: int | None = None
+    chunks: int | None = None
+    chunking: str = ""
+    index: str = "opening"  # opening | indexing | ready | failed
+    dense: str = "waiting"  # waiting | embedding | ready | off
+    dense_detail: str = ""
+
+
+STATE_STYLE = {
+    "ready": "$success",
+    "indexing": "$warning",
+    "embedding": "$warning",
+    "opening": "$text-muted",
+    "waiting": "$text-muted",
+    "failed": "$error",
+    "off": "$text-muted",
+}
+
+
+def top_bar_content(state: IndexState) -> Content:
+    """`coderag  shop · 7 files · 9 chunks · lines:64 · ● index ready · ● dense ready (MiniLM)`."""
+    parts: list[Content] = [
+        Content.styled(" coderag ", "bold reverse $primary"),
+        Content(" "),
+        Content.styled(state.repo, "bold"),
+    ]
+    if state.files is not None:
+        parts.append(Content(f" · {state.files:,} files"))
+    if state.chunks is not None:
+        parts.append(Content(f" · {state.chunks:,} chunks"))
+    if state.chunking:
+        parts.append(Content.styled(f" · {state.chunking}", "$text-muted"))
+    parts.append(Content("  "))
+    parts.append(Content.styled("●", STATE_STYLE.get(state.index, "")))
+    parts.append(Content(f" index {state.index}  "))
+    parts.append(Content.styled("●", STATE_STYLE.get(state.dense, "")))
+    dense = f" dense {state.dense}"
+    if state.dense_detail:
+        dense += f" ({state.dense_detail})"
+    parts.append(Content(dense))
+    return Content("").join(parts)
+
+
+class TopBar(Static):
+    """One line naming the repository and what is ready to search."""
+
+    def show(self, state: IndexState) -> None:
+        self.update(top_bar_content(state))
+
+
+class WorkProgress(Horizontal):
+    """A labelled progress bar for one kind of background work; hidden while idle."""
+
+    def __init__(self, title: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="work-progress")
+        self._title = title
+
+    def compose(self) -> ComposeResult:
+        yield Label(self._title, classes="work-title")
+        yield ProgressBar(show_eta=False, show_percentage=True)
+        yield Label("", classes="work-detail")
+
+    def on_mount(self) -> None:
+        self.display = False
+
+    def advance_to(self, done: int, total: int, detail: str) -> None:
+        self.display = True
+        bar = self.query_one(ProgressBar)
+        bar.update(total=max(total, 1), progress=done)
+        self.query_one(".work-detail", Label).update(detail)
+
+    def finish(self) -> None:
+        self.display = False

@@ -1,0 +1,162 @@
+"""Tuning: chunking, chunk size, token budget, RRF k, depth and rerank, each one line tall.
+
+The panel only reports what the user chose (`TuningChanged`); the app decides what to
+re-run (re-chunk, re-search or just re-pack).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Label, Select, Static, Switch
+
+from coderag_tui.config import Settings
+
+BUDGET_PRESETS: tuple[tuple[str, int], ...] = (
+    ("2k", 2_000),
+    ("4k", 4_000),
+    ("8k", 8_000),
+    ("16k", 16_000),
+    ("32k", 32_000),
+    ("128k", 128_000),
+)
+CUSTOM = -1
+
+
+def budget_choice(budget: int) -> int:
+    """The preset value matching a budget, or CUSTOM."""
+    return budget if budget in {v for _, v in BUDGET_PRESETS} else CUSTOM
+
+
+def step_budget(budget: int, direction: int) -> int:
+    """The next preset above (direction 1) or below (-1) a budget, clamped to the presets."""
+    values = [v for _, v in BUDGET_PRESETS]
+    if direction > 0:
+        return next((v for v in values if v > budget), values[-1])
+    return next((v for v in reversed(values) if v < budget), values[0])
+
+
+class TuningPanel(VerticalScroll):
+    """Controls for the knobs that change rankings or the prompt, and the chunk-size advice."""
+
+    @dataclass
+    class TuningChanged(Message):
+        """The user set a Settings field (name) to a new value."""
+
+        field: str
+        value: Any
+
+    def __init__(self, settings: Settings, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._settings = settings
+        self._quiet = False
+
+    def compose(self) -> ComposeResult:
+        s = self._settings
+        with Horizontal(classes="tuning-row"):
+            yield Label("chunking", classes="tuning-label")
+            yield Select(
+                [("lines", "lines"), ("ast", "ast"), ("file", "file")],
+                value=s.chunking,
+                allow_blank=False,
+                compact=True,
+                id="tune-chunking",
+            )
+        with Horizontal(classes="tuning-row"):
+            yield Label("chunk lines", classes="tuning-label")
+            yield Input(str(s.chunk_lines), type="integer", compact=True, id="tune-chunk_lines")
+        with Horizontal(classes="tuning-row"):
+            yield Label("budget", classes="tuning-label")
+            yield Select(
+                [*BUDGET_PRESETS, ("custom", CUSTOM)],
+                value=budget_choice(s.budget),
+                allow_blank=False,
+                compact=True,
+                id="tune-budget-preset",
+            )
+        with Horizontal(classes="tuning-row", id="custom-budget-row"):
+            yield Label("custom budget", classes="tuning-label")
+            yield Input(str(s.budget), type="integer", compact=True, id="tune-budget")
+        with Horizontal(classes="tuning-row"):
+            yield Label("RRF k", classes="tuning-label")
+            yield Input(str(s.rrf_k), type="integer", compact=True, id="tune-rrf_k")
+        with Horizontal(classes="tuning-row"):
+            yield Label("depth", classes="tuning-label")
+            yield Input(str(s.depth), type="integer", compact=True, id="tune-depth")
+        with Horizontal(classes="tuning-row"):
+            yield Label("rerank", classes="tuning-label")
+            yield Switch(value=s.rerank, id="tune-rerank")
+        with Horizontal(classes="tuning-row"):
+            yield Label("rerank keep", classes="tuning-label")
+            yield Input(str(s.rerank_keep), type="integer", compact=True, id="tune-rerank_keep")
+        yield Static("", id="advice")
+
+    def on_mount(self) -> None:
+        self.query_one("#custom-budget-row").display = (
+            budget_choice(self._settings.budget) == CUSTOM
+        )
+
+    def sync(self, settings: Settings) -> None:
+        """Show settings changed elsewhere (keys, command palette) without echoing them back."""
+        self._settings = settings
+        self._quiet = True
+        try:
+            self.query_one("#tune-chunking", Select).value = settings.chunking
+            self.query_one("#tune-budget-preset", Select).value = budget_choice(settings.budget)
+            self.query_one("#custom-budget-row").display = budget_choice(settings.budget) == CUSTOM
+            self.query_one("#tune-rerank", Switch).value = settings.rerank
+            for name in ("chunk_lines", "budget", "rrf_k", "depth", "rerank_keep"):
+                field_input = self.query_one(f"#tune-{name}", Input)
+                if not field_input.has_focus:
+                    field_input.value = str(getattr(settings, name))
+        finally:
+            self.call_after_refresh(self._unquiet)
+
+    def _unquiet(self) -> None:
+        self._quiet = False
+
+    def show_advice(self, text: str) -> None:
+        self.query_one("#advice", Static).update(text)
+
+    def _report(self, name: str, value: Any) -> None:
+        if self._quiet or getattr(self._settings, name) == value:
+            return
+        self.post_message(self.TuningChanged(name, value))
+
+    @on(Select.Changed, "#tune-chunking")
+    def _chunking(self, event: Select.Changed) -> None:
+        self._report("chunking", event.value)
+
+    @on(Select.Changed, "#tune-budget-preset")
+    def _budget_preset(self, event: Select.Changed) -> None:
+        custom = event.value == CUSTOM
+        self.query_one("#custom-budget-row").display = custom
+        if not custom and isinstance(event.value, int):
+            self._report("budget", event.value)
+
+    @on(Switch.Changed, "#tune-rerank")
+    def _rerank(self, event: Switch.Changed) -> None:
+        self._report("rerank", event.value)
+
+    @on(Input.Submitted)
+    @on(Input.Blurred)
+    def _number(self, event: Input.Submitted | Input.Blurred) -> None:
+        name = (event.input.id or "").removeprefix("tune-")
+        try:
+            value = int(event.value)
+        except ValueError:
+            return
+        minimum = {"chunk_lines": 1, "budget": 100, "rrf_k": 1, "depth": 1, "rerank_keep": 1}
+        if name not in minimum:
+            return
+        if value < minimum[name]:
+            self.notify(
+                f"{name.replace('_', ' ')} must be at least {minimum[name]}.", severity="warning"
+            )
+            return
+        self._report(name, value)
