@@ -8,17 +8,20 @@ a cancel event or SIGKILL loses at most the open batch and the next run finishes
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coderag_tui.config import Settings
 from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.models import ChunkingSpec, SkippedFile, SkipReason, SourceFile
-from coderag_tui.core.store import FileState, Store
+from coderag_tui.core.models import Chunk, ChunkingSpec, SkippedFile, SkipReason, SourceFile
+from coderag_tui.core.store import FileState, Store, text_hash
 from coderag_tui.core.walker import content_hash, read_source, walk
 
 STAGES: tuple[str, ...] = ("walk", "read", "chunk", "store")
@@ -165,6 +168,7 @@ def build_index(
     cancel: threading.Event | None = None,
     batch_files: int = 200,
     batch_bytes: int = 4 << 20,
+    workers: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> IndexReport:
     """Bring the index of `settings.repo` for `settings.chunking_spec` up to date.
@@ -172,6 +176,9 @@ def build_index(
     A set `cancel` event stops between files and returns a report with `cancelled=True`;
     Ctrl-C commits the files finished so far and raises IndexInterrupted (a
     KeyboardInterrupt) carrying that report. Either way the next run finishes the job.
+    Reading and chunking run on `workers` threads (default: up to 4, one per core) while
+    this thread writes, so `stage_seconds` for read and chunk are summed over threads and
+    may add up to more than `elapsed_s`.
     """
     root = settings.repo_root
     spec = settings.chunking_spec
@@ -228,33 +235,41 @@ def build_index(
     cancelled = False
     interrupted = False
     position = 0
-    while position < len(jobs) and not cancelled and not interrupted:
-        batch_start = position
-        batch_snapshot = _snapshot(run)
-        read_in_batch = 0
-        try:
-            with store.batch():
-                try:
-                    while position < len(jobs):
-                        if position - batch_start >= batch_files or read_in_batch >= batch_bytes:
-                            break
-                        if cancel is not None and cancel.is_set():
-                            cancelled = True
-                            break
-                        read_in_batch += _process(jobs[position], root, spec, settings, store,
-                                                  chunked, run, clock)
-                        position += 1
-                        run.done += 1
-                        emit("index")
-                except KeyboardInterrupt:
-                    # Every store call leaves a consistent state, so the finished part of this
-                    # batch is committed; a half-done file is redone by the next run.
-                    interrupted = True
-                t = clock()
-            run.seconds["store"] += clock() - t
-        except KeyboardInterrupt:
-            _restore(run, batch_snapshot)  # the commit itself was interrupted: batch lost
-            interrupted = True
+    feed = _Feed(jobs, store, run, clock, workers=_worker_count(workers),
+                 prepare=lambda job, stored: _prepare(job, stored, root, spec, settings,
+                                                      chunked, clock))
+    try:
+        while position < len(jobs) and not cancelled and not interrupted:
+            batch_start = position
+            batch_snapshot = _snapshot(run)
+            read_in_batch = 0
+            writes = _Writes()
+            try:
+                with store.batch():
+                    try:
+                        while position < len(jobs):
+                            if (position - batch_start >= batch_files
+                                    or read_in_batch >= batch_bytes):
+                                break
+                            if cancel is not None and cancel.is_set():
+                                cancelled = True
+                                break
+                            read_in_batch += _apply(feed.next(), writes, run)
+                            position += 1
+                            run.done += 1
+                            emit("index")
+                    except KeyboardInterrupt:
+                        # The files finished so far are written and committed; every write
+                        # leaves a consistent state, so a half-done one is redone next run.
+                        interrupted = True
+                    t = clock()
+                    writes.flush(store, spec.key)
+                run.seconds["store"] += clock() - t
+            except KeyboardInterrupt:
+                _restore(run, batch_snapshot)  # the commit itself was interrupted: batch lost
+                interrupted = True
+    finally:
+        feed.close()
 
     left = len(jobs) - position
     run.done = run.files_total - left
@@ -266,89 +281,177 @@ def build_index(
     return report
 
 
-def _process(
+def _worker_count(requested: int | None) -> int:
+    """Threads for reading and chunking: tree-sitter and file reads release the GIL."""
+    if requested is not None:
+        return max(1, requested)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass
+class _Prepared:
+    """A file read and chunked off the main thread, ready to be written to the store."""
+
+    job: _Job
+    skip: SkippedFile | None = None
+    text: str | None = None
+    digest: str = ""
+    invalid: bool = False
+    chunks: list[Chunk] | None = None  # None: content unchanged and already chunked
+    hashes: list[str] | None = None  # text_hash of each chunk, computed off the main thread
+    was_read: bool = False
+    same_content: bool = False
+    read_s: float = 0.0
+    chunk_s: float = 0.0
+
+
+class _Feed:
+    """Prepares jobs ahead of the writer on a small thread pool, handing them back in order.
+
+    Text stored in the index is fetched here on the calling thread, so worker threads never
+    touch the database (which is inside the writer's transaction).
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[_Job],
+        store: Store,
+        run: _Run,
+        clock: Callable[[], float],
+        *,
+        workers: int,
+        prepare: Callable[[_Job, str | None], _Prepared],
+    ) -> None:
+        self._jobs = jobs
+        self._store = store
+        self._run = run
+        self._clock = clock
+        self._prepare = prepare
+        self._next = 0
+        self._pool = ThreadPoolExecutor(workers, "coderag-index") if workers > 1 else None
+        self._window = workers * 4
+        self._pending: deque[Future[_Prepared]] = deque()
+
+    def _stored_text(self, job: _Job) -> str | None:
+        if not job.from_store:
+            return None
+        t = self._clock()
+        text = self._store.file_text(job.file.path)
+        self._run.seconds["store"] += self._clock() - t
+        return text
+
+    def next(self) -> _Prepared:
+        if self._pool is None:
+            job = self._jobs[self._next]
+            self._next += 1
+            return self._prepare(job, self._stored_text(job))
+        while self._next < len(self._jobs) and len(self._pending) < self._window:
+            job = self._jobs[self._next]
+            self._next += 1
+            self._pending.append(self._pool.submit(self._prepare, job, self._stored_text(job)))
+        return self._pending.popleft().result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _prepare(
     job: _Job,
+    stored_text: str | None,
     root: Path,
     spec: ChunkingSpec,
     settings: Settings,
-    store: Store,
     chunked: set[str],
-    run: _Run,
     clock: Callable[[], float],
-) -> int:
-    """Read (or fetch from the store), chunk and store one file; returns bytes read."""
+) -> _Prepared:
+    """Read (unless the text came from the store), hash and chunk one file; no database access."""
     file, previous = job.file, job.previous
-    text: str | None = None
-    invalid = False
-    if job.from_store and previous is not None:
-        t = clock()
-        text = store.file_text(file.path)
-        run.seconds["store"] += clock() - t
-        invalid = previous.invalid_utf8
-    read_bytes = 0
-    if text is None:
+    out = _Prepared(job)
+    text = stored_text
+    if text is None or previous is None:
         t = clock()
         outcome = read_source(root, file, max_line_chars=settings.max_line_chars,
                               max_file_bytes=settings.max_file_bytes)
-        digest = "" if isinstance(outcome, SkippedFile) else content_hash(outcome[0])
-        run.seconds["read"] += clock() - t
-        run.files_read += 1
-        read_bytes = file.size
-        run.bytes_read += read_bytes
+        out.was_read = True
         if isinstance(outcome, SkippedFile):
-            run.skipped.append(outcome)
-            t = clock()
-            if outcome.reason is SkipReason.UNREADABLE:
-                # Not remembered: a permission fix does not change mtime, so retry next run.
-                if previous is not None:
-                    store.delete_files([file.path])
-            else:
-                store.put_file(
-                    FileState(file.path, file.size, file.mtime_ns, "", file.language,
-                              outcome.reason.name, outcome.detail),
-                    None,
-                )
-            run.seconds["store"] += clock() - t
-            return read_bytes
-        text, invalid = outcome
-        same_content = (
+            out.skip = outcome
+            out.read_s = clock() - t
+            return out
+        text, out.invalid = outcome
+        out.digest = content_hash(text)
+        out.read_s = clock() - t
+        out.same_content = (
             previous is not None
             and previous.skip_reason is None
-            and previous.content_hash == digest
+            and previous.content_hash == out.digest
             and previous.language == file.language
         )
-        if same_content and previous is not None:
-            t = clock()
-            store.update_stat(file.path, file.size, file.mtime_ns)
-            run.seconds["store"] += clock() - t
-            run.invalid[file.path] = invalid
-            if file.path in chunked:
-                run.unchanged += 1
-                return read_bytes
-            state = None  # stat updated; only the chunks are missing
-        else:
-            state = FileState(file.path, file.size, file.mtime_ns, digest, file.language, None,
-                              invalid_utf8=invalid)
+        if out.same_content and file.path in chunked:
+            return out
     else:
-        state = (
-            FileState(file.path, file.size, file.mtime_ns, previous.content_hash, file.language,
-                      None, invalid_utf8=invalid)
-            if previous is not None and previous.language != file.language
-            else None
-        )
-    run.invalid[file.path] = invalid
-
+        out.digest, out.invalid = previous.content_hash, previous.invalid_utf8
+    out.text = text
     t = clock()
-    chunks = chunk_file(file.path, text, file.language, spec)
-    run.seconds["chunk"] += clock() - t
+    out.chunks = chunk_file(file.path, text, file.language, spec)
+    out.hashes = [text_hash(c.text) for c in out.chunks]
+    out.chunk_s = clock() - t
+    return out
 
-    t = clock()
-    if state is not None:
-        store.put_file(state, text)
-    store.put_chunks(spec.key, file.path, chunks)
-    run.seconds["store"] += clock() - t
-    run.indexed += 1
-    run.chunks_written += len(chunks)
+
+@dataclass
+class _Writes:
+    """The store writes of one batch, issued together so the writer makes few SQL calls."""
+
+    deleted: list[str] = field(default_factory=list)
+    files: list[tuple[FileState, str | None]] = field(default_factory=list)
+    stats: list[tuple[str, int, int]] = field(default_factory=list)
+    chunks: list[tuple[str, Sequence[Chunk], Sequence[str] | None]] = field(default_factory=list)
+
+    def flush(self, store: Store, spec_key: str) -> None:
+        # Order matters: new content drops a file's old chunks before its new ones go in.
+        store.delete_files(self.deleted)
+        store.put_files(self.files)
+        store.update_stats(self.stats)
+        store.put_chunks_many(spec_key, self.chunks)
+
+
+def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
+    """Queue one prepared file's writes and count it; returns the bytes read for it."""
+    file, previous = prepared.job.file, prepared.job.previous
+    run.seconds["read"] += prepared.read_s
+    run.seconds["chunk"] += prepared.chunk_s
+    read_bytes = file.size if prepared.was_read else 0
+    if prepared.was_read:
+        run.files_read += 1
+        run.bytes_read += read_bytes
+    skip = prepared.skip
+    if skip is not None:
+        run.skipped.append(skip)
+        if skip.reason is SkipReason.UNREADABLE:
+            # Not remembered: a permission fix does not change mtime, so retry next run.
+            if previous is not None:
+                writes.deleted.append(file.path)
+        else:
+            writes.files.append((
+                FileState(file.path, file.size, file.mtime_ns, "", file.language,
+                          skip.reason.name, skip.detail),
+                None,
+            ))
+        return read_bytes
+    run.invalid[file.path] = prepared.invalid
+    if prepared.same_content:
+        writes.stats.append((file.path, file.size, file.mtime_ns))
+    elif prepared.was_read or (previous is not None and previous.language != file.language):
+        state = FileState(file.path, file.size, file.mtime_ns, prepared.digest, file.language,
+                          None, invalid_utf8=prepared.invalid)
+        writes.files.append((state, prepared.text))
+    if prepared.chunks is None:
+        run.unchanged += 1
+    else:
+        writes.chunks.append((file.path, prepared.chunks, prepared.hashes))
+        run.indexed += 1
+        run.chunks_written += len(prepared.chunks)
     return read_bytes
 
 

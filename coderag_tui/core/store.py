@@ -161,6 +161,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         str(path), isolation_level=None, check_same_thread=False, timeout=10.0
     )
     try:
+        # Big pages keep most chunks and small files on one page (no overflow chains); this
+        # only takes effect when the file is created, before WAL is switched on.
+        conn.execute("PRAGMA page_size=16384")
         conn.execute("PRAGMA journal_mode=WAL").fetchone()
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA temp_store=MEMORY")
@@ -405,22 +408,36 @@ class Store:
         of the current setting right after, and other settings are rebuilt from the stored
         text when they are next used.
         """
+        self.put_files([(state, text)])
+
+    def put_files(self, items: Sequence[tuple[FileState, str | None]]) -> None:
+        """`put_file` for many files with a few statements (the indexer writes whole batches)."""
+        if not items:
+            return
         with self.batch():
-            self._drop_chunks([state.path])
-            self._conn.execute(
+            self._drop_chunks([state.path for state, _ in items])
+            self._conn.executemany(
                 "INSERT OR REPLACE INTO files (path, size, mtime_ns, content_hash, language, "
                 "skip_reason, skip_detail, invalid_utf8, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    state.path, state.size, state.mtime_ns, state.content_hash, state.language,
-                    state.skip_reason, state.skip_detail, int(state.invalid_utf8), text,
-                ),
+                [
+                    (s.path, s.size, s.mtime_ns, s.content_hash, s.language, s.skip_reason,
+                     s.skip_detail, int(s.invalid_utf8), text)
+                    for s, text in items
+                ],
             )
 
     def update_stat(self, path: str, size: int, mtime_ns: int) -> None:
         """A file was touched but its content is the same: remember the new stat only."""
+        self.update_stats([(path, size, mtime_ns)])
+
+    def update_stats(self, items: Sequence[tuple[str, int, int]]) -> None:
+        """`update_stat` for many (path, size, mtime_ns) at once."""
+        if not items:
+            return
         with self.batch():
-            self._conn.execute(
-                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
+            self._conn.executemany(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                [(size, mtime_ns, path) for path, size, mtime_ns in items],
             )
 
     def delete_files(self, paths: Iterable[str]) -> None:
@@ -433,7 +450,7 @@ class Store:
             self._conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in items])
 
     def _drop_chunks(self, paths: Sequence[str]) -> None:
-        for spec_key in self.spec_keys():
+        for spec_key in set(self.spec_keys()) | self._dirty:
             params = [(spec_key, p) for p in paths]
             cur = self._conn.executemany(
                 "DELETE FROM chunks WHERE spec_key = ? AND path = ?", params
@@ -446,28 +463,47 @@ class Store:
 
     # --- chunks -------------------------------------------------------------------------
 
-    def put_chunks(self, spec_key: str, path: str, chunks: Sequence[Chunk]) -> None:
-        """Replace the chunks of one file for one chunking setting (so re-runs never duplicate)."""
-        ordered = sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+    def put_chunks(
+        self,
+        spec_key: str,
+        path: str,
+        chunks: Sequence[Chunk],
+        *,
+        text_hashes: Sequence[str] | None = None,
+    ) -> None:
+        """Replace the chunks of one file for one chunking setting (so re-runs never duplicate).
+
+        `text_hashes` (one per chunk, as `text_hash`) may be given when already computed.
+        """
+        self.put_chunks_many(spec_key, [(path, chunks, text_hashes)])
+
+    def put_chunks_many(
+        self,
+        spec_key: str,
+        items: Sequence[tuple[str, Sequence[Chunk], Sequence[str] | None]],
+    ) -> None:
+        """`put_chunks` for many files: (path, chunks, text hashes or None) each."""
+        if not items:
+            return
+        rows: list[tuple[object, ...]] = []
+        for path, chunks, hashes in items:
+            pairs = list(zip(chunks, hashes or [text_hash(c.text) for c in chunks], strict=True))
+            pairs.sort(key=lambda pair: (pair[0].start_line, pair[0].end_line))
+            rows.extend(
+                (spec_key, path, i, c.start_line, c.end_line, c.kind, c.language, c.text, h)
+                for i, (c, h) in enumerate(pairs)
+            )
         with self.batch():
             self._dirty.add(spec_key)
-            self._conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, '0')", (_GEN_PREFIX + spec_key,)
-            )
-            self._conn.execute(
-                "DELETE FROM chunks WHERE spec_key = ? AND path = ?", (spec_key, path)
-            )
+            keys = [(spec_key, path) for path, _, _ in items]
+            self._conn.executemany("DELETE FROM chunks WHERE spec_key = ? AND path = ?", keys)
             self._conn.executemany(
                 "INSERT INTO chunks (spec_key, path, ord, start_line, end_line, kind, language, "
                 "text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (spec_key, path, i, c.start_line, c.end_line, c.kind, c.language, c.text,
-                     text_hash(c.text))
-                    for i, c in enumerate(ordered)
-                ],
+                rows,
             )
-            self._conn.execute(
-                "INSERT OR IGNORE INTO chunked (spec_key, path) VALUES (?, ?)", (spec_key, path)
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO chunked (spec_key, path) VALUES (?, ?)", keys
             )
 
     def chunked_paths(self, spec_key: str) -> set[str]:

@@ -210,7 +210,8 @@ def clean_index(repo: Path, tmp_path: Path, **kw: object) -> list[ChunkRow]:
         return snapshot(store, settings.chunking_spec.key)
 
 
-def test_cancel_then_rerun_equals_a_clean_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2], ids=["inline", "threads"])
+def test_cancel_then_rerun_equals_a_clean_index(tmp_path: Path, workers: int) -> None:
     repo = make_many_files(tmp_path / "repo", 60)
     settings = Settings(repo=repo, index_dir=tmp_path / "index", chunk_lines=10)
     cancel = threading.Event()
@@ -221,7 +222,7 @@ def test_cancel_then_rerun_equals_a_clean_index(tmp_path: Path) -> None:
 
     with Store.open(settings.index_path) as store:
         report = build_index(settings, store, progress=progress, cancel=cancel, batch_files=10,
-                             clock=ticking_clock())
+                             workers=workers, clock=ticking_clock())
         assert report.cancelled and report.files_indexed == 23 and report.files_left == 37
         assert store.file_count() == 23  # cancel commits the open batch
         rest = build_index(settings, store)

@@ -15,6 +15,7 @@ from coderag_tui.core.store import (
     FileState,
     Store,
     StoreError,
+    text_hash,
 )
 
 
@@ -223,3 +224,21 @@ def test_corrupt_embedding_cache_is_moved_aside(tmp_path: Path) -> None:
         assert cache.notice is not None and "embedding cache" in cache.notice
         assert cache.get_many("m", ["x"]) == {}
     assert len(list(tmp_path.glob("emb.sqlite.corrupt-*"))) == 1
+
+
+def test_batched_writes_match_single_writes(tmp_path: Path) -> None:
+    single = Store.open(tmp_path / "one.sqlite")
+    many = Store.open(tmp_path / "many.sqlite")
+    files = {p: _chunks(p, 3) for p in ("x.py", "y.py")}
+    for path, chunks in files.items():
+        single.put_file(_state(path), path)
+        single.put_chunks("lines:3:0", path, chunks)
+    with many.batch():
+        many.put_files([(_state(p), p) for p in files])
+        many.put_chunks_many(
+            "lines:3:0",
+            [(p, c, [text_hash(x.text) for x in c]) for p, c in files.items()],
+        )
+    assert many.chunks("lines:3:0") == single.chunks("lines:3:0")
+    assert many.chunk_hashes("lines:3:0") == [text_hash(c.text) for c in many.chunks("lines:3:0")]
+    assert many.file_states() == single.file_states()
