@@ -189,6 +189,8 @@ class Searcher:
 
                 choice = resolve_reranker(settings)
                 searcher.reranker = choice.reranker
+                if choice.reranker is not None:
+                    choice.reranker.score("warm up", ["warm up"])
                 if choice.reranker is None:
                     searcher.rerank_reason = choice.reason
                 elif choice.reason:
@@ -240,6 +242,8 @@ class Searcher:
             notices.append(
                 "embedding was cancelled: dense search covers only the chunks embedded so far."
             )
+        # The first call pays for lazy model set-up; pay it here, not in the first query's timing.
+        choice.embedder.embed_query("warm up")
         self.embedder, self.dense = choice.embedder, index
 
     def close(self) -> None:

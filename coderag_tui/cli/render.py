@@ -1,0 +1,155 @@
+"""Rich renderings of search results shared by the CLI commands: rankings, files, timings.
+
+`coderag search` prints the rankings side by side; `coderag prompt` and others can reuse the
+same tables so every face shows a ranking the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from coderag_tui.core.models import Chunk, FileHit, Hit, RankingName, SearchRun
+
+# One colour per ranking, so a chunk's column is recognisable at a glance.
+RANKING_STYLES: dict[str, str] = {
+    "bm25": "cyan",
+    "dense": "magenta",
+    "fused": "green",
+    "rerank": "yellow",
+}
+RANKING_TITLES: dict[str, str] = {
+    "bm25": "BM25",
+    "dense": "dense",
+    "fused": "fused",
+    "rerank": "reranked",
+}
+
+
+def chunk_label(chunk: Chunk) -> str:
+    """`path:start-end`, the one way a chunk is named on screen."""
+    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+
+
+def score_text(score: float) -> str:
+    """A score with four significant digits (BM25 ~10, cosine ~0.5, RRF ~0.03)."""
+    return f"{score:.4g}"
+
+
+def rankings_table(
+    run: SearchRun, names: Sequence[RankingName], k: int, *, title: str | None = None
+) -> Table:
+    """The chosen rankings side by side: for each, a rank, `path:start-end` and score column."""
+    table = Table(title=title, show_lines=False, pad_edge=False, expand=False)
+    shown = [n for n in names if n in run.rankings and run.rankings[n].available]
+    for name in shown:
+        style = RANKING_STYLES.get(name, "")
+        header = RANKING_TITLES.get(name, name)
+        table.add_column("#", justify="right", style="dim", no_wrap=True)
+        table.add_column(header, style=style, overflow="fold")
+        table.add_column("score", justify="right", no_wrap=True)
+    depth = max((len(run.rankings[n].hits) for n in shown), default=0)
+    for i in range(min(k, depth)):
+        row: list[str | Text] = []
+        for name in shown:
+            hits = run.rankings[name].hits
+            if i < len(hits):
+                hit = hits[i]
+                row += [str(hit.rank), chunk_label(hit.chunk), score_text(hit.score)]
+            else:
+                row += ["", "", ""]
+        table.add_row(*row)
+    return table
+
+
+def files_table(
+    run: SearchRun, names: Sequence[RankingName], k: int, *, title: str | None = None
+) -> Table:
+    """The chosen rankings aggregated to files (each file scored by its best chunk)."""
+    table = Table(title=title, pad_edge=False)
+    shown = [n for n in names if n in run.rankings and run.rankings[n].available]
+    columns: list[tuple[FileHit, ...]] = []
+    for name in shown:
+        table.add_column("#", justify="right", style="dim", no_wrap=True)
+        table.add_column(
+            f"{RANKING_TITLES.get(name, name)} files", style=RANKING_STYLES.get(name, ""),
+            overflow="fold",
+        )
+        table.add_column("best lines", no_wrap=True)
+        columns.append(run.files(name))
+    for i in range(min(k, max((len(c) for c in columns), default=0))):
+        row: list[str] = []
+        for files in columns:
+            if i < len(files):
+                f = files[i]
+                row += [str(f.rank), f.path, f"{f.best_chunk.start_line}-{f.best_chunk.end_line}"]
+            else:
+                row += ["", "", ""]
+        table.add_row(*row)
+    return table
+
+
+def timings_table(run: SearchRun, *, title: str | None = "stage timings") -> Table:
+    """Milliseconds per search stage and the total."""
+    table = Table(title=title, pad_edge=False)
+    table.add_column("stage")
+    table.add_column("ms", justify="right")
+    for timing in run.timings:
+        table.add_row(timing.stage, f"{timing.ms:.2f}")
+    table.add_row(Text("total", style="bold"), Text(f"{run.total_ms:.2f}", style="bold"))
+    return table
+
+
+def unavailable_lines(run: SearchRun, names: Sequence[RankingName]) -> list[str]:
+    """The reason of each chosen ranking that could not be computed (reasons name their stage)."""
+    return [
+        run.rankings[n].reason
+        for n in names
+        if n in run.rankings and not run.rankings[n].available
+    ]
+
+
+def hit_record(run: SearchRun, hit: Hit, name: RankingName) -> dict[str, Any]:
+    """A JSON-ready hit with its rank in every other available ranking (None if absent)."""
+    ranks = run.ranks_of(hit.chunk.key)
+    return {
+        "rank": hit.rank,
+        "path": hit.chunk.path,
+        "start_line": hit.chunk.start_line,
+        "end_line": hit.chunk.end_line,
+        "kind": hit.chunk.kind,
+        "score": hit.score,
+        "ranks": {other: r for other, r in ranks.items() if other != name},
+    }
+
+
+def run_record(run: SearchRun, names: Sequence[RankingName], k: int, *,
+               files: bool = False) -> dict[str, Any]:
+    """A JSON-ready SearchRun: rankings (top k hits), optional files, timings and notes."""
+    rankings: dict[str, Any] = {}
+    for name in names:
+        ranking = run.rankings.get(name)
+        if ranking is None:
+            continue
+        entry: dict[str, Any] = {
+            "available": ranking.available,
+            "reason": ranking.reason,
+            "hits": [hit_record(run, hit, name) for hit in ranking.hits[:k]],
+        }
+        if files and ranking.available:
+            entry["files"] = [
+                {"rank": f.rank, "path": f.path, "score": f.score,
+                 "start_line": f.best_chunk.start_line, "end_line": f.best_chunk.end_line}
+                for f in run.files(name)[:k]
+            ]
+        rankings[name] = entry
+    return {
+        "query": run.query,
+        "rankings": rankings,
+        "timings": [{"stage": t.stage, "ms": round(t.ms, 4)} for t in run.timings],
+        "total_ms": round(run.total_ms, 4),
+        "notes": list(run.notes),
+    }

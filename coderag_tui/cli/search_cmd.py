@@ -1,0 +1,210 @@
+"""`coderag search "QUERY" [PATH]`: every ranking side by side, with each stage's time.
+
+The index is brought up to date first (incrementally). Without an embedding model, dense is
+off with one sentence on stderr and the fused ranking is BM25's. `--from FILE:LINE` asks with
+the lines before LINE, as code completion would; `--json` prints one object for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from coderag_tui.cli.common import (
+    UserError,
+    add_chunking_args,
+    add_repo_args,
+    print_json,
+    settings_from_args,
+)
+from coderag_tui.cli.render import (
+    files_table,
+    rankings_table,
+    run_record,
+    timings_table,
+    unavailable_lines,
+)
+from coderag_tui.config import Settings
+from coderag_tui.core.models import RANKING_NAMES, RankingName, SearchRun
+
+MODES = ("bm25", "dense", "fused", "rerank", "all")
+DEFAULT_QUERY_LINES = 20
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "search",
+        help="rank the repository's code for a query (BM25, dense, fused, reranked)",
+        description=(
+            "Rank the chunks of a repository for QUERY with BM25, dense embeddings, their "
+            "Reciprocal Rank Fusion and (with --rerank) a cross-encoder, and print the "
+            "rankings side by side with the time of every stage."
+        ),
+    )
+    parser.add_argument("query", nargs="?", default=None, metavar="QUERY",
+                        help="what to look for (omit it with --from)")
+    add_repo_args(parser)
+    add_chunking_args(parser)
+    parser.add_argument("--k", type=int, default=None, metavar="N",
+                        help="hits shown per ranking (default: 20)")
+    parser.add_argument("--mode", choices=MODES, default="all",
+                        help="which ranking to show (default: all of them side by side)")
+    parser.add_argument("--files", action="store_true",
+                        help="aggregate chunk hits to files (each file scored by its best chunk)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
+    parser.add_argument("--from", dest="from_location", default=None, metavar="FILE:LINE",
+                        help="query with the lines before LINE of FILE (LINE excluded)")
+    parser.add_argument("--query-lines", type=int, default=DEFAULT_QUERY_LINES, metavar="N",
+                        help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})")
+    parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
+                        help="skip dense search (no embedding model is loaded)")
+    parser.add_argument("--rerank", action="store_true", default=None,
+                        help="rerank the fused top candidates with a cross-encoder")
+    parser.add_argument("--embed-model", default=None, metavar="M",
+                        help="embedding model name or local folder")
+    parser.add_argument("--embed-backend", default=None,
+                        choices=["auto", "fastembed", "sentence-transformers", "none"],
+                        help="which library runs the embedding model (default: auto)")
+    parser.add_argument("--rerank-model", default=None, metavar="M",
+                        help="cross-encoder name or local folder")
+    parser.add_argument("--fusion", choices=["rrf", "weighted"], default=None,
+                        help="how BM25 and dense are fused (default: rrf)")
+    parser.add_argument("--depth", type=int, default=None, metavar="N",
+                        help="how deep each ranking goes into fusion (default: 100)")
+    parser.add_argument("--split-identifiers", action="store_true", default=None,
+                        help="BM25 also indexes getUserName as get, user, name")
+    parser.add_argument("--path-in-text", action="store_true", default=None,
+                        help="BM25 also indexes each chunk's file path")
+
+
+def _parse_location(text: str) -> tuple[str, int]:
+    """`FILE:LINE` -> (FILE, LINE), or a UserError naming the expected form."""
+    file, sep, line = text.rpartition(":")
+    if not sep or not file or not line.strip().isdigit():
+        raise UserError(f"--from needs FILE:LINE (for example shop/cart.py:30), not {text!r}.")
+    return file, int(line)
+
+
+def _check(settings: Settings, args: argparse.Namespace) -> None:
+    """Reject impossible numbers with one sentence each."""
+    if settings.k < 1:
+        raise UserError(f"--k must be at least 1, not {settings.k}.")
+    if settings.depth < 1:
+        raise UserError(f"--depth must be at least 1, not {settings.depth}.")
+    if args.query_lines < 1:
+        raise UserError(f"--query-lines must be at least 1, not {args.query_lines}.")
+    if settings.chunk_lines < 1:
+        raise UserError(f"--chunk-lines must be at least 1, not {settings.chunk_lines}.")
+    if settings.chunking == "lines" and not 0 <= settings.chunk_overlap < settings.chunk_lines:
+        raise UserError(
+            f"--overlap must be between 0 and {settings.chunk_lines - 1}, "
+            f"not {settings.chunk_overlap}."
+        )
+
+
+@contextmanager
+def _status(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
+    """A one-line spinner on stderr while the index and the models load (terminals only)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("indexing…") as status:
+
+        def update(p: Any) -> None:
+            total = f"/{p.files_total}" if p.files_total else ""
+            status.update(f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
+
+        yield update
+
+
+def _shown(run: SearchRun, mode: str) -> list[RankingName]:
+    """The rankings to print: all available ones, or the chosen one (else the best fallback)."""
+    if mode == "all":
+        return [n for n in RANKING_NAMES if run.rankings[n].available]
+    name: RankingName = mode  # type: ignore[assignment]
+    if run.rankings[name].available:
+        return [name]
+    return [run.final.name]
+
+
+def run(args: argparse.Namespace) -> int:
+    extra: dict[str, Any] = {}
+    if args.mode == "rerank":
+        extra["rerank"] = True
+    query: str | None = args.query
+    if args.from_location is not None and query is not None and args.path is None:
+        # `coderag search --from FILE:LINE PATH`: the one positional is the repository.
+        args.path, query = query, None
+    settings = settings_from_args(args, **extra)
+    _check(settings, args)
+    if args.from_location is not None:
+        if query is not None:
+            raise UserError("give either QUERY or --from FILE:LINE, not both.")
+        from coderag_tui.core.pipeline import LocationError, query_from_location
+
+        file, line = _parse_location(args.from_location)
+        try:
+            query = query_from_location(settings.repo_root, file, line, args.query_lines)
+        except LocationError as exc:
+            raise UserError(str(exc)) from exc
+    if query is None or not query.strip():
+        raise UserError(
+            'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
+        )
+
+    from coderag_tui.core.pipeline import Searcher
+    from coderag_tui.core.store import StoreError
+
+    want_dense = args.dense and args.mode != "bm25"
+    interactive = not args.json and sys.stderr.isatty()
+    try:
+        with _status(interactive) as progress:
+            searcher = Searcher.open(
+                settings, progress=progress, dense=want_dense, rerank=settings.rerank
+            )
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    try:
+        result = searcher.run(query, settings)
+    finally:
+        searcher.close()
+
+    for note in (*searcher.notices, *result.notes):
+        print(f"coderag: {note}", file=sys.stderr)
+    names = _shown(result, args.mode)
+    if args.json:
+        record = run_record(result, list(RANKING_NAMES) if args.mode == "all" else names,
+                            settings.k, files=args.files)
+        record["repo"] = str(settings.repo_root)
+        record["chunking"] = settings.chunking_spec.key
+        record["mode"] = args.mode
+        record["shown"] = list(names)
+        print_json(record)
+        return 0
+
+    from rich.console import Console
+
+    if not result.final.hits:
+        body: Any = "No chunk matched the query."
+    elif args.files:
+        body = files_table(result, names, settings.k)
+    else:
+        body = rankings_table(result, names, settings.k)
+    console = Console()
+    if not console.is_terminal:
+        # Piped output is not wrapped at 80 columns: paths stay on one line for grep and diff.
+        console = Console(width=max(80, console.measure(body).maximum))
+    if args.from_location is not None:
+        console.print(f"[dim]query: the {args.query_lines} lines before {args.from_location}[/]")
+    console.print(body)
+    if args.mode == "all":
+        for reason in unavailable_lines(result, list(RANKING_NAMES)):
+            console.print(reason, style="dim", soft_wrap=True, markup=False)
+    console.print(timings_table(result))
+    return 0

@@ -1,0 +1,108 @@
+"""`coderag search`: JSON for scripts, the rich table, --from FILE:LINE, and one-sentence errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.cli import main
+
+
+def search(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["search", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def common(tiny_repo: Path, index_dir: Path) -> list[str]:
+    return [str(tiny_repo), "--index-dir", str(index_dir), "--chunk-lines", "8"]
+
+
+def test_json_has_every_ranking_hits_with_ranks_timings_and_notes(
+    capsys: pytest.CaptureFixture[str], common: list[str]
+) -> None:
+    code, out, err = search(capsys, "refund transaction_id", *common, "--json", "--no-dense",
+                            "--k", "3")
+    assert code == 0
+    data = json.loads(out)
+    assert data["query"] == "refund transaction_id"
+    assert set(data["rankings"]) == {"bm25", "dense", "fused", "rerank"}
+    bm25 = data["rankings"]["bm25"]["hits"]
+    assert 1 <= len(bm25) <= 3
+    assert bm25[0]["path"] == "shop/payment.py"
+    assert bm25[0]["start_line"] <= 20 <= bm25[0]["end_line"]  # `def refund` is line 20
+    assert bm25[0]["ranks"] == {"fused": 1}
+    assert data["rankings"]["dense"]["available"] is False
+    assert [t["stage"] for t in data["timings"]] == ["tokenize", "bm25", "fusion"]
+    assert any(n.startswith("fused = BM25") for n in data["notes"])
+    assert "dense is off" in err
+
+
+def test_missing_model_says_one_sentence_and_continues_with_bm25(
+    capsys: pytest.CaptureFixture[str], common: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODERAG_EMBED_BACKEND", "none")
+    code, out, err = search(capsys, "charge card", *common, "--k", "3")
+    assert code == 0
+    assert err.strip().splitlines() == [
+        "coderag: fused = BM25 (dense is off: embed_backend is none — "
+        "set --embed-backend auto to enable it.)"
+    ]
+    assert "shop/payment.py:1-8" in out  # the table, one path per line even when piped
+    assert "BM25" in out and "fused" in out and "stage timings" in out
+
+
+def test_files_view_lists_each_file_once(
+    capsys: pytest.CaptureFixture[str], common: list[str]
+) -> None:
+    code, out, _ = search(capsys, "cart items", *common, "--no-dense", "--files", "--json")
+    assert code == 0
+    files = [f["path"] for f in json.loads(out)["rankings"]["bm25"]["files"]]
+    assert files and len(files) == len(set(files))
+    assert files[0] == "shop/cart.py"
+
+
+def test_from_location_queries_with_the_lines_before(
+    capsys: pytest.CaptureFixture[str], common: list[str], tiny_repo: Path
+) -> None:
+    lines = (tiny_repo / "shop/cart.py").read_text().splitlines()
+    code, out, _ = search(capsys, "--from", "shop/cart.py:30", "--query-lines", "5",
+                          *common, "--no-dense", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["query"] == "\n".join(lines[24:29])
+    assert lines[29] not in data["query"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "message"),
+    [
+        ([], ["--from", "shop/cart.py"], "--from needs FILE:LINE"),
+        ([], ["--from", "shop/nope.py:3"], "does not exist"),
+        ([], ["--from", "shop/cart.py:1"], "no lines before"),
+        (["cart"], ["--k", "0"], "--k must be at least 1"),
+        (["cart"], ["--from", "shop/cart.py:9"], "not both"),
+        (["  "], [], "give a QUERY"),
+    ],
+)
+def test_user_errors_exit_2_with_one_sentence(
+    capsys: pytest.CaptureFixture[str],
+    common: list[str],
+    before: list[str],
+    after: list[str],
+    message: str,
+) -> None:
+    code, out, err = search(capsys, *before, *common, *after, "--no-dense")
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_bad_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = search(capsys, "cart", str(tmp_path / "missing"), "--no-dense")
+    assert code == 2
+    assert "does not exist" in err
