@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 INDEX_APP_ID = 0x43524147
 # "CREC": marks the shared embedding cache.
 CACHE_APP_ID = 0x43524543
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2
 CACHE_SCHEMA_VERSION = 1
 # SQLite's default limit on host parameters is 32766 (999 in old builds); stay well below it.
 _PARAMS_PER_QUERY = 500
@@ -46,9 +46,10 @@ CREATE TABLE files (
     language TEXT,
     skip_reason TEXT,
     skip_detail TEXT NOT NULL DEFAULT '',
-    invalid_utf8 INTEGER NOT NULL DEFAULT 0,
-    text TEXT
+    invalid_utf8 INTEGER NOT NULL DEFAULT 0
 );
+-- Texts live apart from the stat rows so the no-change check scans a small table.
+CREATE TABLE file_texts (path TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE chunks (
     spec_key TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -394,7 +395,7 @@ class Store:
     def file_text(self, path: str) -> str | None:
         """The text that was indexed for `path` (so re-chunking never has to read the file)."""
         with self._reading() as conn:
-            row = conn.execute("SELECT text FROM files WHERE path = ?", (path,)).fetchone()
+            row = conn.execute("SELECT text FROM file_texts WHERE path = ?", (path,)).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
     def file_count(self) -> int:
@@ -418,12 +419,20 @@ class Store:
             self._drop_chunks([state.path for state, _ in items])
             self._conn.executemany(
                 "INSERT OR REPLACE INTO files (path, size, mtime_ns, content_hash, language, "
-                "skip_reason, skip_detail, invalid_utf8, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "skip_reason, skip_detail, invalid_utf8) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (s.path, s.size, s.mtime_ns, s.content_hash, s.language, s.skip_reason,
-                     s.skip_detail, int(s.invalid_utf8), text)
-                    for s, text in items
+                     s.skip_detail, int(s.invalid_utf8))
+                    for s, _ in items
                 ],
+            )
+            self._conn.executemany(
+                "DELETE FROM file_texts WHERE path = ?",
+                [(s.path,) for s, text in items if text is None],
+            )
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO file_texts (path, text) VALUES (?, ?)",
+                [(s.path, text) for s, text in items if text is not None],
             )
 
     def update_stat(self, path: str, size: int, mtime_ns: int) -> None:
@@ -447,7 +456,9 @@ class Store:
             return
         with self.batch():
             self._drop_chunks(items)
-            self._conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in items])
+            params = [(p,) for p in items]
+            self._conn.executemany("DELETE FROM files WHERE path = ?", params)
+            self._conn.executemany("DELETE FROM file_texts WHERE path = ?", params)
 
     def _drop_chunks(self, paths: Sequence[str]) -> None:
         for spec_key in set(self.spec_keys()) | self._dirty:
