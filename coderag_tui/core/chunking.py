@@ -11,6 +11,18 @@ One-line definitions stay with the code around them, gaps made only of blank lin
 closing brackets join a neighbour (no chunk is just `}`), and neighbouring module chunks
 that fit the limit together are merged. Every line lands in exactly one chunk, in order.
 
+Then, as in cAST (split big nodes, merge small siblings), adjacent siblings are merged
+greedily while the merged chunk stays within the limit: consecutive top-level functions
+and classes with the module code between them, or consecutive members of a class that
+was opened up (its header joins its first methods). The limit counts physical lines,
+blank ones included, so `spec.lines` stays the most lines a chunk holds (apart from a few
+trailing blank or closing-bracket lines, as before). Merging never cuts a unit, never
+joins the pieces of a split unit to anything, and never joins members of an opened class
+to code outside that class; a class that fits the limit was already one unit.
+A merged chunk keeps its parts' kind when they all share one ("function" for three small
+functions); otherwise it is "header" when it holds a class header, "class_body" for other
+mixed members of a class, and "module" for mixed top-level (or namespace-level) code.
+
 Chunk kinds: lines, file, function, class, method, module, header, class_body, namespace.
 """
 
@@ -31,6 +43,11 @@ if TYPE_CHECKING:
 MAX_ERROR_SHARE = 0.5
 
 GAP_KINDS = frozenset({"module", "header", "class_body"})
+# Scope of ranges that must never be merged with a neighbour (pieces of a split unit).
+_NO_MERGE = -1
+
+# (start, end, kind, scope): `scope` numbers the sibling list a range belongs to.
+_Range = tuple[int, int, str, int]
 _BODY_TYPES = frozenset(
     {
         "block",
@@ -206,11 +223,19 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
 GRAMMAR_RULES["tsx"] = GRAMMAR_RULES["typescript"]
 
 
-def chunk_file(path: str, text: str, language: str | None, spec: ChunkingSpec) -> list[Chunk]:
+def chunk_file(
+    path: str,
+    text: str,
+    language: str | None,
+    spec: ChunkingSpec,
+    *,
+    merge_siblings: bool = True,
+) -> list[Chunk]:
     """Cut one file's text into chunks by the spec; an empty text gives no chunks.
 
     Line numbers are 1-based and inclusive; a chunk's text is exactly its lines joined
-    with "\\n" (a final newline of the file belongs to no line).
+    with "\\n" (a final newline of the file belongs to no line). `merge_siblings=False`
+    keeps `ast` at one chunk per unit (to compare against the merged chunks).
     """
     if not text:
         return []
@@ -222,7 +247,7 @@ def chunk_file(path: str, text: str, language: str | None, spec: ChunkingSpec) -
         return [Chunk(path, 1, n, "file", language, "\n".join(lines))]
     ranges: list[tuple[int, int, str]] | None = None
     if spec.strategy == "ast":
-        ranges = ast_ranges(text, lines, language, spec.lines)
+        ranges = ast_ranges(text, lines, language, spec.lines, merge_siblings=merge_siblings)
     if ranges is None:
         ranges = line_ranges(n, spec.lines, spec.overlap if spec.strategy == "lines" else 0)
     return [Chunk(path, s, e, kind, language, "\n".join(lines[s - 1 : e])) for s, e, kind in ranges]
@@ -243,7 +268,7 @@ def line_ranges(n_lines: int, size: int, overlap: int = 0) -> list[tuple[int, in
 
 
 def ast_ranges(
-    text: str, lines: list[str], language: str | None, limit: int
+    text: str, lines: list[str], language: str | None, limit: int, *, merge_siblings: bool = True
 ) -> list[tuple[int, int, str]] | None:
     """(start, end, kind) ranges from the syntax tree, or None when lines must be used instead."""
     rules = GRAMMAR_RULES.get(language or "")
@@ -259,9 +284,14 @@ def ast_ranges(
     children = root.named_children
     if root.has_error and _error_share(root, children, n) > MAX_ERROR_SHARE:
         return None
-    layout = _Layout(rules, max(1, limit))
+    limit = max(1, limit)
+    layout = _Layout(rules, limit)
     layout.lay_out(children, 1, n, in_class=False)
-    ranges = _merge_gaps(layout.out, lines, max(1, limit))
+    tidy = _merge_gaps(layout.out, lines, limit)
+    if merge_siblings:
+        ranges = _merge_siblings(tidy, limit, layout.mixed_kinds)
+    else:
+        ranges = [(s, e, kind) for s, e, kind, _ in tidy]
     if not _covers(ranges, n):  # a defect in the tables must never lose lines
         return None
     return ranges
@@ -287,15 +317,22 @@ def _rows(node: Node) -> tuple[int, int]:
 
 
 class _Layout:
-    """Walks sibling nodes and appends (start, end, kind) ranges covering a line span in order."""
+    """Walks sibling nodes and appends (start, end, kind, scope) ranges covering a span in order.
+
+    Each call of `lay_out` opens a new scope (one list of siblings); `mixed_kinds[scope]`
+    names a merged chunk of that scope whose parts differ in kind.
+    """
 
     def __init__(self, rules: _Grammar, limit: int) -> None:
         self.rules = rules
         self.limit = limit
-        self.out: list[tuple[int, int, str]] = []
+        self.out: list[_Range] = []
+        self.mixed_kinds: list[str] = []
 
     def lay_out(self, children: Iterable[Node], lo: int, hi: int, *, in_class: bool) -> bool:
         """Cover lines lo..hi with the units among `children` and the gaps between them."""
+        scope = len(self.mixed_kinds)
+        self.mixed_kinds.append("class_body" if in_class else "module")
         units: list[tuple[int, int, Node, str]] = []
         others: list[Node] = []
         run_start = run_end = -1  # the comments/attributes just above the next unit
@@ -330,11 +367,11 @@ class _Layout:
                 continue  # shares its lines with the previous unit (several units on one line)
             start = max(start, cur)
             if start > cur:
-                self._gap(cur, start - 1, first_gap if cur == lo else later_gap, cuts)
-            self._emit_unit(inner, kind, start, end)
+                self._gap(cur, start - 1, first_gap if cur == lo else later_gap, cuts, scope)
+            self._emit_unit(inner, kind, start, end, scope)
             cur = end + 1
         if cur <= hi:
-            self._gap(cur, hi, first_gap if cur == lo else later_gap, cuts)
+            self._gap(cur, hi, first_gap if cur == lo else later_gap, cuts, scope)
         return bool(units)
 
     def _unit(self, node: Node, cs: int, ce: int, in_class: bool) -> tuple[str, Node] | None:
@@ -361,9 +398,9 @@ class _Layout:
             kind = "method"
         return kind, node
 
-    def _emit_unit(self, node: Node, kind: str, start: int, end: int) -> None:
+    def _emit_unit(self, node: Node, kind: str, start: int, end: int, scope: int) -> None:
         if end - start + 1 <= self.limit:
-            self.out.append((start, end, kind))
+            self.out.append((start, end, kind, scope))
             return
         if kind in ("class", "namespace"):
             body = _body(node, self.rules)
@@ -376,11 +413,12 @@ class _Layout:
             if kind == "namespace":
                 kind = "module"
         for s, e in _pack(start, end, self._cuts([node]), self.limit):
-            self.out.append((s, e, kind))
+            self.out.append((s, e, kind, _NO_MERGE))
 
-    def _gap(self, lo: int, hi: int, kind: str, cuts: list[int]) -> None:
+    def _gap(self, lo: int, hi: int, kind: str, cuts: list[int], scope: int) -> None:
+        # The pieces of a long gap are runs of sibling statements: they may merge.
         for s, e in _pack(lo, hi, cuts, self.limit):
-            self.out.append((s, e, kind))
+            self.out.append((s, e, kind, scope))
 
     def _cuts(self, nodes: Iterable[Node]) -> list[int]:
         """Lines where a split may start: each statement's first line, deeper in long ones."""
@@ -461,28 +499,28 @@ def _is_trivial(line: str) -> bool:
     return not stripped or stripped == "end" or not stripped.strip("{}()[];,")
 
 
-def _merge_gaps(
-    ranges: list[tuple[int, int, str]], lines: list[str], limit: int
-) -> list[tuple[int, int, str]]:
+def _merge_gaps(ranges: list[_Range], lines: list[str], limit: int) -> list[_Range]:
     """Tidy the gaps: no chunk of only blank lines or closing brackets, no needless splits.
 
     A short trivial gap (blank lines, `}`, `end`) joins the chunk above (or below, at the
     top of the file); blank lines opening a longer gap join the chunk above too, so gaps
     start with code; neighbouring module chunks that fit together become one (the lines
-    before a namespace and its opening line, say).
+    before a namespace and its opening line, say). A range grown this way keeps the scope
+    of the range it grew from (the later one for two module chunks, so a namespace's
+    opening lines can still merge with its first members).
     """
     max_trivial = max(3, limit // 8)
-    merged: list[tuple[int, int, str]] = []
+    merged: list[_Range] = []
     pending = -1  # start line of a trivial gap at the top, waiting for the next chunk
-    for s, e, kind in ranges:
+    for s, e, kind, scope in ranges:
         trivial = (
             kind in GAP_KINDS
             and e - s + 1 <= max_trivial
             and all(_is_trivial(line) for line in lines[s - 1 : e])
         )
         if trivial and merged:
-            ps, _, pk = merged[-1]
-            merged[-1] = (ps, e, pk)
+            ps, _, pk, pscope = merged[-1]
+            merged[-1] = (ps, e, pk, pscope)
             continue
         if trivial:
             if pending < 0:
@@ -493,19 +531,54 @@ def _merge_gaps(
         elif merged and kind == "module" and merged[-1][2] == "module":
             ps = merged[-1][0]
             if e - ps + 1 <= limit:
-                merged[-1] = (ps, e, kind)
+                merged[-1] = (ps, e, kind, scope)
                 continue
         elif kind in GAP_KINDS and merged:
             blank = s
             while blank < e and not lines[blank - 1].strip():
                 blank += 1
             if blank > s:
-                ps, _, pk = merged[-1]
-                merged[-1] = (ps, blank - 1, pk)
+                ps, _, pk, pscope = merged[-1]
+                merged[-1] = (ps, blank - 1, pk, pscope)
                 s = blank
-        merged.append((s, e, kind))
+        merged.append((s, e, kind, scope))
     if pending >= 0:  # the whole file is trivial
-        merged.append((pending, ranges[-1][1], "module"))
+        merged.append((pending, ranges[-1][1], "module", _NO_MERGE))
+    return merged
+
+
+def _merge_siblings(
+    ranges: list[_Range], limit: int, mixed_kinds: list[str]
+) -> list[tuple[int, int, str]]:
+    """Greedily join neighbouring ranges of one scope while the result has at most `limit` lines.
+
+    Ranges are contiguous and in order, so two neighbours of the same scope are siblings
+    with nothing from another scope between them; a range of another scope (a split
+    unit's piece, an opened class's members) ends the current group.
+    """
+    merged: list[tuple[int, int, str]] = []
+    group_start, group_end, group_scope = 0, -1, _NO_MERGE
+    kinds: list[str] = []
+
+    def flush() -> None:
+        if not kinds:
+            return
+        if all(k == kinds[0] for k in kinds):
+            kind = kinds[0]
+        elif "header" in kinds:
+            kind = "header"
+        else:
+            kind = mixed_kinds[group_scope]
+        merged.append((group_start, group_end, kind))
+
+    for s, e, kind, scope in ranges:
+        if kinds and scope == group_scope and scope != _NO_MERGE and e - group_start < limit:
+            group_end = e
+            kinds.append(kind)
+            continue
+        flush()
+        group_start, group_end, group_scope, kinds = s, e, scope, [kind]
+    flush()
     return merged
 
 

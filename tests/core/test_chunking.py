@@ -172,7 +172,8 @@ PY_MODULE = textwrap.dedent(
 
 
 def test_python_units_gaps_header_and_methods() -> None:
-    chunks = chunk_file("m.py", PY_MODULE, "python", ChunkingSpec("ast", 12))
+    spec = ChunkingSpec("ast", 12)
+    chunks = chunk_file("m.py", PY_MODULE, "python", spec, merge_siblings=False)
     assert_exact_cover(chunks, PY_MODULE)
     got = [(c.kind, c.text.strip().split("\n")[0]) for c in chunks]
     assert got == [
@@ -190,11 +191,29 @@ def test_python_units_gaps_header_and_methods() -> None:
     assert "@decorator\ndef helper(x):" in _chunk_with(chunks, "def helper").text
 
 
+def test_merging_joins_class_members_but_never_code_outside_the_class() -> None:
+    chunks = chunk_file("m.py", PY_MODULE, "python", ChunkingSpec("ast", 12))
+    assert_exact_cover(chunks, PY_MODULE)
+    got = [(c.kind, c.text.strip().split("\n")[0]) for c in chunks]
+    assert got == [
+        ("module", '"""Module docstring."""'),  # 8 lines + the 6-line helper > 12
+        ("function", "# Helper comment that belongs to the function below."),
+        ("header", "class Big:"),  # the header with its first method
+        ("class_body", "@property"),  # second, `other = 2` and third
+        ("module", 'if __name__ == "__main__":'),  # fits beside third, but outside Big
+    ]
+    assert "def first" in _chunk_with(chunks, "class Big:").text
+    assert all(c.n_lines <= 12 for c in chunks)
+
+
 def test_a_class_that_fits_stays_one_chunk() -> None:
-    chunks = chunk_file("m.py", PY_MODULE, "python", ChunkingSpec("ast", 64))
+    chunks = chunk_file("m.py", PY_MODULE, "python", ChunkingSpec("ast", 64), merge_siblings=False)
     big = _chunk_with(chunks, "class Big:")
     assert big.kind == "class"
     assert "def first" in big.text and "def third" in big.text
+    # With merging the whole 36-line module fits the limit: one chunk of mixed kind.
+    (whole,) = chunk_file("m.py", PY_MODULE, "python", ChunkingSpec("ast", 64))
+    assert (whole.start_line, whole.end_line, whole.kind) == (1, 36, "module")
 
 
 def test_a_long_function_splits_at_statement_boundaries() -> None:
@@ -210,9 +229,108 @@ def test_a_long_function_splits_at_statement_boundaries() -> None:
 
 def test_blank_lines_and_closing_brackets_never_form_their_own_chunk() -> None:
     text = "function a() {\n  return 1;\n}\n\n\n\nfunction b() {\n  return 2;\n}\n\n"
-    chunks = chunk_file("m.js", text, "javascript", ChunkingSpec("ast", 64))
+    spec = ChunkingSpec("ast", 64)
+    chunks = chunk_file("m.js", text, "javascript", spec, merge_siblings=False)
     assert_exact_cover(chunks, text)
     assert [c.kind for c in chunks] == ["function", "function"]
+    # Merged, the blank lines between them do not turn two functions into a "module".
+    assert [c.kind for c in chunk_file("m.js", text, "javascript", spec)] == ["function"]
+
+
+def _small_functions(count: int) -> str:
+    """`count` four-line functions, each followed by a blank line (five lines apiece)."""
+    return "".join(
+        f"def f{i}(a):\n    b = a * {i}\n    c = b + 1\n    return c\n\n" for i in range(count)
+    )
+
+
+def test_small_functions_merge_greedily_up_to_the_limit() -> None:
+    text = _small_functions(10)
+    chunks = chunk_file("m.py", text, "python", ChunkingSpec("ast", 22))
+    assert_exact_cover(chunks, text)
+    # 4 functions of 5 lines fit in 22 lines, a fifth would not.
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 20), (21, 40), (41, 50)]
+    assert all(c.kind == "function" for c in chunks)
+    assert all(c.text.startswith("def f") for c in chunks)  # no function is cut
+    assert [c.text.count("def ") for c in chunks] == [4, 4, 2]
+
+
+def test_a_merged_chunk_keeps_a_shared_kind_and_calls_mixed_top_level_code_module() -> None:
+    text = _small_functions(2) + "import os\n\nclass K:\n    x = 1\n    y = 2\n"
+    chunks = chunk_file("m.py", text, "python", ChunkingSpec("ast", 10))
+    assert [(c.kind, c.start_line, c.end_line) for c in chunks] == [
+        ("function", 1, 10),
+        ("module", 11, 15),  # `import os` with class K
+    ]
+    (whole,) = chunk_file("m.py", text, "python", ChunkingSpec("ast", 64))
+    assert whole.kind == "module"
+
+
+def _big_class(n_methods: int) -> str:
+    methods = "".join(
+        f"    def m{i}(self):\n        v = self.x + {i}\n        return v\n\n"
+        for i in range(n_methods)
+    )
+    return f'class Big:\n    """Docs."""\n\n    x = 1\n\n{methods}'
+
+
+def test_a_big_class_becomes_its_header_with_first_methods_then_groups_of_methods() -> None:
+    text = "import os\n\n" + _big_class(9) + "def after():\n    return 1\n"
+    chunks = chunk_file("m.py", text, "python", ChunkingSpec("ast", 14))
+    assert_exact_cover(chunks, text)
+    got = [(c.kind, c.start_line, c.end_line) for c in chunks]
+    # The class (lines 3-43) is 41 lines: header (5 lines) + 2 methods, then 3 + 3 + 1
+    # methods of 4 lines each; `import os` and `after` stay outside the class's chunks.
+    assert got == [
+        ("module", 1, 2),
+        ("header", 3, 15),
+        ("method", 16, 27),
+        ("method", 28, 39),
+        ("method", 40, 43),
+        ("function", 44, 45),
+    ]
+    assert chunks[1].text.startswith("class Big:") and chunks[1].text.count("def m") == 2
+    assert all(c.text.startswith("    def m") for c in chunks[2:5])
+
+
+def test_a_unit_longer_than_the_limit_is_split_and_its_pieces_are_never_merged() -> None:
+    body = "".join(f"    value_{i} = {i}\n" for i in range(30))
+    text = _small_functions(1) + f"def long_one():\n{body}    return 0\n\n" + _small_functions(1)
+    chunks = chunk_file("m.py", text, "python", ChunkingSpec("ast", 12))
+    assert_exact_cover(chunks, text)
+    long_pieces = [c for c in chunks if "value_" in c.text]
+    assert len(long_pieces) == 3 and all(c.n_lines <= 12 for c in long_pieces)
+    assert all("def f0" not in c.text for c in long_pieces)  # its small neighbours stay apart
+    assert chunks[0].text.startswith("def f0") and "value_" not in chunks[0].text
+    assert chunks[-1].text.startswith("def f0") and "value_" not in chunks[-1].text
+
+
+def test_merging_makes_stdlib_chunks_more_than_twice_as_large() -> None:
+    import dataclasses
+    import fractions
+    import json.decoder
+    import shlex
+    import string
+    import textwrap as textwrap_module
+
+    modules = [dataclasses, fractions, json.decoder, shlex, string, textwrap_module]
+    spec = ChunkingSpec("ast", 64)
+    merged: list[Chunk] = []
+    units: list[Chunk] = []
+    for module in modules:
+        assert module.__file__ is not None
+        with open(module.__file__, encoding="utf-8") as handle:
+            text = handle.read()
+        merged_here = chunk_file(module.__file__, text, "python", spec)
+        assert_exact_cover(merged_here, text)
+        merged += merged_here
+        units += chunk_file(module.__file__, text, "python", spec, merge_siblings=False)
+    mean_merged = sum(c.n_lines for c in merged) / len(merged)
+    mean_units = sum(c.n_lines for c in units) / len(units)
+    # Measured: about 44 lines against 19 per chunk; 8-16 line chunks never win.
+    assert mean_merged >= 2 * mean_units
+    assert mean_merged >= 32
+    assert len(merged) * 2 <= len(units)
 
 
 # Generated Python sources: functions, classes with methods, decorators, comments, module
@@ -253,6 +371,24 @@ def test_ast_on_generated_python_covers_every_line_once(source: str, limit: int)
     chunks = chunk_file("gen.py", source, "python", ChunkingSpec("ast", limit))
     assert_exact_cover(chunks, source)
     assert all(c.kind in AST_KINDS for c in chunks)  # valid Python never falls back to lines
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=_python_source, limit=st.integers(1, 40))
+def test_merging_only_joins_whole_neighbouring_chunks(source: str, limit: int) -> None:
+    spec = ChunkingSpec("ast", limit)
+    units = chunk_file("gen.py", source, "python", spec, merge_siblings=False)
+    merged = chunk_file("gen.py", source, "python", spec)
+    assert_exact_cover(merged, source)
+    unit_starts = [c.start_line for c in units]
+    assert {c.start_line for c in merged} <= set(unit_starts)  # merging never cuts
+    for chunk in merged:
+        if chunk.start_line not in unit_starts:
+            continue
+        parts = [u for u in units if chunk.start_line <= u.start_line <= chunk.end_line]
+        if len(parts) > 1:
+            assert chunk.n_lines <= limit
+            assert chunk.kind == parts[0].kind or chunk.kind in ("module", "header", "class_body")
 
 
 @settings(max_examples=100, deadline=None)
@@ -561,7 +697,7 @@ def test_ast_units_per_language(language: str) -> None:
     parser = languages.parser_for(language)
     assert parser is not None and not parser.parse(source.encode()).root_node.has_error
 
-    whole = chunk_file("f", source, language, ChunkingSpec("ast", 200))
+    whole = chunk_file("f", source, language, ChunkingSpec("ast", 200), merge_siblings=False)
     assert_exact_cover(whole, source)
     add_kind, counter_kind = _EXPECTED_KINDS.get(language, ("function", "class"))
     assert _chunk_with(whole, " add(").kind == add_kind
@@ -569,7 +705,7 @@ def test_ast_units_per_language(language: str) -> None:
     assert _chunk_with(whole, counter).kind == counter_kind
     assert whole[0].kind == "module"  # the import-like first lines
 
-    small = chunk_file("f", source, language, ChunkingSpec("ast", 5))
+    small = chunk_file("f", source, language, ChunkingSpec("ast", 5), merge_siblings=False)
     assert_exact_cover(small, source)
     if language == "c":
         assert _chunk_with(small, counter).kind == "class"
@@ -585,20 +721,35 @@ def test_ast_units_per_language(language: str) -> None:
         assert "increment" not in header.text
 
 
+@pytest.mark.parametrize("language", sorted(SNIPPETS))
+def test_a_snippet_within_the_limit_merges_into_one_chunk(language: str) -> None:
+    source = SNIPPETS[language].lstrip("\n")
+    (chunk,) = chunk_file("f", source, language, ChunkingSpec("ast", 200))
+    assert chunk.text == source.rstrip("\n")
+    assert chunk.kind == "module"  # imports, functions and types: mixed top-level code
+
+
 def test_cpp_namespace_too_big_is_opened_into_units() -> None:
     functions = "".join(
         f"int f{i}(int a) {{\n    int b = a * {i};\n    return b;\n}}\n\n" for i in range(8)
     )
     source = f"#include <x>\n\nnamespace big {{\n\n{functions}}}  // namespace big\n"
-    chunks = chunk_file("f.cpp", source, "cpp", ChunkingSpec("ast", 10))
+    spec = ChunkingSpec("ast", 10)
+    chunks = chunk_file("f.cpp", source, "cpp", spec, merge_siblings=False)
     assert_exact_cover(chunks, source)
     assert [c.kind for c in chunks].count("function") == 8
     assert "namespace big {" in chunks[0].text
+    # Merged: the functions (5 lines with their blank line) pair up inside the namespace.
+    merged = chunk_file("f.cpp", source, "cpp", spec)
+    assert_exact_cover(merged, source)
+    # The namespace's opening lines join its first function; the others pair up.
+    assert [c.text.count("int f") for c in merged] == [1, 2, 2, 2, 1]
+    assert "namespace big {" in merged[0].text and "// namespace big" in merged[-1].text
 
 
 def test_rust_doc_comments_and_attributes_stay_with_their_item() -> None:
     source = "use std::fmt;\n\n/// A point.\n#[derive(Debug)]\nstruct Point {\n    x: i32,\n}\n"
-    chunks = chunk_file("p.rs", source, "rust", ChunkingSpec("ast", 64))
+    chunks = chunk_file("p.rs", source, "rust", ChunkingSpec("ast", 64), merge_siblings=False)
     assert [(c.kind, c.start_line, c.end_line) for c in chunks] == [
         ("module", 1, 2),
         ("class", 3, 7),
@@ -607,14 +758,16 @@ def test_rust_doc_comments_and_attributes_stay_with_their_item() -> None:
 
 def test_javascript_arrow_function_constants_are_functions() -> None:
     source = "const x = 1;\n\nexport const handler = async (event) => {\n  return event;\n};\n"
-    chunks = chunk_file("h.js", source, "javascript", ChunkingSpec("ast", 64))
+    spec = ChunkingSpec("ast", 64)
+    chunks = chunk_file("h.js", source, "javascript", spec, merge_siblings=False)
     assert [c.kind for c in chunks] == ["module", "function"]
 
 
 def test_one_line_definitions_stay_with_the_surrounding_code() -> None:
     typedefs = "".join(f"typedef int (*fn{i})(void *);\n" for i in range(10))
     source = f"#include <stddef.h>\n{typedefs}\nint twice(int x) {{\n    return 2 * x;\n}}\n"
-    chunks = chunk_file("t.h", source, "c", ChunkingSpec("ast", 64))
+    spec = ChunkingSpec("ast", 64)
+    chunks = chunk_file("t.h", source, "c", spec, merge_siblings=False)
     assert [(c.kind, c.start_line, c.end_line) for c in chunks] == [
         ("module", 1, 12),
         ("function", 13, 15),
