@@ -121,3 +121,13 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(
     main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])
     data = json.loads(capsys.readouterr().out)
     assert (data["files_unchanged"], data["files_indexed"]) == (3, len(FILES) - 3)
+
+
+def test_unknown_chunking_from_the_environment_is_one_sentence(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CODERAG_CHUNKING", "words")
+    code = main(["index", str(tiny_repo), "--index-dir", str(index_dir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown chunking 'words'" in err and err.count("\n") == 1

@@ -45,7 +45,12 @@ def register(subparsers: Any) -> None:
 
 
 def _check(settings: Settings) -> None:
-    """Reject impossible numbers with one sentence each."""
+    """Reject impossible settings with one sentence each."""
+    if settings.chunking not in ("lines", "ast", "file"):
+        raise UserError(
+            f"unknown chunking {settings.chunking!r} (from a config file or CODERAG_CHUNKING): "
+            "use lines, ast or file."
+        )
     if settings.chunk_lines < 1:
         raise UserError(f"--chunk-lines must be at least 1, not {settings.chunk_lines}.")
     if settings.chunking == "lines" and not 0 <= settings.chunk_overlap < settings.chunk_lines:
@@ -113,7 +118,7 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
             "characters)"
         )
     lines.append(f"  chunks:   {report.chunks}")
-    lines.append(f"  elapsed:  {report.elapsed_s:.2f} s ({stages})")
+    lines.append(f"  elapsed:  {report.elapsed_s:.2f} s (stages, summed over threads: {stages})")
     lines.append(f"  index:    {report.index_path}")
     if verbose and report.skipped:
         lines.append("Skipped files:")
