@@ -1,7 +1,9 @@
 """BM25 over chunks with bm25s: every (word, chunk) score is precomputed into a sparse matrix.
 
 A query then costs one column slice per query word and a `bincount`, far below a millisecond
-per word on ~18k chunks, instead of rank_bm25's pass over every chunk's word counts.
+per word on ~18k chunks, instead of rank_bm25's pass over every chunk's word counts. The matrix
+is computed with numpy from bm25s's own scoring functions (bm25s's per-chunk Python loop was
+the slowest part of a build); bm25s holds it, saves and loads it.
 
 Scoring variant (the default, "lucene", as in Lucene/Elasticsearch and bm25s):
     idf(w)   = log(1 + (N - n_w + 0.5) / (n_w + 0.5))
@@ -26,6 +28,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +42,9 @@ if TYPE_CHECKING:
     from coderag_tui.core.store import Store
 
 DEFAULT_METHOD = "lucene"
+# bm25s variants whose score is idf(word) x term part, with nothing for absent words (bm25l and
+# bm25+ give every chunk a score, which a top-k of matching chunks does not want).
+METHODS = ("lucene", "robertson", "atire")
 K1 = 1.5  # rank_bm25's BM25Okapi default
 B = 0.75  # rank_bm25's BM25Okapi default
 _FORMAT = 1  # bump when the saved layout changes; older folders are rebuilt
@@ -105,14 +111,26 @@ class BM25Index:
     @classmethod
     def from_tokens(cls, corpus: Sequence[Sequence[str]], options: BM25Options) -> BM25Index:
         """Build from already tokenized documents (bm25s never sees raw text or its tokenizer)."""
-        vocab: dict[str, int] = {}
-        ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus]
+        if options.method not in METHODS:
+            raise ValueError(f"unknown BM25 method {options.method!r}: use one of {METHODS}")
+        # Word ids in first-seen order, mapped with C-level calls (a Python loop per word was
+        # the slowest part of building on ~3M words).
+        vocab = {t: i for i, t in enumerate(dict.fromkeys(chain.from_iterable(corpus)))}
         if not vocab:
             return cls(None, {}, len(corpus), options)
+        lengths = np.fromiter(map(len, corpus), dtype=np.int64, count=len(corpus))
+        flat = np.fromiter(
+            map(vocab.__getitem__, chain.from_iterable(corpus)),
+            dtype=np.int64,
+            count=int(lengths.sum()),
+        )
         import bm25s
 
         retriever = bm25s.BM25(k1=options.k1, b=options.b, method=options.method)
-        retriever.index((ids, vocab), create_empty_token=False, show_progress=False)
+        retriever.scores = _score_matrix(flat, lengths, len(vocab), options)
+        retriever.vocab_dict = vocab
+        retriever.unique_token_ids_set = set(vocab.values())
+        retriever.nonoccurrence_array = None
         return cls(retriever, vocab, len(corpus), options)
 
     def idf(self, word: str) -> float:
@@ -225,6 +243,45 @@ def _options_dict(options: BM25Options) -> dict[str, Any]:
         "method": options.method,
         "k1": options.k1,
         "b": options.b,
+    }
+
+
+
+
+def _score_matrix(
+    flat: np.ndarray, lengths: np.ndarray, n_vocab: int, options: BM25Options
+) -> dict[str, Any]:
+    """bm25s's score matrix (CSC over words), computed with numpy instead of a per-chunk loop.
+
+    Same formulas (bm25s.scoring's idf and term-part functions) and the same layout as
+    `bm25s.BM25.index`, several times faster on ~18k chunks; tests check the two are equal.
+    `flat` holds every chunk's word ids one chunk after another, `lengths` each chunk's count.
+    """
+    from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+    n_docs = len(lengths)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    # One entry per (word, chunk) pair, sorted by word then chunk: the CSC order.
+    pairs, tf = np.unique(flat * n_docs + docs, return_counts=True)
+    words, rows = np.divmod(pairs, n_docs)
+    df = np.bincount(words, minlength=n_vocab)
+    idf_of = _select_idf_scorer(options.method)
+    unique_df, where = np.unique(df, return_inverse=True)
+    idf = np.array([idf_of(int(d), N=n_docs) if d else 0.0 for d in unique_df])[where]
+    tfc = _select_tfc_scorer(options.method)(
+        tf_array=tf.astype(np.float64),
+        l_d=lengths[rows].astype(np.float64),
+        l_avg=float(lengths.mean()),
+        k1=options.k1,
+        b=options.b,
+    )
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return {
+        "data": (idf[words] * tfc).astype(np.float32),
+        "indices": rows.astype(np.int32),
+        "indptr": indptr.astype(np.int32 if indptr[-1] < 2**31 else np.int64),
+        "num_docs": n_docs,
     }
 
 

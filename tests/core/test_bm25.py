@@ -9,7 +9,14 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from coderag_tui.config import Settings
-from coderag_tui.core.bm25 import K1, BM25Index, bm25_dir, chunk_tokens, load_or_build_bm25
+from coderag_tui.core.bm25 import (
+    K1,
+    BM25Index,
+    BM25Options,
+    bm25_dir,
+    chunk_tokens,
+    load_or_build_bm25,
+)
 from coderag_tui.core.models import Chunk
 from coderag_tui.core.store import FileState, Store, text_hash
 from coderag_tui.core.tokenize import tokenize
@@ -89,12 +96,34 @@ def test_lucene_and_okapi_differ_for_a_word_in_most_chunks() -> None:
     """Okapi floors a negative idf at 0.25 x the average idf; lucene keeps log(1 + x) > 0."""
     docs = [["common", "a"], ["common", "b"], ["common", "c"], ["d"]]
     okapi = BM25Okapi(docs)
-    from coderag_tui.core.bm25 import BM25Options
-
     lucene = BM25Index.from_tokens(docs, BM25Options())
     assert okapi.idf["common"] == pytest.approx(0.25 * okapi.average_idf)
     expected_idf = np.log(1 + (4 - 3 + 0.5) / (3 + 0.5))
     assert lucene.idf("common") == pytest.approx(expected_idf, rel=1e-5)
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_numpy_score_matrix_equals_bm25s_own_index(method: str) -> None:
+    """Our vectorised build must give exactly the matrix bm25s.BM25.index builds."""
+    import bm25s
+
+    options = BM25Options(split_identifiers=True, path_in_text=True, method=method)
+    corpus = [chunk_tokens(c, options) for c in CHUNKS] + [[]]  # an empty chunk too
+    ours = BM25Index.from_tokens(corpus, options)
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus]
+    reference = bm25s.BM25(method=method)
+    reference.index((ids, vocab), create_empty_token=False, show_progress=False)
+    theirs = reference.scores
+    assert ours.n_docs == theirs["num_docs"] == len(corpus)
+    np.testing.assert_array_equal(ours._indptr, theirs["indptr"])
+    np.testing.assert_array_equal(ours._indices, theirs["indices"])
+    np.testing.assert_allclose(ours._data, theirs["data"], rtol=1e-6)
+
+
+def test_unknown_method_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown BM25 method 'bm25l'"):
+        BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False, method="bm25l")
 
 
 def test_rare_identifier_chunk_ranks_first() -> None:
