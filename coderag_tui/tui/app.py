@@ -161,6 +161,8 @@ class CoderagApp(App[None]):
     def main_ready(self) -> None:
         """The main screen is composed: show the state and start indexing."""
         self.main.show_state(self.index_state)
+        if self.settings.rerank:
+            self.ensure_reranker()
         self.start_indexing()
 
     def _register_themes(self) -> None:

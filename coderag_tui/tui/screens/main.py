@@ -244,6 +244,14 @@ class MainScreen(Screen[None]):
         if column.display and column.keys:
             column.table.focus()
 
+    def action_focus_results(self) -> None:
+        """Focus the list the prompt is packed from (reranked, else fused, else BM25)."""
+        for name in ("rerank", "fused", "bm25"):
+            column = self.board.column(name)  # type: ignore[arg-type]
+            if column.display and column.keys:
+                column.table.focus()
+                return
+
     def action_focus_tuning(self) -> None:
         self.query_one(TabbedContent).active = "tab-tuning"
         self.query_one("#tune-chunking").focus()

@@ -19,6 +19,8 @@ class QueryInput(Input):
             "up", "history(-1)", "Previous query", show=False, tooltip="Recall the previous query"
         ),
         Binding("down", "history(1)", "Next query", show=False, tooltip="Recall the next query"),
+        Binding("escape", "screen.focus_results", "Results", show=False,
+                tooltip="Leave the input for the rankings"),
     ]
 
     def __init__(self, history: list[str], *, id: str | None = None) -> None:
@@ -46,6 +48,8 @@ class QueryInput(Input):
                 return
             self._draft = self.value
             self._position = len(self.history)
+            if self.value == self.history[-1] and len(self.history) > 1:
+                self._position -= 1  # the input still shows the last query: skip it
         position = self._position + step
         if position >= len(self.history):
             self._position = None

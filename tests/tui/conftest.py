@@ -1,0 +1,103 @@
+"""Fixtures for the TUI tests: settings on the tiny repository, an app factory, a settle helper."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.message import Message
+from textual.notifications import Notify
+from textual.pilot import Pilot
+
+from coderag_tui.config import Settings
+from coderag_tui.tui.app import CoderagApp, make_app
+from coderag_tui.tui.clock import StepClock
+from tests.fixtures.tiny_models import (  # noqa: F401 (fixtures for test_dense_columns)
+    tiny_models_dir,
+    tiny_st_cross_encoder,
+    tiny_st_embedder,
+)
+
+SIZE = (140, 44)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run `async def` tests in a fresh event loop (Pilot needs one; no plugin required)."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
+    return True
+
+
+@pytest.fixture
+def tui_settings(tiny_repo: Path, index_dir: Path, tmp_path: Path) -> Settings:
+    """BM25-only settings on the tiny shop repository, small chunks so rankings have depth."""
+    return Settings(
+        repo=tiny_repo,
+        index_dir=index_dir,
+        embed_backend="none",
+        chunk_lines=12,
+        theme_dir=tmp_path / "user-themes",
+    )
+
+
+@pytest.fixture
+def build_app() -> Callable[..., CoderagApp]:
+    """make_app with a deterministic clock, no remembered state and no system clipboard."""
+
+    def build(settings: Settings, **kw: Any) -> CoderagApp:
+        kw.setdefault("clock", StepClock())
+        kw.setdefault("system_clipboard", False)
+        return make_app(settings, **kw)
+
+    return build
+
+
+class Recorder:
+    """Collects messages posted in the app (a `run_test` message hook)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    def __call__(self, message: Message) -> None:
+        self.messages.append(message)
+
+    def of(self, kind: type[Message]) -> list[Any]:
+        return [m for m in self.messages if isinstance(m, kind)]
+
+    def notifications(self) -> list[str]:
+        return [m.notification.message for m in self.of(Notify)]
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until background work (indexing, search, packing) is done and rendered."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def search(pilot: Pilot[Any], query: str, *, typed: bool = False) -> None:
+    """Put a query in the query input (typed key by key, or pasted) and press Enter."""
+    from coderag_tui.tui.widgets.query import QueryInput
+
+    await settle(pilot)
+    field = pilot.app.screen.query_one(QueryInput)
+    field.focus()
+    if typed:
+        field.value = ""
+        await pilot.press(*query)
+    else:
+        field.value = query
+    await pilot.press("enter")
+    await settle(pilot)

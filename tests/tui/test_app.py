@@ -1,0 +1,217 @@
+"""Pilot tests: press keys in the real app on the tiny repository and check what the user sees."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import DataTable, Static
+
+from coderag_tui.config import Settings
+from coderag_tui.tui.app import CoderagApp
+from coderag_tui.tui.messages import IndexBuilt, IndexProgressed, SearchFinished
+from coderag_tui.tui.screens.prompt import PromptScreen
+from coderag_tui.tui.widgets.query import QueryInput
+from coderag_tui.tui.widgets.rankings import RankingColumn
+from coderag_tui.tui.widgets.status import TopBar
+from tests.tui.conftest import SIZE, Recorder, search, settle
+
+AppFactory = Callable[..., CoderagApp]
+
+
+def text_of(app: CoderagApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def column(app: CoderagApp, name: str) -> RankingColumn:
+    return app.main.query_one(f"#column-{name}", RankingColumn)
+
+
+async def test_indexing_progress_appears_and_completes(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await settle(pilot)
+        progress = recorder.of(IndexProgressed)
+        assert progress, "the indexer reported no progress"
+        assert progress[-1].files_done == progress[-1].files_total == 7
+        built = recorder.of(IndexBuilt)
+        assert len(built) == 1 and built[0].files == 7
+        # The progress row showed the files and is hidden once the index is ready.
+        row = app.main.index_progress
+        assert "7/7 files" in str(row.query_one(".work-detail", Static).render())
+        assert not row.display
+        top = str(app.main.query_one(TopBar).render())
+        assert "7 files" in top and "index ready" in top and "lines:12:0" in top
+
+
+async def test_search_fills_every_available_column_and_explains_the_others(
+    tui_settings: Settings, build_app: AppFactory
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "charge card retry")
+        run = app.last_run
+        assert run is not None
+        for name in ("bm25", "fused"):
+            table = column(app, name).query_one(DataTable)
+            assert table.row_count == len(run.rankings[name].hits) > 0
+        first = column(app, "bm25").query_one(DataTable).get_row_at(0)
+        assert str(first[1]).startswith("shop/payment.py:")
+        dense = column(app, "dense")
+        assert dense.has_class("off")
+        assert "--embed-backend auto" in str(dense.query_one(".unavailable", Static).render())
+        assert not column(app, "rerank").display  # rerank is off: no column at all
+
+
+async def test_moving_the_cursor_syncs_the_ranks_line_and_the_other_columns(
+    tui_settings: Settings, build_app: AppFactory
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "cart item total discount")
+        run = app.last_run
+        assert run is not None and len(run.rankings["bm25"].hits) >= 3
+        assert text_of(app, "#ranks").startswith("BM25 #1 · Dense off · Fused #1")
+        await pilot.press("escape", "1", "down", "down")
+        await pilot.pause()
+        third = run.rankings["bm25"].hits[2].chunk.key
+        assert app.selected_key == third
+        fused_rank = run.rankings["fused"].rank_of(third)
+        assert text_of(app, "#ranks").startswith(f"BM25 #3 · Dense off · Fused #{fused_rank}")
+        fused_table = column(app, "fused").query_one(DataTable)
+        assert fused_table.cursor_row == (fused_rank or 0) - 1
+        assert app.main.query_one("#preview").border_title == third
+
+
+async def test_changing_the_budget_changes_the_prompt_token_count(
+    tui_settings: Settings, build_app: AppFactory
+) -> None:
+    big = tui_settings.repo / "shop" / "reports.py"
+    big.write_text(
+        "".join(
+            f"def report_{i}(cart, card):\n    '''Charge report {i} for the cart total.'''\n"
+            f"    return cart.total_cents() * {i} + len(card)\n\n\n"
+            for i in range(300)
+        )
+    )
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "charge report cart total")
+        assert app.packed is not None
+        before = app.packed.tokens
+        assert before > 2000
+        await pilot.press("escape")  # leave the input so [ reaches the screen
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        await settle(pilot)
+        assert app.settings.budget == 2000
+        assert app.packed.budget == 2000
+        assert app.packed.tokens <= 2000 < before
+        assert "/ 2,000 tokens" in text_of(app, "#prompt-line")
+        assert any(d.reason == "over budget" for d in app.packed.dropped)
+
+
+async def test_copy_puts_the_prompt_in_the_clipboard_and_says_how(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await search(pilot, "charge card")
+        assert app.packed is not None
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert app.clipboard == app.packed.text
+        assert "## Task" in app.clipboard and "charge card" in app.clipboard
+        assert any("OSC 52" in n for n in recorder.notifications())
+
+
+async def test_prompt_view_pin_and_exclude(tui_settings: Settings, build_app: AppFactory) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "cart item total discount")
+        assert app.packed is not None and len(app.packed.blocks) >= 2
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        header = text_of(app, "#prompt-header")
+        assert f"{app.packed.tokens:,} / 8,000 tokens" in header
+        # Exclude the first block: it moves to the dropped list as "excluded".
+        first_key = app.packed.blocks[0].chunk_keys[0]
+        await pilot.press("x")
+        await settle(pilot)
+        assert first_key in app.excluded
+        assert all(first_key not in b.chunk_keys for b in app.packed.blocks)
+        assert any(d.key == first_key and d.reason == "excluded" for d in app.packed.dropped)
+        dropped = app.screen.query_one("#dropped", DataTable)
+        assert dropped.row_count >= 1
+        # Pin the last included block: it goes first.
+        included = app.screen.query_one("#included", DataTable)
+        last_key = app.packed.blocks[-1].chunk_keys[0]
+        included.move_cursor(row=included.row_count - 1)
+        await pilot.press("p")
+        await settle(pilot)
+        assert app.pinned == [last_key]
+        assert app.packed.blocks[0].chunk_keys[0] == last_key
+        await pilot.press("escape")
+        assert not isinstance(app.screen, PromptScreen)
+
+
+async def test_history_and_a_new_query_replacing_the_old(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await search(pilot, "cart", typed=True)
+        await search(pilot, "payment", typed=True)
+        query = app.main.query_one(QueryInput)
+        assert query.value == "payment"  # the last query stays, ready to edit
+        await pilot.press("up")
+        assert query.value == "cart"
+        await pilot.press("down")
+        assert query.value == "payment"
+        assert [m.run.query for m in recorder.of(SearchFinished)][-2:] == ["cart", "payment"]
+
+
+async def test_code_to_code_mode_queries_with_the_lines_before(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+g")
+        assert "Code" in str(app.main.query_one("#mode-label", Static).render())
+        await search(pilot, "shop/cart.py:25")
+        assert app.last_run is not None
+        assert "def add(self, item: Item) -> None:" in app.last_run.query
+        assert "def total_cents" not in app.last_run.query  # line 25 and after are excluded
+        await search(pilot, "shop/cart.py")
+        assert any("FILE:LINE" in n for n in recorder.notifications())
+
+
+async def test_changing_the_chunking_rechunks_and_searches_again(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await search(pilot, "inventory reserve")
+        app.action_set_chunking("file")
+        await settle(pilot)
+        built = recorder.of(IndexBuilt)
+        assert len(built) == 2 and len(built[-1].chunks) == 7  # one chunk per file
+        assert app.last_run is not None and app.last_run.query == "inventory reserve"
+        hit = app.last_run.rankings["bm25"].hits[0].chunk
+        assert hit.path == "shop/inventory.py" and hit.kind == "file"
+        assert "· file" in str(app.main.query_one(TopBar).render())
+
+
+async def test_help_lists_the_keys(tui_settings: Settings, build_app: AppFactory) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f1")
+        await pilot.pause()
+        text = "\n".join(str(s.render()) for s in app.screen.query(Static))
+        for key in ("ctrl+o", "ctrl+y", "ctrl+g", "ctrl+p", "enter"):
+            assert key in text
+        await pilot.press("escape")
+        assert app.screen is app.main
