@@ -321,3 +321,9 @@ def test_plain_folder_without_git_is_indexed(tmp_path: Path) -> None:
     assert not report.is_git
     assert report.files_indexed == len(FILES)
     assert report.skipped_by_reason() == {}
+
+
+def test_progress_is_throttled_between_forced_updates(settings: Settings, store: Store) -> None:
+    seen: list[IndexProgress] = []
+    build_index(settings, store, progress=seen.append, clock=lambda: 0.0)  # time stands still
+    assert [p.stage for p in seen] == ["walk", "index", "done"]
