@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +63,44 @@ def register(subparsers: Any) -> None:
                         help="put this chunk first (repeatable; keys as `coderag search` shows)")
     parser.add_argument("--exclude", action="append", default=[], metavar="PATH:A-B",
                         help="never include this chunk (repeatable)")
-    parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
-                        help="rank with BM25 only (no embedding model)")
-    parser.add_argument("--rerank", action="store_true", default=None,
-                        help="rerank the fused candidates with a cross-encoder")
+    search = parser.add_argument_group("ranking (the same options as `coderag search`)")
+    search.add_argument("--no-dense", dest="dense", action="store_false", default=True,
+                        help="rank with BM25 only (no embedding model is loaded)")
+    search.add_argument("--rerank", action="store_true", default=None,
+                        help="rerank the fused top candidates with a cross-encoder")
+    search.add_argument("--embed-model", default=None, metavar="M",
+                        help="embedding model name or local folder")
+    search.add_argument("--embed-backend", default=None,
+                        choices=["auto", "fastembed", "sentence-transformers", "none"],
+                        help="which library runs the embedding model (default: auto)")
+    search.add_argument("--rerank-model", default=None, metavar="M",
+                        help="cross-encoder name or local folder")
+    search.add_argument("--fusion", choices=["rrf", "weighted"], default=None,
+                        help="how BM25 and dense are fused (default: rrf)")
+    search.add_argument("--depth", type=int, default=None, metavar="N",
+                        help="how deep each ranking goes (default: 100, more for big budgets)")
+    search.add_argument("--split-identifiers", action="store_true", default=None,
+                        help="BM25 also indexes getUserName as get, user, name")
+    search.add_argument("--path-in-text", action="store_true", default=None,
+                        help="BM25 also indexes each chunk's file path")
     add_chunking_args(parser)
+
+
+@contextmanager
+def _spinner(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
+    """A one-line status on stderr while the index and models load (terminals only)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("indexing…") as status:
+
+        def update(p: Any) -> None:
+            total = f"/{p.files_total}" if p.files_total else ""
+            status.update(f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
+
+        yield update
 
 
 def _task(args: argparse.Namespace) -> str:
@@ -159,6 +193,7 @@ def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
 
 def build_prompt(settings: Settings, task: str, *, dense: bool = True,
                  pinned: Sequence[str] = (), excluded: Sequence[str] = (),
+                 progress: Callable[[Any], None] | None = None,
                  ) -> tuple[PackedPrompt, TokenCounter, Advice, tuple[str, ...]]:
     """Search the repository for `task` and pack the prompt; (prompt, counter, advice, notes)."""
     if settings.budget < 1:
@@ -175,7 +210,9 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
     # Deep enough lists that even a large budget can be filled with whole chunks.
     search_settings = settings.with_(depth=max(settings.depth, settings.budget // 64))
     try:
-        searcher = Searcher.open(search_settings, dense=dense, rerank=settings.rerank)
+        searcher = Searcher.open(
+            search_settings, dense=dense, rerank=settings.rerank, progress=progress
+        )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     try:
@@ -200,9 +237,13 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
 def run(args: argparse.Namespace) -> int:
     task = _task(args)
     settings = settings_from_args(args)
-    packed, counter, advice, notes = build_prompt(
-        settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude
-    )
+    if settings.depth < 1:
+        raise UserError(f"--depth must be at least 1, not {settings.depth}.")
+    with _spinner(not args.json and sys.stderr.isatty()) as progress:
+        packed, counter, advice, notes = build_prompt(
+            settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude,
+            progress=progress,
+        )
     copy: CopyResult | None = None
     if args.copy or args.out is not None:
         copy = copy_text(packed.text, out=args.out, clipboard=args.copy)

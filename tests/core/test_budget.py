@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from coderag_tui.core.budget import (
     EXCLUDED,
     OVER_BUDGET,
+    PINNED_MISSING,
     BudgetTooSmall,
     advise,
     budget_label,
@@ -310,3 +311,11 @@ def test_advice_counts_how_many_chunks_fit() -> None:
     large = advise(8000, 64, avg_tokens_per_line=20.0).chunks_that_fit
     assert small > large >= 5
     assert budget_label(8192) == "8k" and budget_label(900) == "900"
+
+
+def test_a_pinned_chunk_missing_from_the_results_is_reported(counter: TokenCounter) -> None:
+    hit = Hit(Chunk("a.py", 1, 2, "lines", "python", "x = 1\ny = 2"), 1.0, 1)
+    packed = pack([hit], budget=500, counter=counter, template=load_template("markdown"),
+                  task="t", pinned=["gone.py:1-9"])
+    assert [b.chunk_keys for b in packed.blocks] == [("a.py:1-2",)]
+    assert [(d.key, d.reason) for d in packed.dropped] == [("gone.py:1-9", PINNED_MISSING)]
