@@ -193,7 +193,7 @@ class CoderagApp(App[None]):
             )
 
     def _remember_theme(self, theme: Theme) -> None:
-        if self.state_path is None:
+        if self.state_path is None or theme_files.read_saved_theme(self.state_path) == theme.name:
             return
         problem = theme_files.save_theme(self.state_path, theme.name)
         if problem:

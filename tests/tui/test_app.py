@@ -9,7 +9,6 @@ from textual.widgets import DataTable, Static
 from coderag_tui.config import Settings
 from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.messages import IndexBuilt, IndexProgressed, SearchFinished
-from coderag_tui.tui.screens.prompt import PromptScreen
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.rankings import RankingColumn
 from coderag_tui.tui.widgets.status import TopBar
@@ -82,78 +81,6 @@ async def test_moving_the_cursor_syncs_the_ranks_line_and_the_other_columns(
         fused_table = column(app, "fused").query_one(DataTable)
         assert fused_table.cursor_row == (fused_rank or 0) - 1
         assert app.main.query_one("#preview").border_title == third
-
-
-async def test_changing_the_budget_changes_the_prompt_token_count(
-    tui_settings: Settings, build_app: AppFactory
-) -> None:
-    big = tui_settings.repo / "shop" / "reports.py"
-    big.write_text(
-        "".join(
-            f"def report_{i}(cart, card):\n    '''Charge report {i} for the cart total.'''\n"
-            f"    return cart.total_cents() * {i} + len(card)\n\n\n"
-            for i in range(300)
-        )
-    )
-    app = build_app(tui_settings)
-    async with app.run_test(size=SIZE) as pilot:
-        await search(pilot, "charge report cart total")
-        assert app.packed is not None
-        before = app.packed.tokens
-        assert before > 2000
-        await pilot.press("escape")  # leave the input so [ reaches the screen
-        await pilot.press("left_square_bracket", "left_square_bracket")
-        await settle(pilot)
-        assert app.settings.budget == 2000
-        assert app.packed.budget == 2000
-        assert app.packed.tokens <= 2000 < before
-        assert "/ 2,000 tokens" in text_of(app, "#prompt-line")
-        assert any(d.reason == "over budget" for d in app.packed.dropped)
-
-
-async def test_copy_puts_the_prompt_in_the_clipboard_and_says_how(
-    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
-) -> None:
-    app = build_app(tui_settings)
-    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
-        await search(pilot, "charge card")
-        assert app.packed is not None
-        await pilot.press("ctrl+y")
-        await settle(pilot)
-        assert app.clipboard == app.packed.text
-        assert "## Task" in app.clipboard and "charge card" in app.clipboard
-        assert any("OSC 52" in n for n in recorder.notifications())
-
-
-async def test_prompt_view_pin_and_exclude(tui_settings: Settings, build_app: AppFactory) -> None:
-    app = build_app(tui_settings)
-    async with app.run_test(size=SIZE) as pilot:
-        await search(pilot, "cart item total discount")
-        assert app.packed is not None and len(app.packed.blocks) >= 2
-        await pilot.press("ctrl+o")
-        await pilot.pause()
-        assert isinstance(app.screen, PromptScreen)
-        header = text_of(app, "#prompt-header")
-        assert f"{app.packed.tokens:,} / 8,000 tokens" in header
-        # Exclude the first block: it moves to the dropped list as "excluded".
-        first_key = app.packed.blocks[0].chunk_keys[0]
-        await pilot.press("x")
-        await settle(pilot)
-        assert first_key in app.excluded
-        assert all(first_key not in b.chunk_keys for b in app.packed.blocks)
-        assert any(d.key == first_key and d.reason == "excluded" for d in app.packed.dropped)
-        dropped = app.screen.query_one("#dropped", DataTable)
-        assert dropped.row_count >= 1
-        # Pin the last included block: it goes first.
-        included = app.screen.query_one("#included", DataTable)
-        last_key = app.packed.blocks[-1].chunk_keys[0]
-        included.move_cursor(row=included.row_count - 1)
-        await pilot.press("p")
-        await settle(pilot)
-        assert app.pinned == [last_key]
-        assert app.packed.blocks[0].chunk_keys[0] == last_key
-        await pilot.press("escape")
-        assert not isinstance(app.screen, PromptScreen)
 
 
 async def test_history_and_a_new_query_replacing_the_old(

@@ -135,7 +135,9 @@ class PromptScreen(Screen[None]):
                 key=drop.key,
             )
         included.border_subtitle = f"{len(packed.blocks)} blocks"
-        dropped.border_subtitle = f"{len(packed.dropped)} chunks"
+        dropped.border_subtitle = (
+            f"{len(packed.dropped)} chunks" if packed.dropped else "nothing dropped: all fit"
+        )
 
     def _selected_keys(self) -> list[str]:
         """Chunk keys under the cursor of the focused table (a block may hold several)."""

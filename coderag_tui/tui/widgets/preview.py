@@ -44,9 +44,32 @@ def chunk_syntax(
     pattern = term_pattern(terms)
     if pattern is not None:
         for number, line in enumerate(chunk.text.splitlines(), start=1):
-            for match in pattern.finditer(line):
-                syntax.stylize_range(mark, (number, match.start()), (number, match.end()))
+            for start, end in word_matches(pattern, line):
+                syntax.stylize_range(mark, (number, start), (number, end))
     return syntax
+
+
+def _starts_word(line: str, i: int) -> bool:
+    """A word (or an identifier part: `_card`, `getUser`) begins at i."""
+    if i == 0 or not line[i - 1].isalnum():
+        return True
+    return line[i - 1].islower() and line[i].isupper()
+
+
+def _ends_word(line: str, i: int) -> bool:
+    """A word (or an identifier part) ends just before i."""
+    if i >= len(line) or not line[i].isalnum():
+        return True
+    return line[i - 1].islower() and line[i].isupper()
+
+
+def word_matches(pattern: re.Pattern[str], line: str) -> list[tuple[int, int]]:
+    """Spans of whole words or identifier parts, so `on` marks `on` but not `function`."""
+    return [
+        (m.start(), m.end())
+        for m in pattern.finditer(line)
+        if _starts_word(line, m.start()) and _ends_word(line, m.end())
+    ]
 
 
 class ChunkPreview(VerticalScroll):

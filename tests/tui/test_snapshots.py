@@ -1,0 +1,48 @@
+"""SVG snapshots of every screen on the tiny repository, with a deterministic clock.
+
+Regenerate after an intended change of looks with
+`pytest tests/tui/test_snapshots.py --snapshot-update` and review the SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from coderag_tui.config import Settings
+from coderag_tui.tui.app import CoderagApp
+from tests.tui.conftest import SIZE, search, settle
+
+AppFactory = Callable[..., CoderagApp]
+QUERY = "charge the card and retry on timeout"
+
+
+def test_main_view_after_a_search(
+    snap_compare: Any, tui_settings: Settings, build_app: AppFactory
+) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, QUERY)
+        await pilot.press("escape", "down")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=run_before)
+
+
+def test_prompt_view(snap_compare: Any, tui_settings: Settings, build_app: AppFactory) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, QUERY)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help(snap_compare: Any, tui_settings: Settings, build_app: AppFactory) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("f1")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=run_before)
