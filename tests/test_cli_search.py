@@ -69,12 +69,17 @@ def test_from_location_queries_with_the_lines_before(
     capsys: pytest.CaptureFixture[str], common: list[str], tiny_repo: Path
 ) -> None:
     lines = (tiny_repo / "shop/cart.py").read_text().splitlines()
-    code, out, _ = search(capsys, "--from", "shop/cart.py:30", "--query-lines", "5",
-                          *common, "--no-dense", "--json")
+    code, out, err = search(capsys, "--from", "shop/cart.py:30", "--query-lines", "5",
+                            *common, "--no-dense", "--json")
     assert code == 0
     data = json.loads(out)
     assert data["query"] == "\n".join(lines[24:29])
     assert lines[29] not in data["query"]
+    # the chunks holding lines 25-30 would trivially rank first, so they are left out
+    assert "left out 1 chunk(s) of shop/cart.py" in err  # 8-line chunks: lines 25-32
+    hits = data["rankings"]["bm25"]["hits"]
+    assert hits
+    assert all((h["path"], h["start_line"]) != ("shop/cart.py", 25) for h in hits)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from coderag_tui.cli.common import (
@@ -88,6 +89,17 @@ def _parse_location(text: str) -> tuple[str, int]:
     return file, int(line)
 
 
+def _repo_relative(settings: Settings, file: str) -> str:
+    """FILE as the index names it: relative to the repository, with forward slashes."""
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(settings.repo_root)
+        except ValueError:
+            return path.as_posix()
+    return path.as_posix()
+
+
 def _check(settings: Settings, args: argparse.Namespace) -> None:
     """Reject impossible numbers with one sentence each."""
     if settings.k < 1:
@@ -143,12 +155,13 @@ def run(args: argparse.Namespace) -> int:
         args.path, query = query, None
     settings = settings_from_args(args, **extra)
     _check(settings, args)
+    location: tuple[str, int] | None = None
     if args.from_location is not None:
         if query is not None:
             raise UserError("give either QUERY or --from FILE:LINE, not both.")
         from coderag_tui.core.pipeline import LocationError, query_from_location
 
-        file, line = _parse_location(args.from_location)
+        location = file, line = _parse_location(args.from_location)
         try:
             query = query_from_location(settings.repo_root, file, line, args.query_lines)
         except LocationError as exc:
@@ -170,10 +183,22 @@ def run(args: argparse.Namespace) -> int:
             )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
+    exclude: frozenset[int] = frozenset()
+    if location is not None:
+        # The chunk holding the query lines would rank first and tell nothing: leave it out.
+        file, line = location
+        rel = _repo_relative(settings, file)
+        exclude = searcher.overlapping(rel, max(1, line - args.query_lines), line)
     try:
-        result = searcher.run(query, settings)
+        result = searcher.run(query, settings, exclude=exclude)
     finally:
         searcher.close()
+    if exclude:
+        print(
+            f"coderag: left out {len(exclude)} chunk(s) of {rel} that hold the query lines "
+            "(they would trivially rank first).",
+            file=sys.stderr,
+        )
 
     for note in (*searcher.notices, *result.notes):
         print(f"coderag: {note}", file=sys.stderr)

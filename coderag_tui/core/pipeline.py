@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,10 +79,28 @@ class Searcher:
             for r, (i, s) in enumerate(scored[:limit], start=1)
         )
 
-    def run(self, query: str, settings: Settings) -> SearchRun:
-        """Rank the chunks for `query` with every available method; see the module docstring."""
+    def overlapping(self, path: str, start_line: int, end_line: int) -> frozenset[int]:
+        """Indexes of the chunks of `path` that share a line with start_line..end_line."""
+        return frozenset(
+            i
+            for i, c in enumerate(self.chunks)
+            if c.path == path and c.start_line <= end_line and c.end_line >= start_line
+        )
+
+    def run(
+        self, query: str, settings: Settings, *, exclude: AbstractSet[int] = frozenset()
+    ) -> SearchRun:
+        """Rank the chunks for `query` with every available method; see the module docstring.
+
+        Chunks whose index is in `exclude` are left out of every ranking (code-to-code queries
+        leave out the chunk the query lines come from, which would trivially rank first).
+        """
         clock = self.clock
         depth = max(settings.depth, settings.k, 1)
+
+        def keep(scored: list[tuple[int, float]]) -> list[tuple[int, float]]:
+            return [(i, s) for i, s in scored if i not in exclude][:depth] if exclude else scored
+
         timings: list[StageTiming] = []
         notes: list[str] = []
         rankings: dict[RankingName, Ranking] = {}
@@ -94,7 +113,7 @@ class Searcher:
         t = clock()
         tokens = self.bm25.tokenize_query(query)
         t = timed("tokenize", t)
-        bm25_scored = self.bm25.search_tokens(tokens, depth)
+        bm25_scored = keep(self.bm25.search_tokens(tokens, depth + len(exclude)))
         t = timed("bm25", t)
         rankings["bm25"] = Ranking("bm25", self._hits(bm25_scored, depth))
         if not tokens and query.strip():
@@ -104,7 +123,7 @@ class Searcher:
         if self.dense is not None and self.embedder is not None and query.strip():
             vector = self.embedder.embed_query(query)
             t = timed("embed query", t)
-            dense_scored = self.dense.search(vector, depth)
+            dense_scored = keep(self.dense.search(vector, depth + len(exclude)))
             t = timed("vector search", t)
             rankings["dense"] = Ranking("dense", self._hits(dense_scored, depth))
         else:

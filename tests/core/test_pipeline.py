@@ -138,6 +138,19 @@ def test_rerank_asked_for_without_a_model_says_why() -> None:
     assert run.final.name == "fused"
 
 
+def test_excluded_chunks_are_left_out_of_every_ranking(tmp_path: Path) -> None:
+    searcher = dense_searcher(tmp_path)
+    settings = Settings(depth=5, k=5)
+    first = searcher.run("the cart items and their total", settings)
+    top = first.rankings["bm25"].hits[0].chunk
+    exclude = searcher.overlapping(top.path, top.start_line, top.end_line)
+    assert exclude == {CHUNKS.index(top)}
+    run = searcher.run("the cart items and their total", settings, exclude=exclude)
+    for name in ("bm25", "dense", "fused"):
+        assert top not in [h.chunk for h in run.rankings[name].hits]
+        assert len(run.rankings[name].hits) == 5
+
+
 def test_empty_and_numeric_queries_find_nothing_and_say_so() -> None:
     searcher = Searcher(CHUNKS, bm25())
     assert searcher.run("", Settings()).rankings["bm25"].hits == ()
