@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from coderag_tui.core.models import Chunk
-from coderag_tui.core.tokenize import tokenize
+from coderag_tui.core.tokenize import TOKENIZER_VERSION, tokenize
 
 if TYPE_CHECKING:
     from coderag_tui.config import Settings
@@ -192,6 +192,7 @@ class BM25Index:
                 self._retriever.save(str(tmp), show_progress=False)
             meta = {
                 "format": _FORMAT,
+                "tokenizer": TOKENIZER_VERSION,
                 "n_docs": self.n_docs,
                 "empty": self._retriever is None,
                 "options": _options_dict(self.options),
@@ -212,7 +213,9 @@ class BM25Index:
             meta = json.loads((directory / _META).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        return meta if isinstance(meta, dict) and meta.get("format") == _FORMAT else None
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+            return None
+        return meta if meta.get("tokenizer") == TOKENIZER_VERSION else None
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import re
 
+# Bump when the words change for the same text: saved BM25 indexes then rebuild.
+TOKENIZER_VERSION = 1
+
 # A run of word characters; pure numerals are filtered afterwards (measured faster on the stdlib
 # than a pattern that refuses them, which has to look behind at every position).
 _WORD = re.compile(r"\w+")
