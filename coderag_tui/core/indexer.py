@@ -267,6 +267,7 @@ def build_index(
                 run.seconds["store"] += clock() - t
             except KeyboardInterrupt:
                 _restore(run, batch_snapshot)  # the commit itself was interrupted: batch lost
+                position = batch_start
                 interrupted = True
     finally:
         feed.close()
