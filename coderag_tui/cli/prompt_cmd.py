@@ -230,7 +230,7 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
             raise UserError(str(exc)) from exc
     finally:
         searcher.close()
-    notes = (*searcher.notices, *run.notes)
+    notes = tuple(dict.fromkeys((*searcher.notices, *run.notes)))  # each note once
     return packed, counter, _advice(settings, packed, hits, counter), notes
 
 
