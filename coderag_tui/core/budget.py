@@ -250,6 +250,7 @@ def pack(
     packer.prefetch([c for c in cands if c.key not in excluded_keys])
     accepted: list[_Candidate] = []
     full = False
+    first = next((c for c in cands if c.key not in excluded_keys), None)
     for cand in cands:
         if cand.key in excluded_keys:
             tokens = packer.chunk_tokens(cand.chunk)
@@ -263,7 +264,7 @@ def pack(
             continue
         # The best chunk is cut rather than lost when it alone is too big; any other chunk
         # only when the user asked to fill the budget with a part of the last one.
-        if not full and (trim_last or not accepted):
+        if not full and (trim_last or cand is first):
             full = trim_last
             part = _largest_fitting_prefix(packer, cand, room)
             if part is not None:

@@ -82,7 +82,7 @@ def send_osc52(
         )
     message = OSC52_MESSAGE
     if env.get("TMUX"):
-        message += " (through tmux: needs `set -g allow-passthrough on` or set-clipboard on)"
+        message += " (through tmux, which must pass it on: `set -g allow-passthrough on`)"
     if len(data) > OSC52_SOFT_LIMIT:
         message += f"; {len(data) // 1024} KiB is more than some terminals accept — use --out FILE"
     return True, message
