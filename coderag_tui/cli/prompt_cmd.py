@@ -208,7 +208,7 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
     from coderag_tui.core.store import StoreError
 
     # Deep enough lists that even a large budget can be filled with whole chunks.
-    search_settings = settings.with_(depth=max(settings.depth, settings.budget // 64))
+    search_settings = settings.with_(depth=max(settings.depth, settings.budget // 100))
     try:
         searcher = Searcher.open(
             search_settings, dense=dense, rerank=settings.rerank, progress=progress
