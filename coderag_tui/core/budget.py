@@ -297,11 +297,11 @@ def pack(
             end_line=b.end,
             language=b.language,
             text=packer.block_text(b),
-            tokens=counter.count(block_text),
+            tokens=counter.count(as_rendered),  # header and fences included
             chunk_keys=tuple(dict.fromkeys(m.key for m in sorted(b.members, key=_by_order))),
             best_rank=min(m.rank for m in b.members),
         )
-        for b, block_text in rendered
+        for b, as_rendered in rendered
     )
     dropped.sort(key=lambda d: (d.reason != EXCLUDED, d.rank, d.key))
     return PackedPrompt(
