@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
                         help="folder holding the repositories named by rows (owner/name, name "
                              "or owner+name; bare or checkout)")
     parser.add_argument("--modes", default=DEFAULT_MODES,
-                        help=f"comma list of {','.join(RANKING_NAMES)} (default: {DEFAULT_MODES})")
+                        help=f"comma list of {','.join(RANKING_NAMES)},fused-files (RRF of the "
+                             f"BM25 and dense file rankings) (default: {DEFAULT_MODES})")
     parser.add_argument("--chunking", dest="chunkings", default=None,
                         help="comma list, e.g. lines:32,lines:64,ast,file (default: the settings')")
     parser.add_argument("--tokenizer", dest="tokenizers", default=None,

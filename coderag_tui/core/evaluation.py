@@ -29,9 +29,14 @@ from coderag_tui.core.datasets import (
     materialise_tree,
     missing_files,
 )
+from coderag_tui.core.fusion import rrf
 from coderag_tui.core.metrics import metric_names, score_chunks, score_files
-from coderag_tui.core.models import RANKING_NAMES, ChunkingSpec, RankingName, SearchRun
+from coderag_tui.core.models import RANKING_NAMES, ChunkingSpec, SearchRun
 
+# An evaluation-only mode: RRF of the BM25 and dense *file* rankings (each file scored by its
+# best chunk first), to compare with the pipeline's fusion of chunk rankings.
+FILE_RRF = "fused-files"
+EVAL_MODES: tuple[str, ...] = (*RANKING_NAMES, FILE_RRF)
 # Tokenizer option name -> (split_identifiers, path_in_text).
 TOKENIZERS: dict[str, tuple[bool, bool]] = {
     "default": (False, False),
@@ -45,8 +50,9 @@ MODE_STAGES: dict[str, tuple[str, ...]] = {
     "dense": ("embed query", "vector search"),
     "fused": ("tokenize", "bm25", "embed query", "vector search", "fusion"),
     "rerank": ("tokenize", "bm25", "embed query", "vector search", "fusion", "rerank"),
+    FILE_RRF: ("tokenize", "bm25", "embed query", "vector search"),
 }
-NEEDS_DENSE = frozenset({"dense", "fused", "rerank"})
+NEEDS_DENSE = frozenset({"dense", "fused", "rerank", FILE_RRF})
 ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
 
 
@@ -54,7 +60,7 @@ ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
 class Grid:
     """What one evaluation run compares: modes x chunkings x tokenizers, at cut-off k."""
 
-    modes: tuple[RankingName, ...] = ("bm25",)
+    modes: tuple[str, ...] = ("bm25",)
     chunkings: tuple[str, ...] = ("lines:64",)
     tokenizers: tuple[str, ...] = ("default",)
     k: int = 10
@@ -64,8 +70,8 @@ class Grid:
     def validate(self) -> None:
         """Raise ValueError naming the first unknown mode, chunking or tokenizer."""
         for mode in self.modes:
-            if mode not in RANKING_NAMES:
-                raise ValueError(f"unknown mode {mode!r}: use {', '.join(RANKING_NAMES)}")
+            if mode not in EVAL_MODES:
+                raise ValueError(f"unknown mode {mode!r}: use {', '.join(EVAL_MODES)}")
         for tok in self.tokenizers:
             if tok not in TOKENIZERS:
                 raise ValueError(f"unknown tokenizer {tok!r}: use {', '.join(TOKENIZERS)}")
@@ -359,7 +365,8 @@ def run_eval(
                                 ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
                             )
                             if result is None:
-                                reason = run.rankings[mode].reason if mode in run.rankings else ""
+                                ranking = run.rankings.get(mode)  # type: ignore[call-overload]
+                                reason = ranking.reason if ranking is not None else ""
                                 note = f"{mode} is unavailable: {reason or 'no ranking'}"
                                 if note not in notes:
                                     notes.append(note)
@@ -442,9 +449,22 @@ def _build_dense(
     )
 
 
+def _file_ranking(run: SearchRun, mode: str, accepts: Callable[[str], bool]) -> list[str] | None:
+    """The candidate files in rank order for a mode, or None when the mode is unavailable."""
+    if mode == FILE_RRF:
+        lists = [_file_ranking(run, name, accepts) for name in ("bm25", "dense")]
+        if any(ranked is None for ranked in lists):
+            return None
+        return [path for path, _ in rrf([ranked or [] for ranked in lists])]
+    ranking = run.rankings.get(mode)  # type: ignore[call-overload]
+    if ranking is None or not ranking.available:
+        return None
+    return [f.path for f in run.files(mode) if accepts(f.path)]  # type: ignore[arg-type]
+
+
 def _score(
     run: SearchRun,
-    mode: RankingName,
+    mode: str,
     row: EvalRow,
     repo_label: str,
     chunking: str,
@@ -452,16 +472,16 @@ def _score(
     grid: Grid,
     prepare_s: float,
 ) -> InstanceResult | None:
-    ranking = run.rankings.get(mode)
-    if ranking is None or not ranking.available:
-        return None
     accepts = grid.candidates.accepts
-    files = [f.path for f in run.files(mode) if accepts(f.path)]
+    files = _file_ranking(run, mode, accepts)
+    if files is None:
+        return None
+    ranking = run.rankings.get(mode)  # type: ignore[call-overload]
     scores = score_files(files, row.gold_files, grid.k)
     gold = set(row.gold_files)
     gold_rank = next((i for i, p in enumerate(files, start=1) if p in gold), None)
     chunk_scores = None
-    if row.gold_chunks:
+    if row.gold_chunks and ranking is not None:
         ranked = [
             (h.chunk.path, h.chunk.start_line, h.chunk.end_line)
             for h in ranking.hits if accepts(h.chunk.path)

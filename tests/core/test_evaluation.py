@@ -199,7 +199,7 @@ def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
 ) -> None:
     repo, first = shop
     rows = [EvalRow("r", QUERY, ("shop/payment.py",), base_commit=first)]
-    grid = Grid(modes=("bm25", "dense", "fused"), chunkings=("file",),
+    grid = Grid(modes=("bm25", "dense", "fused", "fused-files"), chunkings=("file",),
                 tokenizers=("default", "split"))
     settings = _settings(repo, tmp_path)
     report = run_eval(rows, settings, grid, tree_cache=tmp_path / "trees",
@@ -207,7 +207,11 @@ def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
     assert [(s.mode, s.tokenizer) for s in report.summaries] == [
         ("bm25", "default"), ("bm25", "split"), ("dense", ANY_TOKENIZER),
         ("fused", "default"), ("fused", "split"),
+        ("fused-files", "default"), ("fused-files", "split"),
     ]
+    # with one chunk per file, fusing file rankings and fusing chunk rankings agree
+    by_mode = {(r.mode, r.tokenizer): r.top_files for r in report.instances}
+    assert by_mode[("fused-files", "default")] == by_mode[("fused", "default")]
     dense = next(s for s in report.summaries if s.mode == "dense")
     assert set(dense.stage_ms) == {"embed query", "vector search"}
     assert settings.embed_cache_path.is_file()  # vectors went to the shared cache
