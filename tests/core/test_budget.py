@@ -319,3 +319,17 @@ def test_a_pinned_chunk_missing_from_the_results_is_reported(counter: TokenCount
                   task="t", pinned=["gone.py:1-9"])
     assert [b.chunk_keys for b in packed.blocks] == [("a.py:1-2",)]
     assert [(d.key, d.reason) for d in packed.dropped] == [("gone.py:1-9", PINNED_MISSING)]
+
+
+def test_an_estimating_counter_marks_the_prompt_as_approximate(
+    corpus: tuple[Path, list[Hit]], tmp_path: Path
+) -> None:
+    root, hits = corpus
+    estimate = token_counter(
+        "o200k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)}, offline_encoding="none"
+    )
+    packed = pack(hits[:40], budget=3000, counter=estimate, template=load_template("markdown"),
+                  task=TASK, file_text=read_file(root))
+    assert (packed.exact, packed.encoding) == (False, "estimate")
+    assert estimate.count(packed.text) == packed.tokens <= 3000
+    assert len(packed.text) <= 3000 * 3, "the estimate is characters / 3"
