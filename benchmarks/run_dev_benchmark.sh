@@ -55,6 +55,7 @@ run() {  # run NAME ARGS...: table to NAME.txt (and the terminal), JSON to NAME.
   local name="$1"; shift
   local start=$SECONDS
   "${coderag[@]}" "${common[@]}" "$@" --csv "$out/$name.csv" --json-file "$out/$name.json" \
+    --markdown "$out/$name.md" \
     | tee "$out/$name.txt"
   echo "$name: $((SECONDS - start)) s wall"
 }

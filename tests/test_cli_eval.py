@@ -39,7 +39,7 @@ def test_eval_json_bm25_runs_end_to_end(
         "eval", str(data), "--repo", str(tiny_repo), "--modes", "bm25",
         "--chunking", "lines:8,file", "--tokenizer", "default,split",
         "--index-dir", str(tmp_path / "index"), "--tree-cache", str(tmp_path / "trees"),
-        "--json", "--csv", str(tmp_path / "out.csv"),
+        "--json", "--csv", str(tmp_path / "out.csv"), "--markdown", str(tmp_path / "out.md"),
     ])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -57,6 +57,9 @@ def test_eval_json_bm25_runs_end_to_end(
     with (tmp_path / "out.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 4 and float(rows[0]["acc@1"]) >= 0.5
+    markdown = (tmp_path / "out.md").read_text().splitlines()
+    assert markdown[0].startswith("| mode | chunking | tokenizer | n | acc@1 |")
+    assert "| bm25 | file | default | 2 | 100.0 |" in "\n".join(markdown)
 
 
 def test_eval_table_from_git_history(

@@ -69,6 +69,8 @@ def register(sub: Any) -> None:
                         help="also write one row per configuration to FILE")
     parser.add_argument("--json-file", type=Path, default=None, metavar="FILE",
                         help="also write the JSON results (with every instance) to FILE")
+    parser.add_argument("--markdown", type=Path, default=None, metavar="FILE",
+                        help="also write the summary as a markdown table to FILE")
     add_repo_args(parser, path_positional=False)
 
 
@@ -154,15 +156,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.csv is not None:
         _write_csv(args.csv, report)
+    if args.markdown is not None:
+        _write_text(args.markdown, markdown_table(report), "--markdown")
     if args.json_file is not None:
-        try:
-            args.json_file.write_text(
-                json.dumps(report.to_json(), indent=2, ensure_ascii=False), encoding="utf-8"
-            )
-        except OSError as exc:
-            raise UserError(
-                f"cannot write {args.json_file} ({exc.strerror}): choose another --json-file."
-            ) from exc
+        text = json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+        _write_text(args.json_file, text, "--json-file")
     if args.json:
         print_json(report.to_json())
     else:
@@ -263,6 +261,29 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
     for note in report.notes:
         console.print(f"note: {note}")
     console.print(f"wall time {report.wall_s:.1f} s" + (" (cancelled)" if report.cancelled else ""))
+
+
+def markdown_table(report: EvalReport) -> str:
+    """The file-level summary as a markdown table (Acc and recall in %, MRR and NDCG 0-1)."""
+    names = report.metric_names
+    head = ["mode", "chunking", "tokenizer", "n", *names, "median ms"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in report.summaries:
+        cells = [
+            f"{s.scores.get(n, 0.0):.3f}" if n in ("mrr", "ndcg@10") else _pct(s.scores.get(n, 0))
+            for n in names
+        ]
+        lines.append("| " + " | ".join(
+            [s.mode, s.chunking, s.tokenizer, str(s.n), *cells, f"{s.search_ms:.1f}"]
+        ) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_text(path: Path, text: str, flag: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {path} ({exc.strerror}): choose another {flag}.") from exc
 
 
 def _write_csv(path: Path, report: EvalReport) -> None:
