@@ -203,6 +203,9 @@ def run(args: argparse.Namespace) -> int:
     for note in (*searcher.notices, *result.notes):
         print(f"coderag: {note}", file=sys.stderr)
     names = _shown(result, args.mode)
+    if args.mode not in ("all", *names):
+        print(f"coderag: showing the {names[0]} ranking, because {args.mode} is unavailable.",
+              file=sys.stderr)
     if args.json:
         record = run_record(result, list(RANKING_NAMES) if args.mode == "all" else names,
                             settings.k, files=args.files)

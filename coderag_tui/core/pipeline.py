@@ -192,6 +192,7 @@ class Searcher:
             if progress is not None:
                 progress(IndexProgress("bm25", 0, 0, len(chunks), 0, time.perf_counter() - started))
             bm25 = load_or_build_bm25(store, settings, chunks)
+            bm25.warm_up()
             searcher = cls(chunks, bm25, clock=clock)
             searcher.store, searcher.report = store, report
             cancelled = cancel is not None and cancel.is_set()
@@ -214,7 +215,7 @@ class Searcher:
                     searcher.rerank_reason = choice.reason
                 elif choice.reason:
                     notices.append(choice.reason)
-            searcher.notices = tuple(notices)
+            searcher.notices = tuple(dict.fromkeys(notices))  # store and report may repeat one
             return searcher
         except BaseException:
             store.close()
