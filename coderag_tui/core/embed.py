@@ -157,7 +157,10 @@ class WindowedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query as a unit float32 vector."""
-        return normalise(self._encode([self._query_text(text)])[0])
+        return normalise(self._encode_query(self._query_text(text)))
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._encode([text])[0], dtype=np.float32)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, window={self.window})"
@@ -188,6 +191,20 @@ class SentenceTransformerEmbedder(WindowedEmbedder):
         model.eval()
         key = name or f"{mr.SENTENCE_TRANSFORMERS}:{name_or_path}"
         return cls(model, key, prefixes_for(str(name_or_path)))
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        """One short text on one thread: splitting a tiny matrix product across cores only
+        adds waiting (measured ~10x slower with 2 threads on a busy 2-core machine)."""
+        import torch
+
+        before = torch.get_num_threads()
+        if before > 1:
+            torch.set_num_threads(1)
+        try:
+            return np.asarray(self._encode([text])[0], dtype=np.float32)
+        finally:
+            if before > 1:
+                torch.set_num_threads(before)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         vectors = self.model.encode(

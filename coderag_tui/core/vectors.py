@@ -9,13 +9,19 @@ embedded twice — across runs, chunk sizes and repositories.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
 import re
+import shutil
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -24,10 +30,13 @@ from coderag_tui.core.models import Chunk
 from coderag_tui.core.models_resolve import TOKEN_MARGIN
 
 if TYPE_CHECKING:
+    from coderag_tui.config import Settings
     from coderag_tui.core.embed import Embedder
+    from coderag_tui.core.store import Store
 
 STRIPE_OVERLAP = 32  # tokens shared by neighbouring stripes, so no line is only ever seen cut
 CACHE_SLICE = 2000  # hashes per cache lookup
+_FORMAT = "coderag-dense-1"
 
 
 class VectorCache(Protocol):
@@ -49,15 +58,16 @@ class Stripes:
 
 @dataclass(frozen=True)
 class DenseBuildStats:
-    """What a build did: how many stripes came from the cache and how many were embedded."""
+    """What a build did: stripes re-used, found in the cache, and embedded."""
 
     chunks: int
     stripes: int
-    unique_stripes: int
+    unique_stripes: int  # distinct stripe texts that were not re-used from a previous index
     cached: int
     embedded: int
     cancelled: bool
     seconds: float
+    reused_chunks: int = 0  # chunks whose rows were copied from the previous index
 
 
 _APPROX_TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -141,12 +151,30 @@ class DenseIndex:
     """One float32 matrix of stripe vectors and the chunk each stripe belongs to."""
 
     def __init__(
-        self, matrix: np.ndarray, stripe_chunk: np.ndarray, n_chunks: int, stats: DenseBuildStats
+        self,
+        matrix: np.ndarray,
+        stripe_chunk: np.ndarray,
+        n_chunks: int,
+        stats: DenseBuildStats,
+        *,
+        model: str = "",
+        window: int = 0,
+        overlap: int = STRIPE_OVERLAP,
+        chunk_hashes: np.ndarray | None = None,
     ) -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.stripe_chunk = np.asarray(stripe_chunk, dtype=np.int64)
         self.n_chunks = n_chunks
         self.stats = stats
+        self.model = model
+        self.window = window
+        self.overlap = overlap
+        # sha1 of each chunk's text ("" for chunks without vectors): lets a later build re-use rows.
+        self.chunk_hashes = (
+            np.asarray(chunk_hashes, dtype="S40")
+            if chunk_hashes is not None
+            else np.zeros(n_chunks, dtype="S40")
+        )
         # Stripes are grouped by chunk, so each present chunk is one contiguous run.
         if len(self.stripe_chunk):
             change = np.flatnonzero(np.diff(self.stripe_chunk)) + 1
@@ -169,6 +197,16 @@ class DenseIndex:
         """Does every chunk have its vectors (False after a cancelled build)?"""
         return not self.stats.cancelled and len(self._chunk_ids) == self.n_chunks
 
+    def _rows_by_hash(self) -> dict[bytes, tuple[int, int]]:
+        """Each indexed chunk text's hash and its run of rows in the matrix."""
+        ends = np.append(self._starts[1:], self.n_stripes)
+        out: dict[bytes, tuple[int, int]] = {}
+        for chunk, start, end in zip(self._chunk_ids, self._starts, ends, strict=True):
+            key = bytes(self.chunk_hashes[chunk])
+            if key:
+                out.setdefault(key, (int(start), int(end)))
+        return out
+
     @classmethod
     def build(
         cls,
@@ -180,17 +218,31 @@ class DenseIndex:
         cancel: threading.Event | None = None,
         batch_size: int = 32,
         overlap: int = STRIPE_OVERLAP,
+        previous: DenseIndex | None = None,
     ) -> DenseIndex:
         """Embed every chunk's stripes that the cache lacks and assemble the matrix.
 
-        Missing stripes are embedded shortest first in batches (less padding) and written to
-        the cache after each batch, so a cancelled build keeps what it embedded; the returned
-        index then covers the chunks whose stripes are all known. progress(done, total)
-        counts unique stripes, cached ones included.
+        Chunks whose text is already in `previous` (same model, window and overlap) copy its
+        rows without being tokenized again. The others are cut into stripes; missing stripes
+        are embedded shortest first in batches (less padding) and written to the cache after
+        each batch, so a cancelled build keeps what it embedded and the returned index covers
+        the chunks whose stripes are all known. progress(done, total) counts stripes to
+        resolve: re-used and cached ones are done from the start.
         """
         started = time.perf_counter()
         tokenizer, window = stripe_window(embedder)
-        stripes = split_stripes([c.text for c in chunks], tokenizer, window, overlap)
+        chunk_hashes = [text_hash(c.text).encode("ascii") for c in chunks]
+        reuse: dict[bytes, tuple[int, int]] = {}
+        if (
+            previous is not None
+            and previous.model == embedder.name
+            and previous.window == window
+            and previous.overlap == overlap
+        ):
+            reuse = previous._rows_by_hash()
+        fresh = [i for i, h in enumerate(chunk_hashes) if h not in reuse]
+        reused_rows = sum(reuse[h][1] - reuse[h][0] for h in chunk_hashes if h in reuse)
+        stripes = split_stripes([chunks[i].text for i in fresh], tokenizer, window, overlap)
         hashes = [text_hash(t) for t in stripes.texts]
         first: dict[str, int] = {}
         for i, h in enumerate(hashes):
@@ -198,9 +250,9 @@ class DenseIndex:
         unique = list(first)
         vectors = _lookup(cache, embedder.name, unique)
         cached = len(vectors)
-        total = len(unique)
+        total = reused_rows + len(unique)
         if progress is not None:
-            progress(cached, total)
+            progress(reused_rows + cached, total)
         missing = sorted(
             (h for h in unique if h not in vectors), key=lambda h: stripes.tokens[first[h]]
         )
@@ -218,39 +270,136 @@ class DenseIndex:
             vectors.update(zip(batch, rows, strict=True))
             embedded += len(batch)
             if progress is not None:
-                progress(cached + embedded, total)
+                progress(reused_rows + cached + embedded, total)
         stats = DenseBuildStats(
             chunks=len(chunks),
-            stripes=len(hashes),
-            unique_stripes=total,
+            stripes=reused_rows + len(hashes),
+            unique_stripes=len(unique),
             cached=cached,
             embedded=embedded,
             cancelled=cancelled,
-            seconds=time.perf_counter() - started,
+            seconds=0.0,
+            reused_chunks=len(chunks) - len(fresh),
         )
-        return cls._assemble(stripes.chunk_of, hashes, vectors, len(chunks), stats)
+        index = cls._assemble(
+            chunk_hashes, fresh, stripes.chunk_of, hashes, vectors, reuse, previous, stats
+        )
+        index.model, index.window, index.overlap = embedder.name, window, overlap
+        index.stats = replace(stats, seconds=time.perf_counter() - started)
+        return index
 
     @classmethod
     def _assemble(
         cls,
-        chunk_of: np.ndarray,
+        chunk_hashes: list[bytes],
+        fresh: list[int],
+        fresh_owner: np.ndarray,
         hashes: list[str],
         vectors: Mapping[str, np.ndarray],
-        n_chunks: int,
+        reuse: Mapping[bytes, tuple[int, int]],
+        previous: DenseIndex | None,
         stats: DenseBuildStats,
     ) -> DenseIndex:
-        """The matrix over chunks whose stripes all have vectors (all chunks unless cancelled)."""
-        known = np.fromiter((h in vectors for h in hashes), dtype=bool, count=len(hashes))
-        if not known.all():
-            incomplete = np.unique(chunk_of[~known])
-            known &= ~np.isin(chunk_of, incomplete)
-        keep = np.flatnonzero(known)
-        dim = next((v.shape[0] for v in vectors.values()), 0)
-        if len(keep):
-            matrix = np.stack([vectors[hashes[i]] for i in keep]).astype(np.float32, copy=False)
+        """Rows in chunk order: copied from `previous`, or this build's stripe vectors.
+
+        A chunk missing any stripe vector (a cancelled build) is left out entirely.
+        """
+        dim = previous.dim if previous is not None and reuse else 0
+        dim = dim or next((v.shape[0] for v in vectors.values()), 0)
+        # Runs of this build's stripes per fresh chunk.
+        fresh_rows: dict[int, list[int]] = {}
+        for stripe, owner in enumerate(fresh_owner.tolist()):
+            fresh_rows.setdefault(fresh[owner], []).append(stripe)
+        blocks: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        kept_hashes = np.zeros(len(chunk_hashes), dtype="S40")
+        for chunk, key in enumerate(chunk_hashes):
+            span = reuse.get(key)
+            if span is not None and previous is not None:
+                block = previous.matrix[span[0] : span[1]]
+            else:
+                rows = fresh_rows.get(chunk, [])
+                if not rows or any(hashes[r] not in vectors for r in rows):
+                    continue
+                block = np.stack([vectors[hashes[r]] for r in rows])
+            blocks.append(block)
+            owners.append(np.full(len(block), chunk, dtype=np.int64))
+            kept_hashes[chunk] = key
+        if blocks:
+            matrix = np.concatenate(blocks).astype(np.float32, copy=False)
+            owner = np.concatenate(owners)
         else:
             matrix = np.zeros((0, dim), dtype=np.float32)
-        return cls(matrix, chunk_of[keep], n_chunks, stats)
+            owner = np.zeros(0, dtype=np.int64)
+        return cls(matrix, owner, len(chunk_hashes), stats, chunk_hashes=kept_hashes)
+
+    def save(self, directory: Path, *, extra: Mapping[str, Any] | None = None) -> None:
+        """Write the index to `directory` atomically (a temporary folder renamed into place)."""
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp-", dir=directory.parent))
+        try:
+            np.save(tmp / "matrix.npy", self.matrix)
+            np.save(tmp / "stripe_chunk.npy", self.stripe_chunk)
+            np.save(tmp / "chunk_hashes.npy", self.chunk_hashes)
+            meta = {
+                "format": _FORMAT,
+                "model": self.model,
+                "window": self.window,
+                "overlap": self.overlap,
+                "n_chunks": self.n_chunks,
+                "complete": self.complete,
+                **(extra or {}),
+            }
+            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+            if directory.exists():
+                shutil.rmtree(directory)
+            os.replace(tmp, directory)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    @staticmethod
+    def read_meta(directory: Path) -> dict[str, Any] | None:
+        """The saved index's metadata, or None when there is none or it is unreadable."""
+        try:
+            meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+            return None
+        return meta
+
+    @classmethod
+    def load(cls, directory: Path) -> DenseIndex:
+        """Read an index written by `save`; raises ValueError when it is missing or damaged."""
+        meta = cls.read_meta(directory)
+        if meta is None:
+            raise ValueError(f"no dense index at {directory}")
+        try:
+            matrix = np.load(directory / "matrix.npy", allow_pickle=False)
+            owner = np.load(directory / "stripe_chunk.npy", allow_pickle=False)
+            hashes = np.load(directory / "chunk_hashes.npy", allow_pickle=False)
+            n_chunks = int(meta["n_chunks"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"the dense index at {directory} is damaged: {exc}") from exc
+        if matrix.ndim != 2 or len(owner) != len(matrix) or len(hashes) != n_chunks:
+            raise ValueError(f"the dense index at {directory} is damaged: shapes disagree")
+        if len(owner) and (
+            owner.min() < 0 or owner.max() >= n_chunks or np.any(np.diff(owner) < 0)
+        ):
+            raise ValueError(f"the dense index at {directory} is damaged: bad chunk map")
+        n = len(np.unique(owner))
+        stats = DenseBuildStats(n_chunks, len(owner), 0, 0, 0, not meta.get("complete"), 0.0, n)
+        return cls(
+            matrix,
+            owner,
+            n_chunks,
+            stats,
+            model=str(meta.get("model", "")),
+            window=int(meta.get("window", 0)),
+            overlap=int(meta.get("overlap", STRIPE_OVERLAP)),
+            chunk_hashes=hashes,
+        )
 
     def chunk_scores(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, best-stripe cosine of each) for every chunk in the index."""
@@ -276,3 +425,64 @@ class DenseIndex:
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         order = top[np.lexsort((ids[top], -scores[top]))]  # ties: lower chunk index first
         return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+def dense_dir(settings: Settings, model: str) -> Path:
+    """Where the dense index of the current chunking and embedding model is saved."""
+    spec = settings.chunking_spec.key.replace(":", "_")
+    digest = hashlib.sha1(model.encode("utf-8")).hexdigest()[:12]
+    return settings.index_path.with_suffix(".dense") / f"{spec}-{digest}"
+
+
+def load_or_build_dense(
+    store: Store,
+    settings: Settings,
+    chunks: Sequence[Chunk],
+    embedder: Embedder,
+    cache: VectorCache,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+    overlap: int = STRIPE_OVERLAP,
+) -> DenseIndex:
+    """The saved index when the store's chunks are unchanged, else an incremental rebuild.
+
+    Unchanged chunks copy their rows from the saved index (no tokenizing, no cache look-up),
+    changed ones come from the embedding cache or are embedded. A complete build is saved
+    beside the store; a cancelled one is not, so the next run resumes from the cache.
+    """
+    directory = dense_dir(settings, embedder.name)
+    generation = store.generation(settings.chunking_spec.key)
+    _, window = stripe_window(embedder)
+    meta = DenseIndex.read_meta(directory)
+    previous: DenseIndex | None = None
+    if meta is not None and meta.get("model") == embedder.name:
+        try:
+            previous = DenseIndex.load(directory)
+        except ValueError:
+            previous = None  # damaged: rebuilt below
+    if (
+        previous is not None
+        and meta is not None
+        and meta.get("generation") == generation
+        and previous.n_chunks == len(chunks)
+        and previous.complete
+        and previous.window == window
+        and previous.overlap == overlap
+    ):
+        return previous
+    index = DenseIndex.build(
+        chunks,
+        embedder,
+        cache,
+        progress=progress,
+        cancel=cancel,
+        batch_size=settings.embed_batch_size,
+        overlap=overlap,
+        previous=previous,
+    )
+    if index.complete:
+        # A read-only or full disk costs a rebuild next time, never the search.
+        with contextlib.suppress(OSError):
+            index.save(directory, extra={"generation": generation})
+    return index

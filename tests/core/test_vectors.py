@@ -14,10 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coderag_tui.config import Settings
 from coderag_tui.core.embed import FastembedEmbedder, WindowedEmbedder
+from coderag_tui.core.indexer import build_index, open_index
 from coderag_tui.core.models import Chunk
 from coderag_tui.core.store import EmbeddingCache
-from coderag_tui.core.vectors import DenseBuildStats, DenseIndex, split_stripes, stripe_window
+from coderag_tui.core.vectors import (
+    DenseBuildStats,
+    DenseIndex,
+    load_or_build_dense,
+    split_stripes,
+    stripe_window,
+)
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     tiny_fastembed_embedder,
     tiny_models_dir,
@@ -239,3 +247,66 @@ def test_search_equals_a_brute_force_max_over_stripes(
     hits = index.search(query, k)
     assert [c for c, _ in hits] == expected
     np.testing.assert_allclose([s for _, s in hits], [best[c] for c in expected], rtol=1e-5)
+
+
+def test_a_build_from_a_previous_index_copies_unchanged_chunks(
+    embedder: CountingEmbedder, cache: EmbeddingCache, tmp_path: Path
+) -> None:
+    chunks = _corpus()
+    first = DenseIndex.build(chunks, embedder, cache)
+    embedder.batches.clear()
+    # Neither the cache nor the tokenizer is needed for unchanged chunks.
+    empty = EmbeddingCache.open(tmp_path / "other.sqlite")
+    same = DenseIndex.build(chunks, embedder, empty, previous=first)
+    assert embedder.embedded == 0 and same.stats.reused_chunks == len(chunks)
+    np.testing.assert_array_equal(same.matrix, first.matrix)
+    edited = [*chunks[:3], _chunk(3, "def parse config file\nreturn total price"), *chunks[4:]]
+    second = DenseIndex.build(edited, embedder, empty, previous=first)
+    assert second.stats.reused_chunks == len(chunks) - 1
+    assert embedder.embedded == 1
+    query = embedder.embed_query("parse config total price")
+    assert dict(second.search(query, 10))[3] == pytest.approx(
+        float(embedder.inner.embed_documents([edited[3].text])[0] @ query), abs=1e-5
+    )
+    empty.close()
+
+
+def test_a_saved_index_loads_and_searches_the_same(
+    embedder: CountingEmbedder, cache: EmbeddingCache, tmp_path: Path
+) -> None:
+    index = DenseIndex.build(_corpus(), embedder, cache)
+    index.save(tmp_path / "dense")
+    loaded = DenseIndex.load(tmp_path / "dense")
+    query = embedder.embed_query("apple banana")
+    assert loaded.search(query, 4) == index.search(query, 4)
+    assert (loaded.model, loaded.window, loaded.complete) == (embedder.name, embedder.window, True)
+    (tmp_path / "dense" / "stripe_chunk.npy").write_bytes(b"not an array")
+    with pytest.raises(ValueError, match="is damaged"):
+        DenseIndex.load(tmp_path / "dense")
+
+
+def test_load_or_build_dense_reuses_the_saved_index_until_the_chunks_change(
+    embedder: CountingEmbedder, tiny_repo: Path, tmp_path: Path
+) -> None:
+    settings = Settings(repo=tiny_repo, index_dir=tmp_path / "index", chunk_lines=8)
+    store, _ = open_index(settings)
+    cache = EmbeddingCache.open(settings.embed_cache_path)
+    try:
+        chunks = store.chunks(settings.chunking_spec.key)
+        first = load_or_build_dense(store, settings, chunks, embedder, cache)
+        assert first.complete and embedder.embedded == first.stats.unique_stripes > 0
+        embedder.batches.clear()
+        again = load_or_build_dense(store, settings, chunks, embedder, cache)
+        assert embedder.embedded == 0
+        np.testing.assert_array_equal(again.matrix, first.matrix)
+        cart = tiny_repo / "shop" / "cart.py"
+        cart.write_text(cart.read_text() + "\n\ndef apple_banana():\n    return 'fruit salad'\n")
+        build_index(settings, store)
+        chunks = store.chunks(settings.chunking_spec.key)
+        changed = load_or_build_dense(store, settings, chunks, embedder, cache)
+        assert changed.complete and changed.n_chunks == len(chunks)
+        assert 0 < embedder.embedded < first.stats.unique_stripes
+        assert changed.stats.reused_chunks >= len(chunks) - 2
+    finally:
+        cache.close()
+        store.close()
