@@ -111,3 +111,18 @@ def test_bad_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     code, _, err = search(capsys, "cart", str(tmp_path / "missing"), "--no-dense")
     assert code == 2
     assert "does not exist" in err
+
+
+def test_tokenizer_flags_reach_bm25(capsys: pytest.CaptureFixture[str], common: list[str]) -> None:
+    _, out, _ = search(capsys, "declined", *common, "--no-dense", "--json")
+    assert json.loads(out)["rankings"]["bm25"]["hits"] == []
+    _, out, _ = search(capsys, "declined", *common, "--no-dense", "--json", "--split-identifiers")
+    assert json.loads(out)["rankings"]["bm25"]["hits"][0]["path"] == "shop/payment.py"
+    # "inventory" is in the text of one 8-line chunk, and in the path of all three
+    for flags, expected in (([], 1), (["--path-in-text"], 3)):
+        _, out, _ = search(capsys, "inventory", *common, "--no-dense", "--json", "--mode", "bm25",
+                           *flags)
+        data = json.loads(out)
+        assert data["shown"] == ["bm25"]
+        hits = data["rankings"]["bm25"]["hits"]
+        assert [h["path"] for h in hits] == ["shop/inventory.py"] * expected
