@@ -7,6 +7,7 @@ its own group, so a new query cancels the old one and indexing never blocks typi
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
 import time
@@ -164,6 +165,25 @@ class CoderagApp(App[None]):
         if self.settings.rerank:
             self.ensure_reranker()
         self.start_indexing()
+        self.warm_up_worker(self.settings, self.template_name)
+
+    @work(thread=True, group="warm-up", exit_on_error=False)
+    def warm_up_worker(self, settings: Settings, template: str) -> None:
+        """Load the token table and the packing code while indexing, so the first Enter is fast."""
+        from rich.console import Console
+        from rich.syntax import Syntax
+
+        from coderag_tui.core.budget import pack  # noqa: F401 (import once, off the UI thread)
+        from coderag_tui.core.prompt import TemplateError, load_template
+        from coderag_tui.core.tokens import token_counter
+
+        # Pygments loads its lexers and styles on first use; do it here, not on the first Enter.
+        for lexer in ("python", "javascript", "markdown"):
+            for theme in ("monokai", "friendly"):
+                Console(file=io.StringIO(), width=40).print(Syntax("x = 1", lexer, theme=theme))
+        token_counter(settings.encoding)
+        with contextlib.suppress(TemplateError):  # the search reports it where the prompt goes
+            load_template(template, context_first=settings.context_first)
 
     def _register_themes(self) -> None:
         folders = [*theme_files.bundled_theme_dirs(), self.settings.theme_dir]
@@ -219,6 +239,7 @@ class CoderagApp(App[None]):
     def build_index_worker(self, generation: int, settings: Settings) -> None:
         from coderag_tui.core.bm25 import load_or_build_bm25
         from coderag_tui.core.indexer import IndexProgress, build_index
+        from coderag_tui.core.pipeline import Searcher  # noqa: F401 (imported here, not on the UI)
         from coderag_tui.core.store import Store, StoreError
 
         worker = get_current_worker()

@@ -199,18 +199,20 @@ class MainScreen(Screen[None]):
         fraction = packed.tokens / max(budget, 1)
         chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
         over = sum(1 for d in packed.dropped if d.reason != "excluded")
+        details = [f"{chunks_in} chunks in", f"{over} dropped"]
+        if app.pinned:
+            details.append(f"{len(app.pinned)} pinned")
+        if app.excluded:
+            details.append(f"{len(app.excluded)} excluded")
+        details.append(app.template_name)
         line.update(
             Content.assemble(
                 ("Prompt ", "bold"),
                 (f"{packed.tokens:,} / {budget:,} tokens ", ""),
                 meter(fraction, 12),
                 (f" {fraction:.0%}", ""),
-                (
-                    f" · {chunks_in} chunks in · {over} dropped · {len(app.pinned)} pinned · "
-                    f"{len(app.excluded)} excluded · {app.template_name}",
-                    "$text-muted",
-                ),
-                ("   " + app.advice, "$text-muted"),
+                (" · " + " · ".join(details), "$text-muted"),
+                ("  │  " + app.advice if app.advice else "", "$accent"),
             )
         )
 

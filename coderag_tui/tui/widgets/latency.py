@@ -80,7 +80,8 @@ class LatencyPanel(Vertical):
     def show_run(self, run: SearchRun) -> None:
         self.totals = [*self.totals, run.total_ms][-HISTORY:]
         self.query_one("#stage-bars", Static).update(stage_lines(run.timings))
-        self.query_one(Sparkline).data = list(self.totals)
+        # One value would fill the whole sparkline; a trend needs two.
+        self.query_one(Sparkline).data = list(self.totals) if len(self.totals) > 1 else []
         caption = self.query_one(".caption", Static)
         low, high = min(self.totals), max(self.totals)
         caption.update(f"last {len(self.totals)} searches: {format_ms(low)} – {format_ms(high)}")

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from coderag_tui.core.models import Chunk
+from coderag_tui.core.prompt import fence_tag_for
 
 MIN_TERM = 2  # single letters would mark half the file
 
@@ -30,10 +31,10 @@ def chunk_syntax(
     chunk: Chunk, terms: Iterable[str], *, dark: bool, background: str, mark: Style
 ) -> Syntax:
     """Rich Syntax of the chunk, numbered from its first file line, query words styled `mark`."""
-    lexer = Syntax.guess_lexer(chunk.path, chunk.text)
+    # The fence tag doubles as a Pygments alias; guessing from the text would load every lexer.
     syntax = Syntax(
         chunk.text,
-        lexer,
+        fence_tag_for(chunk.language, chunk.path) or "text",
         theme="monokai" if dark else "friendly",
         line_numbers=True,
         start_line=chunk.start_line,

@@ -76,8 +76,8 @@ class RankingColumn(Vertical):
         table: DataTable[str | Text] = DataTable(
             id=f"table-{self.method}", cursor_type="row", zebra_stripes=True
         )
-        yield table
         yield Static("", classes="unavailable")
+        yield table
 
     @property
     def table(self) -> DataTable[str | Text]:
