@@ -23,9 +23,17 @@ from coderag_tui.cli.common import (
     settings_from_args,
 )
 from coderag_tui.config import Settings
-from coderag_tui.core.budget import EXCLUDED, OVER_BUDGET, Advice, BudgetTooSmall, advise, pack
+from coderag_tui.core.budget import (
+    EXCLUDED,
+    OVER_BUDGET,
+    Advice,
+    BudgetTooSmall,
+    advise,
+    pack,
+    packing_order,
+)
 from coderag_tui.core.clipboard import CopyResult, copy_text
-from coderag_tui.core.models import Hit, PackedPrompt, SearchRun
+from coderag_tui.core.models import Hit, PackedPrompt
 from coderag_tui.core.prompt import TemplateError, load_template
 from coderag_tui.core.tokens import TokenCounter, UnknownEncodingError, token_counter
 
@@ -111,21 +119,6 @@ def _task(args: argparse.Namespace) -> str:
             'checkout fail?".'
         )
     return task.strip()
-
-
-def packing_order(run: SearchRun) -> list[Hit]:
-    """The final ranking, then the rest of the fused (else BM25) list, renumbered from 1.
-
-    A reranker keeps only its top few; the fused list behind it lets a large budget fill.
-    """
-    final = list(run.final.hits)
-    seen = {h.chunk.key for h in final}
-    for name in ("fused", "bm25"):
-        ranking = run.rankings.get(name)  # type: ignore[call-overload]
-        if ranking is not None and ranking.available and ranking.hits:
-            final += [h for h in ranking.hits if h.chunk.key not in seen]
-            break
-    return [Hit(h.chunk, h.score, i) for i, h in enumerate(final, start=1)]
 
 
 def _advice(settings: Settings, packed: PackedPrompt, hits: Sequence[Hit],

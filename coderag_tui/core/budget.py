@@ -20,6 +20,7 @@ from coderag_tui.core.models import (
     Hit,
     PackedBlock,
     PackedPrompt,
+    SearchRun,
 )
 from coderag_tui.core.prompt import Template
 from coderag_tui.core.tokens import TokenCounter
@@ -313,6 +314,21 @@ def pack(
         blocks=blocks,
         dropped=tuple(dropped),
     )
+
+
+def packing_order(run: SearchRun) -> list[Hit]:
+    """The final ranking, then the rest of the fused (else BM25) list, renumbered from 1.
+
+    A reranker keeps only its top few; the fused list behind it lets a large budget fill.
+    """
+    final = list(run.final.hits)
+    seen = {h.chunk.key for h in final}
+    for name in ("fused", "bm25"):
+        ranking = run.rankings.get(name)  # type: ignore[call-overload]
+        if ranking is not None and ranking.available and ranking.hits:
+            final += [h for h in ranking.hits if h.chunk.key not in seen]
+            break
+    return [Hit(h.chunk, h.score, i) for i, h in enumerate(final, start=1)]
 
 
 def _by_order(cand: _Candidate) -> int:
