@@ -169,13 +169,12 @@ class BM25Index:
         if k <= 0 or not tokens:
             return []
         scores = self.scores(tokens)
-        positive = np.flatnonzero(scores > 0)
-        if positive.size > k:
-            kth = scores[positive[np.argpartition(-scores[positive], k - 1)[:k]]].min()
-            # keep every chunk tied with the k-th score so ties are broken by chunk order
-            top = positive[scores[positive] >= kth]
-        else:
-            top = positive
+        top = np.flatnonzero(scores > 0)
+        if top.size > k:
+            found = scores[top]
+            kth = np.partition(found, found.size - k)[found.size - k]
+            # every chunk tied with the k-th score stays a candidate: ties go by chunk order
+            top = top[found >= kth]
         order = np.lexsort((top, -scores[top]))
         return [(int(top[i]), float(scores[top[i]])) for i in order[:k]]
 
