@@ -230,11 +230,11 @@ class Searcher:
         cancel: threading.Event | None,
         started: float,
     ) -> None:
-        """Resolve the embedder and embed the chunks (cached by text hash across runs)."""
+        """Resolve the embedder and load or build the vectors (embeddings cached by text hash)."""
         from coderag_tui.core.embed import resolve_embedder
         from coderag_tui.core.indexer import IndexProgress
         from coderag_tui.core.store import EmbeddingCache
-        from coderag_tui.core.vectors import DenseIndex
+        from coderag_tui.core.vectors import DenseIndex, load_or_build_dense
 
         choice = resolve_embedder(settings)
         if choice.embedder is None:
@@ -250,14 +250,21 @@ class Searcher:
                 progress(IndexProgress("embed", done, total, n, 0, time.perf_counter() - started))
 
         self.embed_cache = EmbeddingCache.open(settings.embed_cache_path)
-        index = DenseIndex.build(
-            self.chunks,
-            choice.embedder,
-            self.embed_cache,
-            progress=report,
-            cancel=cancel,
-            batch_size=settings.embed_batch_size,
-        )
+        if self.store is not None:
+            # Saved beside the store and reused while the chunks are unchanged.
+            index = load_or_build_dense(
+                self.store, settings, self.chunks, choice.embedder, self.embed_cache,
+                progress=report, cancel=cancel,
+            )
+        else:
+            index = DenseIndex.build(
+                self.chunks,
+                choice.embedder,
+                self.embed_cache,
+                progress=report,
+                cancel=cancel,
+                batch_size=settings.embed_batch_size,
+            )
         if not index.complete:
             notices.append(
                 "embedding was cancelled: dense search covers only the chunks embedded so far."
