@@ -167,7 +167,7 @@ class CoderagApp(App[None]):
         self.start_indexing()
         self.warm_up_worker(self.settings, self.template_name)
 
-    @work(thread=True, group="warm-up", exit_on_error=False)
+    @work(thread=True, group="warm-up", description="warm up", exit_on_error=False)
     def warm_up_worker(self, settings: Settings, template: str) -> None:
         """Load the token table and the packing code while indexing, so the first Enter is fast."""
         from rich.console import Console
@@ -235,7 +235,13 @@ class CoderagApp(App[None]):
         self.main.show_state(self.index_state)
         self.build_index_worker(self.index_generation, self.settings)
 
-    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="index",
+        description="build the index and BM25",
+        exit_on_error=False,
+    )
     def build_index_worker(self, generation: int, settings: Settings) -> None:
         from coderag_tui.core.bm25 import load_or_build_bm25
         from coderag_tui.core.indexer import IndexProgress, build_index
@@ -328,7 +334,13 @@ class CoderagApp(App[None]):
             self.pending_search = False
             self.search(self.query_text)
 
-    @work(thread=True, exclusive=True, group="embed", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="embed",
+        description="build the dense index",
+        exit_on_error=False,
+    )
     def embed_worker(
         self, generation: int, settings: Settings, chunks: list[Chunk], embedder: Any
     ) -> None:
@@ -436,7 +448,13 @@ class CoderagApp(App[None]):
             self.rerank_reason = "the cross-encoder is loading — the column fills in when ready."
             self.load_reranker_worker(self.settings)
 
-    @work(thread=True, exclusive=True, group="rerank", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="rerank",
+        description="load the cross-encoder",
+        exit_on_error=False,
+    )
     def load_reranker_worker(self, settings: Settings) -> None:
         from coderag_tui.core.rerank import resolve_reranker
 
@@ -484,7 +502,7 @@ class CoderagApp(App[None]):
             "excluded": tuple(self.excluded),
         }
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="search", description="search", exit_on_error=False)
     def search_worker(
         self,
         serial: int,
@@ -519,9 +537,15 @@ class CoderagApp(App[None]):
             return
         if worker.is_cancelled:
             return
+        # Rankings first: they render while the prompt is packed (token counting takes longer).
+        finished = SearchFinished(serial, run)
+        self.post_message(finished)
+        finished.rendered.wait(timeout=1.0)
+        if worker.is_cancelled:
+            return
         packed, error = self._pack(run, query, settings, pack_options)
         if not worker.is_cancelled:
-            self.post_message(SearchFinished(serial, run, packed, error))
+            self.post_message(PromptPacked(serial, packed, error))
 
     def _pack(
         self, run: SearchRun, task: str, settings: Settings, options: dict[str, Any]
@@ -551,12 +575,13 @@ class CoderagApp(App[None]):
         return packed, ""
 
     def on_search_finished(self, message: SearchFinished) -> None:
+        self.call_after_refresh(message.rendered.set)
         if message.serial != self.search_serial:
             return
         self.last_run = message.run
         self.last_task = message.run.query
-        self.packed = message.packed
-        self.pack_error = message.pack_error
+        self.packed = None  # until the PromptPacked for this search arrives
+        self.pack_error = ""
         final = message.run.final
         keys = [h.chunk.key for r in message.run.rankings.values() for h in r.hits]
         if self.selected_key not in keys:
@@ -577,7 +602,13 @@ class CoderagApp(App[None]):
             self.search_serial, self.last_run, self.last_task, self.settings, self._pack_options()
         )
 
-    @work(thread=True, exclusive=True, group="pack", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="pack",
+        description="pack the prompt",
+        exit_on_error=False,
+    )
     def pack_worker(
         self, serial: int, run: SearchRun, task: str, settings: Settings, options: dict[str, Any]
     ) -> None:
@@ -601,7 +632,13 @@ class CoderagApp(App[None]):
                 screen.refresh_prompt()
 
     # ----------------------------------------------------------------- advice
-    @work(thread=True, exclusive=True, group="advice", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="advice",
+        description="chunk-size advice",
+        exit_on_error=False,
+    )
     def compute_advice_worker(self, settings: Settings, chunks: list[Chunk]) -> None:
         from coderag_tui.core.budget import advise
         from coderag_tui.core.tokens import token_counter
@@ -672,7 +709,13 @@ class CoderagApp(App[None]):
         self.copy_to_clipboard(text)
         self.copy_worker(text, self.packed.tokens)
 
-    @work(thread=True, exclusive=True, group="copy", exit_on_error=False)
+    @work(
+        thread=True,
+        exclusive=True,
+        group="copy",
+        description="copy the prompt",
+        exit_on_error=False,
+    )
     def copy_worker(self, text: str, tokens: int) -> None:
         from coderag_tui.core.clipboard import copy_text
 

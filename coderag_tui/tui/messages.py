@@ -7,7 +7,8 @@ so a fast indexer never floods the UI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 from textual.message import Message
@@ -82,12 +83,13 @@ class RerankerReady(Message):
 
 @dataclass
 class SearchFinished(Message):
-    """A search ran: every ranking and timing, plus the prompt packed from the final ranking."""
+    """A search ran: every ranking and timing (the prompt follows in a PromptPacked)."""
 
     serial: int
     run: SearchRun
-    packed: PackedPrompt | None
-    pack_error: str = ""
+    # Set once the results are on screen; the worker packs the prompt after that, because
+    # token counting holds the GIL and would otherwise delay the first paint of the results.
+    rendered: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -100,7 +102,8 @@ class SearchFailed(Message):
 
 @dataclass
 class PromptPacked(Message):
-    """The prompt was re-packed after a change of budget, template, pins or exclusions."""
+    """The prompt was packed from the final ranking (after a search, or a change of budget,
+    template, pins or exclusions); `packed` is None when it could not be (error says why)."""
 
     serial: int
     packed: PackedPrompt | None

@@ -140,7 +140,7 @@ class MainScreen(Screen[None]):
         self.board.show_run(None, hints)
 
     def show_run(self, run: SearchRun) -> None:
-        self.board.show_run(run, {})
+        self.board.show_run(run, {}, rows=max(self.app.settings.k, 1))
         self.board.set_rerank_visible(self.app.settings.rerank)
         self.latency.show_run(run)
         self.show_selection()
@@ -186,7 +186,7 @@ class MainScreen(Screen[None]):
         budget = app.settings.budget
         line = self.query_one("#prompt-line", Static)
         if packed is None:
-            text = app.pack_error or "no prompt yet"
+            text = app.pack_error or ("packing…" if app.last_run is not None else "no prompt yet")
             line.update(
                 Content.assemble(
                     ("Prompt ", "bold"),
@@ -249,7 +249,7 @@ class MainScreen(Screen[None]):
     def action_focus_results(self) -> None:
         """Focus the list the prompt is packed from (reranked, else fused, else BM25)."""
         for name in ("rerank", "fused", "bm25"):
-            column = self.board.column(name)  # type: ignore[arg-type]
+            column = self.board.column(name)
             if column.display and column.keys:
                 column.table.focus()
                 return

@@ -40,7 +40,6 @@ def chunk_syntax(
         start_line=chunk.start_line,
         background_color=background,
         word_wrap=False,
-        indent_guides=True,
     )
     pattern = term_pattern(terms)
     if pattern is not None:

@@ -19,8 +19,13 @@ class QueryInput(Input):
             "up", "history(-1)", "Previous query", show=False, tooltip="Recall the previous query"
         ),
         Binding("down", "history(1)", "Next query", show=False, tooltip="Recall the next query"),
-        Binding("escape", "screen.focus_results", "Results", show=False,
-                tooltip="Leave the input for the rankings"),
+        Binding(
+            "escape",
+            "screen.focus_results",
+            "Results",
+            show=False,
+            tooltip="Leave the input for the rankings",
+        ),
     ]
 
     def __init__(self, history: list[str], *, id: str | None = None) -> None:

@@ -70,6 +70,7 @@ class RankingColumn(Vertical):
         self.method: RankingName = name
         self.keys: list[str] = []
         self._ranking: Ranking | None = None
+        self._rows = 20
         self.border_title = TITLES[name]
 
     def compose(self) -> ComposeResult:
@@ -87,30 +88,26 @@ class RankingColumn(Vertical):
         self.table.add_columns("#", "chunk", "score")
         self.table.show_cursor = False
 
-    def show(self, ranking: Ranking | None, *, empty_hint: str = "") -> None:
-        """Fill the table from a ranking, or explain why this method gave no list."""
+    def show(self, ranking: Ranking | None, *, empty_hint: str = "", rows: int = 20) -> None:
+        """Fill the table with a ranking's top `rows` hits, or explain why there is no list."""
         self._ranking = ranking
+        self._rows = rows
         table = self.table
-        note = self.query_one(".unavailable", Static)
         table.clear()
-        note.display = True
         self.keys = []
+        # Only touch classes and display when they change: each change restyles the screen.
         if ranking is None:
-            self.set_class(False, "off")
-            note.update(empty_hint)
+            self._set_note(empty_hint, off=False)
             self.border_subtitle = ""
             return
         if not ranking.available:
-            self.set_class(True, "off")
-            note.update(ranking.reason or f"{TITLES[self.method]} is unavailable.")
+            self._set_note(ranking.reason or f"{TITLES[self.method]} is unavailable.", off=True)
             self.border_subtitle = "off"
             return
-        self.set_class(False, "off")
-        note.update("" if ranking.hits else "no matches")
-        note.display = not ranking.hits
+        self._set_note("" if ranking.hits else "no matches", off=False)
         width = max(12, table.size.width - 18) if table.size.width else 40
         fmt = SCORE_FORMAT[self.method]
-        for hit in ranking.hits:
+        for hit in ranking.hits[:rows]:
             chunk = hit.chunk
             label = fit_left(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}", width)
             table.add_row(
@@ -120,8 +117,22 @@ class RankingColumn(Vertical):
                 key=chunk.key,
             )
             self.keys.append(chunk.key)
-        self.border_subtitle = f"{len(ranking.hits)} hits"
+        shown = min(rows, len(ranking.hits))
+        self.border_subtitle = (
+            f"{len(ranking.hits)} hits"
+            if shown == len(ranking.hits)
+            else f"top {shown} of {len(ranking.hits)}"
+        )
         table.show_cursor = bool(self.keys)
+
+    def _set_note(self, text: str, *, off: bool) -> None:
+        note = self.query_one(".unavailable", Static)
+        if str(note.render()) != text:
+            note.update(text)
+        if note.display != bool(text):
+            note.display = bool(text)
+        if self.has_class("off") != off:
+            self.set_class(off, "off")
 
     def follow(self, key: str | None) -> None:
         """Put the cursor on the chunk when this list has it; hide the cursor when it has not."""
@@ -137,7 +148,7 @@ class RankingColumn(Vertical):
     def on_resize(self) -> None:
         if self._ranking is not None and self._ranking.hits:
             current = self.keys[self.table.cursor_row] if self.keys else None
-            self.show(self._ranking)
+            self.show(self._ranking, rows=self._rows)
             self.follow(current)
 
     @on(DataTable.RowHighlighted)
@@ -162,11 +173,13 @@ class RankingsBoard(Horizontal):
     def set_rerank_visible(self, visible: bool) -> None:
         self.column("rerank").display = visible
 
-    def show_run(self, run: SearchRun | None, hints: dict[RankingName, str]) -> None:
+    def show_run(
+        self, run: SearchRun | None, hints: dict[RankingName, str], *, rows: int = 20
+    ) -> None:
         """Fill every column from a search (or show each column's hint before the first one)."""
         for name in RANKING_NAMES:
             ranking = None if run is None else run.rankings.get(name)
-            self.column(name).show(ranking, empty_hint=hints.get(name, ""))
+            self.column(name).show(ranking, empty_hint=hints.get(name, ""), rows=rows)
 
     def follow(self, key: str | None) -> None:
         for col in self.query(RankingColumn):

@@ -1,0 +1,157 @@
+"""TUI benchmark on the standard library: start-up to interactive, and Enter to rendered results.
+
+The index of the stdlib is built first (not timed) in a temporary index folder; then the real
+app is driven with Pilot (headless, 140x44):
+
+  start-up    make_app -> the main screen painted, and -> BM25 searchable (index opened,
+              checked for changes, chunks and BM25 loaded). Target: <= 1.5 s.
+  search      Enter in the query input -> the screen refreshed with the results (BM25, dense
+              and fused columns, ranks line, preview, latency). The prompt is packed right
+              after, in the same worker, and shows up a moment later. Target: <= 100 ms.
+
+Dense embedding is off (embed_backend none), so "fused" is RRF over BM25 alone: embedding
+the whole stdlib is bench_search.py's job, not the UI's.
+
+Run: PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_tui.py [--runs 3]
+It prints numbers and asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from coderag_tui.config import Settings
+from coderag_tui.core.indexer import open_index
+from coderag_tui.tui.app import CoderagApp, make_app
+from coderag_tui.tui.messages import SearchFinished
+
+QUERIES = [
+    "parse a date string into a datetime",
+    "open a gzip file and read lines",
+    "HTTP request headers parsing",
+    "thread pool executor shutdown wait",
+    "json encoder for custom objects",
+    "retry on connection reset",
+    "walk a directory tree recursively",
+    "compile a regular expression with flags",
+    "temporary directory cleanup",
+    "subprocess run with timeout",
+    "base64 encode bytes",
+    "socket connect with timeout",
+]
+SIZE = (140, 44)
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f} ms"
+
+
+async def wait_until(check: object, timeout: float = 120.0) -> None:
+    """Poll a condition every millisecond (no Pilot pause, which would add its own waiting)."""
+    deadline = time.perf_counter() + timeout
+    while not check():  # type: ignore[operator]
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app did not get there in time")
+        await asyncio.sleep(0.001)
+
+
+async def startup(settings: Settings) -> tuple[float, float, CoderagApp]:
+    start = time.perf_counter()
+    app = make_app(settings, system_clipboard=False)
+    painted = 0.0
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: len(app.screen_stack) > 0 and app.screen.is_mounted)
+        await pilot.pause(0)
+        painted = time.perf_counter() - start
+        await wait_until(lambda: app.searcher is not None)
+        ready = time.perf_counter() - start
+        await app.workers.wait_for_complete()
+    return painted, ready, app
+
+
+def stamp_rendered_results(stamps: dict[int, float]) -> None:
+    """Record, per search, when the screen has been refreshed with its rankings."""
+    handler = CoderagApp.on_search_finished
+
+    def timed(self: CoderagApp, message: SearchFinished) -> None:
+        handler(self, message)
+        self.call_after_refresh(lambda: stamps.setdefault(message.serial, time.perf_counter()))
+
+    CoderagApp.on_search_finished = timed  # type: ignore[method-assign]
+
+
+async def searches(settings: Settings) -> list[float]:
+    stamps: dict[int, float] = {}
+    stamp_rendered_results(stamps)
+    app = make_app(settings, system_clipboard=False)
+    times: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: app.searcher is not None)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        field = app.main.query_one("#query")
+        field.focus()
+        for i, query in enumerate(QUERIES):
+            field.value = query  # type: ignore[attr-defined]
+            await pilot.pause()
+            serial = app.search_serial + 1
+            start = time.perf_counter()
+            await pilot.press("enter")
+            await wait_until(lambda s=serial: s in stamps)  # type: ignore[misc]
+            elapsed = stamps[serial] - start
+            await app.workers.wait_for_complete()  # the prompt is packed before the next query
+            await pilot.pause()
+            if i > 0:  # the first query also pays for first-use costs
+                times.append(elapsed)
+            else:
+                print(f"  first query: {fmt(elapsed)}")
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="TUI start-up and search latency")
+    parser.add_argument("--runs", type=int, default=3, help="start-ups to time (default 3)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(
+            repo=stdlib,
+            index_dir=Path(tmp) / "index",
+            embed_backend="none",
+            theme_dir=Path(tmp) / "themes",
+        )
+        t = time.perf_counter()
+        store, report = open_index(settings)
+        store.close()
+        print(
+            f"stdlib at {stdlib}: {report.files_total:,} files, {report.chunks:,} chunks "
+            f"({settings.chunking_spec.key}); index built in {time.perf_counter() - t:.1f} s "
+            "(not part of the numbers below)"
+        )
+        print(f"load average: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        painted, ready = [], []
+        for _ in range(args.runs):
+            p, r, _app = asyncio.run(startup(settings))
+            painted.append(p)
+            ready.append(r)
+        print(f"start-up, existing index ({args.runs} runs, median):")
+        print(f"  screen painted     {fmt(statistics.median(painted))}")
+        print(f"  BM25 searchable    {fmt(statistics.median(ready))}   (target <= 1500 ms)")
+        times = asyncio.run(searches(settings))
+        times.sort()
+        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+        print(f"Enter -> rendered results, BM25 + fused ({len(times)} queries):")
+        print(f"  median {fmt(statistics.median(times))}   p95 {fmt(p95)}   (target <= 100 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
