@@ -140,12 +140,20 @@ class CoderagApp(App[None]):
         self.template_name = settings.template
         self.advice = ""
         self.theme_problems: tuple[str, ...] = ()
+        self.warmed_up = False
+        # Before the first screen is styled, so start-up styles the widgets once, not twice.
+        self._register_themes()
 
     # ----------------------------------------------------------------- start-up
     def get_default_screen(self) -> Screen[Any]:
         from coderag_tui.tui.screens.main import MainScreen
 
         return MainScreen()
+
+    @property
+    def has_main_screen(self) -> bool:
+        """False while the app starts or shuts down (worker messages may still arrive)."""
+        return bool(self.screen_stack) and not self._exit
 
     @property
     def main(self) -> MainScreen:
@@ -156,7 +164,14 @@ class CoderagApp(App[None]):
         return screen
 
     def on_mount(self) -> None:
-        self._register_themes()
+        if self.theme_problems:
+            self.notify(
+                "\n".join(f"• {p}" for p in self.theme_problems),
+                title="Theme problems (the rest loaded fine)",
+                severity="warning",
+                timeout=12,
+                markup=False,
+            )
         self.theme_changed_signal.subscribe(self, self._remember_theme)
 
     def main_ready(self) -> None:
@@ -165,7 +180,6 @@ class CoderagApp(App[None]):
         if self.settings.rerank:
             self.ensure_reranker()
         self.start_indexing()
-        self.warm_up_worker(self.settings, self.template_name)
 
     @work(thread=True, group="warm-up", description="warm up", exit_on_error=False)
     def warm_up_worker(self, settings: Settings, template: str) -> None:
@@ -186,6 +200,7 @@ class CoderagApp(App[None]):
             load_template(template, context_first=settings.context_first)
 
     def _register_themes(self) -> None:
+        """Register bundled and user themes and pick the configured one; problems are kept."""
         folders = [*theme_files.bundled_theme_dirs(), self.settings.theme_dir]
         loaded = theme_files.load_themes(folders)
         for theme in loaded.themes:
@@ -203,14 +218,6 @@ class CoderagApp(App[None]):
             if fallback in self.available_themes:
                 self.theme = fallback
         self.theme_problems = tuple(problems)
-        if problems:
-            self.notify(
-                "\n".join(f"• {p}" for p in problems),
-                title="Theme problems (the rest loaded fine)",
-                severity="warning",
-                timeout=12,
-                markup=False,
-            )
 
     def _remember_theme(self, theme: Theme) -> None:
         if self.state_path is None or theme_files.read_saved_theme(self.state_path) == theme.name:
@@ -280,6 +287,8 @@ class CoderagApp(App[None]):
         )
 
     def on_index_progressed(self, message: IndexProgressed) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         total = message.files_total
         detail = (
             f"{message.files_done:,}/{total:,} files · {message.chunks:,} chunks ({message.stage})"
@@ -287,6 +296,8 @@ class CoderagApp(App[None]):
         self.main.index_progress.advance_to(message.files_done, total, detail)
 
     def on_index_failed(self, message: IndexFailed) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.generation != self.index_generation:
             return
         self.main.index_progress.finish()
@@ -294,6 +305,8 @@ class CoderagApp(App[None]):
         self.notify(message.message, title="Indexing failed", severity="error", timeout=15)
 
     def on_index_built(self, message: IndexBuilt) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.generation != self.index_generation:
             return
         self.main.index_progress.finish()
@@ -328,6 +341,10 @@ class CoderagApp(App[None]):
         if rechunked and (self.pinned or self.excluded):
             self.pinned, self.excluded = [], []
             self.notify("Chunks changed, so pins and exclusions were cleared.")
+        if not self.warmed_up:
+            # After the index, not beside it: both need the GIL, and BM25 comes first.
+            self.warmed_up = True
+            self.warm_up_worker(self.settings, self.template_name)
         self.compute_advice_worker(self.settings, self.chunks)
         self.embed_worker(message.generation, self.settings, self.chunks, self.embedder)
         if self.pending_search or (rechunked and self.query_text):
@@ -386,6 +403,8 @@ class CoderagApp(App[None]):
         self.post_message(EmbeddingsReady(generation, dense, embedder, "", elapsed))
 
     def on_embedding_progressed(self, message: EmbeddingProgressed) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.generation != self.index_generation:
             return
         self.main.embed_progress.advance_to(
@@ -395,6 +414,8 @@ class CoderagApp(App[None]):
             self._set_state(dense="embedding")
 
     def on_embeddings_ready(self, message: EmbeddingsReady) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.generation != self.index_generation:
             return
         self.main.embed_progress.finish()
@@ -466,6 +487,8 @@ class CoderagApp(App[None]):
         self.post_message(RerankerReady(choice.reranker, choice.reason))
 
     def on_reranker_ready(self, message: RerankerReady) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         self.reranker = message.reranker
         if message.reranker is None:
             self.rerank_reason = message.reason
@@ -576,6 +599,8 @@ class CoderagApp(App[None]):
 
     def on_search_finished(self, message: SearchFinished) -> None:
         self.call_after_refresh(message.rendered.set)
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.serial != self.search_serial:
             return
         self.last_run = message.run
@@ -590,6 +615,8 @@ class CoderagApp(App[None]):
         self._refresh_prompt_views()
 
     def on_search_failed(self, message: SearchFailed) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.serial == self.search_serial:
             self.notify(message.message, title="Search", severity="error", timeout=8)
 
@@ -617,6 +644,8 @@ class CoderagApp(App[None]):
             self.post_message(PromptPacked(serial, packed, error))
 
     def on_prompt_packed(self, message: PromptPacked) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         if message.serial != self.search_serial:
             return
         self.packed = message.packed
@@ -654,6 +683,8 @@ class CoderagApp(App[None]):
         self.post_message(AdviceReady(advice.text))
 
     def on_advice_ready(self, message: AdviceReady) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         self.advice = message.text
         self.main.tuning.show_advice(message.text)
 
@@ -731,6 +762,8 @@ class CoderagApp(App[None]):
         self.post_message(PromptCopied(how, True))
 
     def on_prompt_copied(self, message: PromptCopied) -> None:
+        if not self.has_main_screen:
+            return  # the app is shutting down
         self.notify(message.how, title="Prompt copied")
 
     def action_save_prompt(self) -> None:
