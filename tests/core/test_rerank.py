@@ -87,7 +87,7 @@ def test_no_cross_encoder_offline_says_why_and_how_to_fix_it(
     assert choice.reason == (
         "reranking is off: no cross-encoder is available offline — pass --rerank-model PATH "
         "to a local cross-encoder, or allow a one-time download of "
-        "Xenova/ms-marco-MiniLM-L-6-v2 with --allow-download."
+        "Xenova/ms-marco-MiniLM-L-6-v2 (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)."
     )
 
 
@@ -109,5 +109,6 @@ def test_rerank_backend_none_turns_reranking_off(
     choice = _resolve(tmp_path, rerank_model=str(tiny_st_cross_encoder), rerank_backend="none")
     assert choice.reranker is None
     assert choice.reason == (
-        "reranking is off: rerank_backend is none — set --rerank-backend auto to enable it."
+        "reranking is off: rerank_backend is none — set rerank_backend = auto in the config "
+        "(or CODERAG_RERANK_BACKEND=auto) to enable it."
     )
