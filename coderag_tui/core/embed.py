@@ -384,7 +384,7 @@ def _explicit(settings: Settings, backend: str) -> tuple[WindowedEmbedder | None
         return None, f"the embedding model {name} could not be loaded ({mr.describe_error(exc)})"
 
 
-def _cached_default(backend: str, allow_download: bool) -> WindowedEmbedder | None:
+def _cached_default(backend: str, allow_download: bool) -> tuple[WindowedEmbedder | None, str]:
     """The backends' default models, when already cached (or downloadable when allowed)."""
     attempts: list[tuple[str, str]] = []
     if backend in ("auto", mr.FASTEMBED) and mr.installed("fastembed"):
@@ -397,18 +397,18 @@ def _cached_default(backend: str, allow_download: bool) -> WindowedEmbedder | No
             if use == mr.FASTEMBED:
                 description = _fastembed_supported(name)
                 if description is not None and mr.fastembed_is_cached(description):
-                    return _load_named(use, name, False)
+                    return _load_named(use, name, False), ""
             elif _st_cached(name):
-                return _load_named(use, name, False)
+                return _load_named(use, name, False), ""
         except Exception:  # a broken cache entry: try the next source
             continue
     if allow_download and attempts:
         use, name = attempts[0]
         try:
-            return _load_named(use, name, True)
-        except Exception:
-            return None
-    return None
+            return _load_named(use, name, True), ""
+        except Exception as exc:
+            return None, f"downloading {name} failed ({mr.describe_error(exc)})"
+    return None, ""
 
 
 def load_offline_package(models_dir: Path | None = None) -> WindowedEmbedder | None:
@@ -537,7 +537,7 @@ def resolve_embedder(
         if embedder is not None:
             return ModelChoice(embedder, "")
     else:
-        embedder = _cached_default(backend, settings.allow_download)
+        embedder, problem = _cached_default(backend, settings.allow_download)
         if embedder is not None:
             return ModelChoice(embedder, "")
     models_dir = settings.embed_cache_path.parent / "models"
