@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 CODE_QUERY_LINES = 20  # lines before the cursor that make a code-to-code query
 TEMPLATES = ("markdown", "xml")
+BACKGROUND_NICE = 10  # nice value of the model-loading and embedding threads
 ADVICE_SAMPLE = 400  # chunks whose tokens are counted to estimate tokens per line
 
 
@@ -66,6 +68,19 @@ def parse_location(text: str) -> tuple[str, int]:
             "number, e.g. shop/cart.py:25."
         )
     return path.strip(), int(line)
+
+
+def lower_thread_priority() -> None:
+    """Nice the calling thread (and the model threads it starts), so typing stays smooth.
+
+    On Linux a thread is a task with its own nice value, and threads it creates inherit it:
+    embedding with every core then yields to the UI thread instead of starving it.
+    """
+    setpriority = getattr(os, "setpriority", None)
+    if setpriority is None:
+        return
+    with contextlib.suppress(OSError):
+        setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
 
 class CoderagApp(App[None]):
@@ -334,7 +349,10 @@ class CoderagApp(App[None]):
         ]
         self.main.latency.show_index_stats(self.index_stats)
         self._set_state(
-            index="ready", files=message.files, chunks=len(message.chunks), dense="waiting"
+            index="ready",
+            files=message.files,
+            chunks=len(message.chunks),
+            dense="loading model" if self.embedder is None else "embedding",
         )
         if message.notice:
             self.notify(message.notice, severity="warning", timeout=12)
@@ -363,6 +381,7 @@ class CoderagApp(App[None]):
     ) -> None:
         worker = get_current_worker()
         cancel = threading.Event()
+        lower_thread_priority()
         start = self.clock()
         if embedder is None:
             from coderag_tui.core.embed import resolve_embedder
@@ -408,7 +427,9 @@ class CoderagApp(App[None]):
         if message.generation != self.index_generation:
             return
         self.main.embed_progress.advance_to(
-            message.done, message.total, f"{message.done:,}/{message.total:,} chunks"
+            message.done,
+            message.total,
+            f"{message.done:,}/{message.total:,} stripes (model windows)",
         )
         if self.index_state.dense != "embedding":
             self._set_state(dense="embedding")
@@ -479,6 +500,7 @@ class CoderagApp(App[None]):
     def load_reranker_worker(self, settings: Settings) -> None:
         from coderag_tui.core.rerank import resolve_reranker
 
+        lower_thread_priority()
         try:
             choice = resolve_reranker(settings)
         except Exception as exc:  # a broken model file must not take the app down

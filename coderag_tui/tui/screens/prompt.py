@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Static, TextArea
 
 from coderag_tui.tui.widgets.latency import meter
 
@@ -48,8 +47,9 @@ class PromptScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="prompt-header")
         with Horizontal(id="prompt-body"):
-            with VerticalScroll(id="prompt-text"):
-                yield Static("", id="prompt-rendered")
+            # A read-only TextArea draws only the visible lines (a 128k-token prompt stays
+            # instant) and lets the user select and copy a part of it.
+            yield TextArea("", id="prompt-text", read_only=True, soft_wrap=True)
             with Vertical(id="prompt-side"):
                 yield DataTable(id="included", cursor_type="row", zebra_stripes=True)
                 yield DataTable(id="dropped", cursor_type="row", zebra_stripes=True)
@@ -62,7 +62,11 @@ class PromptScreen(Screen[None]):
         dropped = self.query_one("#dropped", DataTable)
         dropped.border_title = "Dropped"
         dropped.add_columns("#", "chunk", "tokens", "why")
-        self.query_one("#prompt-text").border_title = "Prompt"
+        text = self.query_one("#prompt-text", TextArea)
+        text.border_title = "Prompt"
+        text.border_subtitle = "select text with shift+arrows, ctrl+c copies a part"
+        if self.app.is_headless:
+            text.cursor_blink = False  # stable snapshots
         self.refresh_prompt()
         included.focus()
 
@@ -71,7 +75,7 @@ class PromptScreen(Screen[None]):
         app = self.app
         packed = app.packed
         header = self.query_one("#prompt-header", Static)
-        rendered = self.query_one("#prompt-rendered", Static)
+        rendered = self.query_one("#prompt-text", TextArea)
         included = self.query_one("#included", DataTable)
         dropped = self.query_one("#dropped", DataTable)
         included.clear()
@@ -88,7 +92,7 @@ class PromptScreen(Screen[None]):
                     ),
                 )
             )
-            rendered.update("")
+            rendered.load_text("")
             return
         fraction = packed.tokens / max(packed.budget, 1)
         counting = packed.encoding if packed.exact else f"{packed.encoding} (estimate)"
@@ -106,16 +110,8 @@ class PromptScreen(Screen[None]):
                 ),
             )
         )
-        theme = app.current_theme
-        rendered.update(
-            Syntax(
-                packed.text,
-                "markdown" if app.template_name != "xml" else "xml",
-                theme="monokai" if theme.dark else "friendly",
-                word_wrap=True,
-                background_color=theme.surface or theme.background,
-            )
-        )
+        if rendered.text != packed.text:
+            rendered.load_text(packed.text)
         for block in packed.blocks:
             key = block.chunk_keys[0]
             mark = "📌" if any(k in app.pinned for k in block.chunk_keys) else ""

@@ -19,7 +19,7 @@ class IndexState:
     chunks: int | None = None
     chunking: str = ""
     index: str = "opening"  # opening | indexing | ready | failed
-    dense: str = "waiting"  # waiting | embedding | ready | off
+    dense: str = "waiting"  # waiting | loading model | embedding | ready | off
     dense_detail: str = ""
 
 
@@ -27,6 +27,7 @@ STATE_STYLE = {
     "ready": "$success",
     "indexing": "$warning",
     "embedding": "$warning",
+    "loading model": "$warning",
     "opening": "$text-muted",
     "waiting": "$text-muted",
     "failed": "$error",
