@@ -11,6 +11,7 @@ unless the app's looks changed. Dense search uses the offline model when one is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -38,7 +40,10 @@ Steps = Callable[[Pilot[Any]], Awaitable[None]]
 async def settle(pilot: Pilot[Any]) -> None:
     """Wait for indexing, embedding, searching and packing to finish and render."""
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        # A worker replaced by a newer one of its group (e.g. embedding after a re-index)
+        # ends cancelled; that is expected here.
+        with contextlib.suppress(WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
 

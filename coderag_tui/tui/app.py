@@ -32,6 +32,7 @@ from coderag_tui.tui.messages import (
     EmbeddingProgressed,
     EmbeddingsReady,
     IndexBuilt,
+    IndexChecked,
     IndexFailed,
     IndexProgressed,
     PromptCopied,
@@ -280,14 +281,31 @@ class CoderagApp(App[None]):
             self.post_message(IndexProgressed(p.stage, p.files_done, p.files_total, p.chunks))
 
         start = self.clock()
+        key = settings.chunking_spec.key
         try:
             store = self.store
             if store is None or store.path != settings.index_path:
                 store = Store.open(settings.index_path)
+            served: str | None = None
+            if not self.chunks and store.chunk_count(key) > 0:
+                # Serve what is already indexed at once; the check for changed files follows.
+                served = store.generation(key)
+                chunks = store.chunks(key)
+                bm25 = load_or_build_bm25(store, settings, chunks)
+                self.store = store
+                elapsed = (self.clock() - start) * 1000
+                files = len({c.path for c in chunks})
+                self.post_message(
+                    IndexBuilt(generation, files, chunks, bm25, None, elapsed, store.notice)
+                )
             report = build_index(settings, store, progress=progress, cancel=cancel)
             if worker.is_cancelled or report.cancelled:
                 return
-            chunks = store.chunks(settings.chunking_spec.key)
+            if served is not None and store.generation(key) == served:
+                elapsed = (self.clock() - start) * 1000
+                self.post_message(IndexChecked(generation, report, elapsed))
+                return
+            chunks = store.chunks(key)
             bm25 = load_or_build_bm25(store, settings, chunks)
         except (StoreError, OSError) as exc:
             self.post_message(IndexFailed(generation, str(exc)))
@@ -300,6 +318,30 @@ class CoderagApp(App[None]):
         self.post_message(
             IndexBuilt(generation, files, chunks, bm25, report, elapsed, report.notice)
         )
+
+    def _show_index_stats(self, report: Any, elapsed_ms: float) -> None:
+        self.index_stats = [
+            (
+                "files",
+                f"{len({c.path for c in self.chunks}):,} indexed, {len(report.skipped):,} skipped",
+            ),
+            ("chunks", f"{len(self.chunks):,} ({self.settings.chunking_spec.key})"),
+            (
+                "last check",
+                f"{report.files_indexed:,} read, {report.files_unchanged:,} unchanged, "
+                f"{report.files_removed:,} removed",
+            ),
+            ("index time", f"{elapsed_ms:,.0f} ms"),
+            *[s for s in self.index_stats if s[0] == "embedding"],
+        ]
+        self.main.latency.show_index_stats(self.index_stats)
+
+    def on_index_checked(self, message: IndexChecked) -> None:
+        if not self.has_main_screen or message.generation != self.index_generation:
+            return
+        self.main.index_progress.finish()
+        self._show_index_stats(message.report, message.elapsed_ms)
+        self._set_state(index="ready")
 
     def on_index_progressed(self, message: IndexProgressed) -> None:
         if not self.has_main_screen:
@@ -336,20 +378,17 @@ class CoderagApp(App[None]):
                 "set --embed-backend auto to enable it."
             )
         self._rebuild_searcher()
-        report = message.report
-        self.index_stats = [
-            ("files", f"{message.files:,} indexed, {len(report.skipped):,} skipped"),
-            ("chunks", f"{len(message.chunks):,} ({self.settings.chunking_spec.key})"),
-            (
-                "last build",
-                f"{report.files_indexed:,} read, {report.files_unchanged:,} unchanged, "
-                f"{report.files_removed:,} removed",
-            ),
-            ("build time", f"{message.elapsed_ms:,.0f} ms"),
-        ]
-        self.main.latency.show_index_stats(self.index_stats)
+        if message.report is None:
+            self.index_stats = [
+                ("files", f"{message.files:,} in the index"),
+                ("chunks", f"{len(message.chunks):,} ({self.settings.chunking_spec.key})"),
+                ("opened in", f"{message.elapsed_ms:,.0f} ms — checking for changed files…"),
+            ]
+            self.main.latency.show_index_stats(self.index_stats)
+        else:
+            self._show_index_stats(message.report, message.elapsed_ms)
         self._set_state(
-            index="ready",
+            index="ready" if message.report is not None else "checking",
             files=message.files,
             chunks=len(message.chunks),
             dense="loading model" if self.embedder is None else "embedding",

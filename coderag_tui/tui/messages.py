@@ -37,9 +37,18 @@ class IndexBuilt(Message):
     files: int
     chunks: list[Any]  # list[Chunk], kept for the dense index and the preview
     bm25: Any
-    report: Any  # IndexReport
+    report: Any  # IndexReport, or None when the existing index is served before the check
     elapsed_ms: float
     notice: str | None = None
+
+
+@dataclass
+class IndexChecked(Message):
+    """The check for changed files found none: the index already served is current."""
+
+    generation: int
+    report: Any  # IndexReport
+    elapsed_ms: float
 
 
 @dataclass

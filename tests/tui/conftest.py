@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from coderag_tui.config import Settings
 from coderag_tui.tui.app import CoderagApp, make_app
@@ -83,7 +85,10 @@ def recorder() -> Recorder:
 async def settle(pilot: Pilot[Any]) -> None:
     """Wait until background work (indexing, search, packing) is done and rendered."""
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        # A worker replaced by a newer one of its group (e.g. embedding after a re-index)
+        # ends cancelled; that is expected here.
+        with contextlib.suppress(WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
 

@@ -8,7 +8,7 @@ from textual.widgets import DataTable, Static
 
 from coderag_tui.config import Settings
 from coderag_tui.tui.app import CoderagApp
-from coderag_tui.tui.messages import IndexBuilt, IndexProgressed, SearchFinished
+from coderag_tui.tui.messages import IndexBuilt, IndexChecked, IndexProgressed, SearchFinished
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.rankings import RankingColumn
 from coderag_tui.tui.widgets.status import TopBar
@@ -142,3 +142,30 @@ async def test_help_lists_the_keys(tui_settings: Settings, build_app: AppFactory
             assert key in text
         await pilot.press("escape")
         assert app.screen is app.main
+
+
+async def test_an_existing_index_is_searchable_before_the_check_for_changes(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    first = build_app(tui_settings)
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    (tui_settings.repo / "shop" / "refunds.py").write_text(
+        'def reimburse(order):\n    """Reimburse the order."""\n'
+    )
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await settle(pilot)
+        built = recorder.of(IndexBuilt)
+        # First the stored index (no report yet), then the rebuilt one with the new file.
+        assert [b.report is None for b in built] == [True, False]
+        assert built[0].files == 7 and built[1].files == 8
+        await search(pilot, "reimburse")
+        assert app.last_run is not None
+        assert app.last_run.rankings["bm25"].hits[0].chunk.path == "shop/refunds.py"
+    unchanged = build_app(tui_settings)
+    checks = Recorder()
+    async with unchanged.run_test(size=SIZE, message_hook=checks) as pilot:
+        await settle(pilot)
+        assert len(checks.of(IndexBuilt)) == 1 and len(checks.of(IndexChecked)) == 1
+        assert "index ready" in str(unchanged.main.query_one(TopBar).render())

@@ -18,7 +18,7 @@ class IndexState:
     files: int | None = None
     chunks: int | None = None
     chunking: str = ""
-    index: str = "opening"  # opening | indexing | ready | failed
+    index: str = "opening"  # opening | indexing | checking | ready | failed
     dense: str = "waiting"  # waiting | loading model | embedding | ready | off
     dense_detail: str = ""
 
@@ -26,6 +26,7 @@ class IndexState:
 STATE_STYLE = {
     "ready": "$success",
     "indexing": "$warning",
+    "checking": "$success",
     "embedding": "$warning",
     "loading model": "$warning",
     "opening": "$text-muted",
