@@ -93,3 +93,19 @@ async def test_prompt_view_pin_and_exclude(tui_settings: Settings, build_app: Ap
         assert app.packed.blocks[0].chunk_keys[0] == last_key
         await pilot.press("escape")
         assert not isinstance(app.screen, PromptScreen)
+
+
+async def test_the_command_palette_runs_coderag_actions(
+    tui_settings: Settings, build_app: AppFactory
+) -> None:
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "charge card")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"budget 2k")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.settings.budget == 2000
+        assert app.packed is not None and app.packed.budget == 2000
