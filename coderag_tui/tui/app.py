@@ -635,7 +635,7 @@ class CoderagApp(App[None]):
         self, run: SearchRun, task: str, settings: Settings, options: dict[str, Any]
     ) -> tuple[PackedPrompt | None, str]:
         """Pack the final ranking into the budget (runs in a worker thread)."""
-        from coderag_tui.core.budget import BudgetTooSmall, pack
+        from coderag_tui.core.budget import BudgetTooSmall, pack, packing_order
         from coderag_tui.core.prompt import TemplateError, load_template
         from coderag_tui.core.tokens import token_counter
 
@@ -644,7 +644,7 @@ class CoderagApp(App[None]):
             counter = token_counter(settings.encoding)
             store = self.store
             packed = pack(
-                run.final.hits,
+                packing_order(run),  # the same hits the CLI packs
                 budget=settings.budget,
                 counter=counter,
                 template=template,
