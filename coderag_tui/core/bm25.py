@@ -24,10 +24,6 @@ chunks on average (robertson: 0.87), so lucene is also the closer of the two in 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -37,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from coderag_tui.core.models import Chunk
+from coderag_tui.core.persist import read_folder_meta, save_folder
 from coderag_tui.core.tokenize import TOKENIZER_VERSION, tokenize
 
 if TYPE_CHECKING:
@@ -193,35 +190,26 @@ class BM25Index:
 
     def save(self, directory: Path, *, extra: dict[str, Any] | None = None) -> None:
         """Write the index to `directory` atomically (a temporary folder renamed into place)."""
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp-", dir=directory.parent))
-        try:
+
+        def write(tmp: Path) -> None:
             if self._retriever is not None:
                 self._retriever.save(str(tmp), show_progress=False)
-            meta = {
-                "format": _FORMAT,
-                "tokenizer": TOKENIZER_VERSION,
-                "n_docs": self.n_docs,
-                "empty": self._retriever is None,
-                "options": _options_dict(self.options),
-                **(extra or {}),
-            }
-            (tmp / _META).write_text(json.dumps(meta), encoding="utf-8")
-            if directory.exists():
-                shutil.rmtree(directory)
-            os.replace(tmp, directory)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+
+        meta = {
+            "format": _FORMAT,
+            "tokenizer": TOKENIZER_VERSION,
+            "n_docs": self.n_docs,
+            "empty": self._retriever is None,
+            "options": _options_dict(self.options),
+            **(extra or {}),
+        }
+        save_folder(directory, write, meta, _META)
 
     @staticmethod
     def read_meta(directory: Path) -> dict[str, Any] | None:
         """The saved index's metadata, or None when there is none or it is unreadable."""
-        try:
-            meta = json.loads((directory / _META).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        meta = read_folder_meta(directory, _META, _FORMAT)
+        if meta is None:
             return None
         return meta if meta.get("tokenizer") == TOKENIZER_VERSION else None
 

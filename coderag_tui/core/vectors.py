@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
 import re
-import shutil
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -28,6 +24,7 @@ import numpy as np
 
 from coderag_tui.core.models import Chunk
 from coderag_tui.core.models_resolve import TOKEN_MARGIN
+from coderag_tui.core.persist import read_folder_meta, save_folder
 
 if TYPE_CHECKING:
     from coderag_tui.config import Settings
@@ -335,39 +332,27 @@ class DenseIndex:
 
     def save(self, directory: Path, *, extra: Mapping[str, Any] | None = None) -> None:
         """Write the index to `directory` atomically (a temporary folder renamed into place)."""
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=directory.name + ".tmp-", dir=directory.parent))
-        try:
+
+        def write(tmp: Path) -> None:
             np.save(tmp / "matrix.npy", self.matrix)
             np.save(tmp / "stripe_chunk.npy", self.stripe_chunk)
             np.save(tmp / "chunk_hashes.npy", self.chunk_hashes)
-            meta = {
-                "format": _FORMAT,
-                "model": self.model,
-                "window": self.window,
-                "overlap": self.overlap,
-                "n_chunks": self.n_chunks,
-                "complete": self.complete,
-                **(extra or {}),
-            }
-            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-            if directory.exists():
-                shutil.rmtree(directory)
-            os.replace(tmp, directory)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+
+        meta = {
+            "format": _FORMAT,
+            "model": self.model,
+            "window": self.window,
+            "overlap": self.overlap,
+            "n_chunks": self.n_chunks,
+            "complete": self.complete,
+            **(extra or {}),
+        }
+        save_folder(directory, write, meta, "meta.json")
 
     @staticmethod
     def read_meta(directory: Path) -> dict[str, Any] | None:
         """The saved index's metadata, or None when there is none or it is unreadable."""
-        try:
-            meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-            return None
-        return meta
+        return read_folder_meta(directory, "meta.json", _FORMAT)
 
     @classmethod
     def load(cls, directory: Path) -> DenseIndex:
