@@ -431,7 +431,7 @@ class CoderagApp(App[None]):
                 self.post_message(EmbeddingsReady(generation, None, None, choice.reason, 0.0))
                 return
         from coderag_tui.core.store import EmbeddingCache
-        from coderag_tui.core.vectors import DenseIndex
+        from coderag_tui.core.vectors import DenseIndex, load_or_build_dense
 
         def progress(done: int, total: int) -> None:
             if worker.is_cancelled:
@@ -440,15 +440,22 @@ class CoderagApp(App[None]):
             self.post_message(EmbeddingProgressed(generation, done, total))
 
         cache = EmbeddingCache.open(settings.embed_cache_path)
+        store = self.store
         try:
-            dense = DenseIndex.build(
-                chunks,
-                embedder,
-                cache,
-                progress=progress,
-                cancel=cancel,
-                batch_size=settings.embed_batch_size,
-            )
+            if store is not None:
+                # The saved vectors of an unchanged index load at once; only changes embed.
+                dense = load_or_build_dense(
+                    store, settings, chunks, embedder, cache, progress=progress, cancel=cancel
+                )
+            else:
+                dense = DenseIndex.build(
+                    chunks,
+                    embedder,
+                    cache,
+                    progress=progress,
+                    cancel=cancel,
+                    batch_size=settings.embed_batch_size,
+                )
         except Exception as exc:  # a model failing mid-way must not take the app down
             reason = f"dense search is off: embedding failed ({exc}) — BM25 still works."
             self.post_message(EmbeddingsReady(generation, None, embedder, reason, 0.0))
