@@ -1,12 +1,12 @@
 """The BM25 word splitter: one function for chunks and queries, so both sides see the same words.
 
-Default (the research default): a word is a run of letters, digits and underscores (Python's
-`\\w`), so a snake_case identifier stays one word; pure numerals such as `100` are
+Default (the research default): split on every non-alphanumeric character (underscores
+included, so `get_user_name` gives `get`, `user`, `name`); pure numerals such as `100` are
 dropped; everything is lowercased; no stemming, no stopwords.
 
-With `split_identifiers`, an identifier made of several parts is also indexed as its parts:
-`getUserName`, `get_user_name` -> `get`, `user`, `name` plus the whole identifier
-(`getusername`, `get_user_name`); `HTTPServer2` -> `http`, `server`, `httpserver2`.
+With `split_identifiers`, identifiers are kept whole AND split into their parts, camelCase
+included: `getUserName` -> `getusername`, `get`, `user`, `name`; `get_user_name` ->
+`get_user_name`, `get`, `user`, `name`; `HTTPServer2` -> `httpserver2`, `http`, `server`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 
 # Bump when the words change for the same text: saved BM25 indexes then rebuild.
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 
-# A run of word characters; pure numerals are filtered afterwards (measured faster on the stdlib
-# than a pattern that refuses them, which has to look behind at every position).
+# A run of letters and digits (any script); pure numerals are filtered afterwards (measured
+# faster on the stdlib than a pattern that refuses them, which has to look behind everywhere).
+_ALNUM = re.compile(r"[^\W_]+")
+# With identifier splitting, whole identifiers (underscores included) are the unit to expand.
 _WORD = re.compile(r"\w+")
 # Parts of an identifier: an upper-case run before a capitalised word (HTTP|Server), a
 # capitalised or lower-case word, a trailing upper-case run, or digits.
@@ -42,7 +44,7 @@ def _expand(word: str) -> tuple[str, ...]:
 def tokenize(text: str, *, split_identifiers: bool = False) -> list[str]:
     """Split text into lowercase BM25 words; optionally add the parts of compound identifiers."""
     if not split_identifiers:
-        return [w for w in _WORD.findall(text.lower()) if not w.isdigit()]
+        return [w for w in _ALNUM.findall(text.lower()) if not w.isdigit()]
     out: list[str] = []
     extend = out.extend
     cache = _EXPANSIONS

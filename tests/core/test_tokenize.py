@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from coderag_tui.core.tokenize import tokenize
 
 
-def test_default_splits_on_non_word_characters_and_lowercases() -> None:
+def test_default_splits_on_non_alphanumeric_characters_and_lowercases() -> None:
     assert tokenize("def charge_card(gateway, amount): return Gateway.CHARGE") == [
-        "def", "charge_card", "gateway", "amount", "return", "gateway", "charge",
+        "def", "charge", "card", "gateway", "amount", "return", "gateway", "charge",
     ]
 
 
@@ -19,8 +19,9 @@ def test_pure_numerals_are_dropped_but_words_with_digits_stay() -> None:
     assert tokenize("x = 100 + md5(0x1f) * 2") == ["x", "md5", "0x1f"]
 
 
-def test_default_keeps_identifiers_whole() -> None:
-    assert tokenize("getUserName get_user_name") == ["getusername", "get_user_name"]
+def test_default_splits_snake_case_but_not_camel_case() -> None:
+    # A query "apply discount" must find `apply_discount` without any option.
+    assert tokenize("getUserName get_user_name") == ["getusername", "get", "user", "name"]
 
 
 @pytest.mark.parametrize(
@@ -40,7 +41,7 @@ def test_split_identifiers_adds_parts_and_keeps_the_whole(text: str, expected: l
 
 
 def test_unicode_letters_are_words() -> None:
-    assert tokenize("Größe = naïve_café") == ["größe", "naïve_café"]
+    assert tokenize("Größe = naïve_café") == ["größe", "naïve", "café"]
 
 
 @given(st.text(max_size=200))
