@@ -53,8 +53,10 @@ class Settings:
     chunk_overlap: int = 0  # lines shared by neighbouring `lines` windows
 
     # --- BM25 ---
-    split_identifiers: bool = False  # also index getUserName as get, user, name
-    path_in_text: bool = False  # index each chunk's file path with its text
+    # Both on: on the SWE-bench Lite dev split they raised BM25's MRR at every chunking
+    # (README, "Retrieval quality"); --no-split-identifiers / --no-path-in-text turn them off.
+    split_identifiers: bool = True  # also index getUserName as get, user, name
+    path_in_text: bool = True  # index each chunk's file path with its text
 
     # --- dense ---
     embed_backend: str = "auto"  # auto | fastembed | sentence-transformers | none

@@ -39,6 +39,18 @@ def add_chunking_args(parser: argparse.ArgumentParser) -> None:
                         help="lines shared by neighbouring windows (default: 0)")
 
 
+def add_bm25_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The BM25 tokenizer switches; both are on by default (measured in the README)."""
+    parser.add_argument(
+        "--split-identifiers", action=argparse.BooleanOptionalAction, default=None,
+        help="BM25 also indexes getUserName as get, user, name (default: on)",
+    )
+    parser.add_argument(
+        "--path-in-text", action=argparse.BooleanOptionalAction, default=None,
+        help="BM25 also indexes each chunk's file path (default: on)",
+    )
+
+
 def resolve_repo(path: str | None) -> Path:
     """The repository directory, or a UserError in one sentence."""
     repo = Path(path if path is not None else ".").expanduser()

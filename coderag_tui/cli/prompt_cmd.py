@@ -17,6 +17,7 @@ from typing import Any
 
 from coderag_tui.cli.common import (
     UserError,
+    add_bm25_args,
     add_chunking_args,
     add_repo_args,
     print_json,
@@ -87,10 +88,7 @@ def register(subparsers: Any) -> None:
                         help="how BM25 and dense are fused (default: rrf)")
     search.add_argument("--depth", type=int, default=None, metavar="N",
                         help="how deep each ranking goes (default: 100, more for big budgets)")
-    search.add_argument("--split-identifiers", action="store_true", default=None,
-                        help="BM25 also indexes getUserName as get, user, name")
-    search.add_argument("--path-in-text", action="store_true", default=None,
-                        help="BM25 also indexes each chunk's file path")
+    add_bm25_args(search)
     add_chunking_args(parser)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from coderag_tui.cli.common import (
     UserError,
+    add_bm25_args,
     add_chunking_args,
     add_repo_args,
     print_json,
@@ -75,10 +76,7 @@ def register(subparsers: Any) -> None:
                         help="how BM25 and dense are fused (default: rrf)")
     parser.add_argument("--depth", type=int, default=None, metavar="N",
                         help="how deep each ranking goes into fusion (default: 100)")
-    parser.add_argument("--split-identifiers", action="store_true", default=None,
-                        help="BM25 also indexes getUserName as get, user, name")
-    parser.add_argument("--path-in-text", action="store_true", default=None,
-                        help="BM25 also indexes each chunk's file path")
+    add_bm25_args(parser)
 
 
 def _parse_location(text: str) -> tuple[str, int]:

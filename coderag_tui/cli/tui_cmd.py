@@ -8,6 +8,7 @@ from pathlib import Path
 
 from coderag_tui.cli.common import (
     UserError,
+    add_bm25_args,
     add_chunking_args,
     add_repo_args,
     settings_from_args,
@@ -76,12 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="allow downloading a missing model in the background",
     )
-    parser.add_argument(
-        "--split-identifiers",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="also index getUserName as get, user, name",
-    )
+    add_bm25_args(parser)
     return parser
 
 

@@ -229,8 +229,8 @@ def test_load_or_build_keys_the_folder_by_tokenizer_options(index_dir: Path) -> 
     settings = Settings(repo=index_dir, index_dir=index_dir)
     store = _store_with(settings.index_path, CHUNKS, settings.chunking_spec.key)
     chunks = store.chunks(settings.chunking_spec.key)
-    load_or_build_bm25(store, settings, chunks)
+    plain = load_or_build_bm25(store, settings.with_(split_identifiers=False), chunks)
     split = load_or_build_bm25(store, settings.with_(split_identifiers=True), chunks)
-    assert split.options.split_identifiers
+    assert split.options.split_identifiers and not plain.options.split_identifiers
     assert len(list(settings.index_path.with_suffix(".bm25").iterdir())) == 2
     store.close()
