@@ -141,10 +141,14 @@ class WindowedEmbedder:
         ]
 
     def _query_text(self, text: str) -> str:
-        """The prefixed query, keeping its last `window` tokens (nearest the cursor)."""
+        """The prefixed query, keeping its first `window` tokens.
+
+        A long natural-language question (an issue) says what it is about first; its tail is
+        often a traceback or version list. Code-to-code queries are a few lines and fit.
+        """
         encoding = self.tokenizer.encode(text, add_special_tokens=False)
         if len(encoding.ids) > self.window:
-            text = text[encoding.offsets[-self.window][0] :]
+            text = text[: encoding.offsets[self.window - 1][1]]
         return self.prefixes.query + text
 
     def _encode(self, texts: list[str]) -> np.ndarray:
