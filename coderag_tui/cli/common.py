@@ -51,6 +51,28 @@ def add_bm25_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
     )
 
 
+def add_ranking_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The options of the ranking stages, shared by `search` and `prompt`."""
+    parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
+                        help="rank with BM25 only (no embedding model is loaded)")
+    parser.add_argument("--rerank", action="store_true", default=None,
+                        help="rerank the fused top candidates with a cross-encoder")
+    parser.add_argument("--embed-model", default=None, metavar="M",
+                        help="embedding model name or local folder")
+    parser.add_argument("--embed-backend", default=None,
+                        choices=["auto", "fastembed", "sentence-transformers", "none"],
+                        help="which library runs the embedding model (default: auto)")
+    parser.add_argument("--rerank-model", default=None, metavar="M",
+                        help="cross-encoder name or local folder")
+    parser.add_argument("--allow-download", action=argparse.BooleanOptionalAction, default=None,
+                        help="may a missing model be downloaded (default: no, offline-first)")
+    parser.add_argument("--fusion", choices=["rrf", "weighted"], default=None,
+                        help="how BM25 and dense are fused (default: rrf)")
+    parser.add_argument("--depth", type=int, default=None, metavar="N",
+                        help="how deep each ranking goes into fusion (default: 100)")
+    add_bm25_args(parser)
+
+
 def resolve_repo(path: str | None) -> Path:
     """The repository directory, or a UserError in one sentence."""
     repo = Path(path if path is not None else ".").expanduser()

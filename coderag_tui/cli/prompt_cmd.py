@@ -17,8 +17,8 @@ from typing import Any
 
 from coderag_tui.cli.common import (
     UserError,
-    add_bm25_args,
     add_chunking_args,
+    add_ranking_args,
     add_repo_args,
     print_json,
     settings_from_args,
@@ -73,22 +73,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--exclude", action="append", default=[], metavar="PATH:A-B",
                         help="never include this chunk (repeatable)")
     search = parser.add_argument_group("ranking (the same options as `coderag search`)")
-    search.add_argument("--no-dense", dest="dense", action="store_false", default=True,
-                        help="rank with BM25 only (no embedding model is loaded)")
-    search.add_argument("--rerank", action="store_true", default=None,
-                        help="rerank the fused top candidates with a cross-encoder")
-    search.add_argument("--embed-model", default=None, metavar="M",
-                        help="embedding model name or local folder")
-    search.add_argument("--embed-backend", default=None,
-                        choices=["auto", "fastembed", "sentence-transformers", "none"],
-                        help="which library runs the embedding model (default: auto)")
-    search.add_argument("--rerank-model", default=None, metavar="M",
-                        help="cross-encoder name or local folder")
-    search.add_argument("--fusion", choices=["rrf", "weighted"], default=None,
-                        help="how BM25 and dense are fused (default: rrf)")
-    search.add_argument("--depth", type=int, default=None, metavar="N",
-                        help="how deep each ranking goes (default: 100, more for big budgets)")
-    add_bm25_args(search)
+    add_ranking_args(search)
     add_chunking_args(parser)
 
 

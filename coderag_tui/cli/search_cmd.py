@@ -16,8 +16,8 @@ from typing import Any
 
 from coderag_tui.cli.common import (
     UserError,
-    add_bm25_args,
     add_chunking_args,
+    add_ranking_args,
     add_repo_args,
     print_json,
     settings_from_args,
@@ -61,22 +61,7 @@ def register(subparsers: Any) -> None:
                         help="query with the lines before LINE of FILE (LINE excluded)")
     parser.add_argument("--query-lines", type=int, default=DEFAULT_QUERY_LINES, metavar="N",
                         help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})")
-    parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
-                        help="skip dense search (no embedding model is loaded)")
-    parser.add_argument("--rerank", action="store_true", default=None,
-                        help="rerank the fused top candidates with a cross-encoder")
-    parser.add_argument("--embed-model", default=None, metavar="M",
-                        help="embedding model name or local folder")
-    parser.add_argument("--embed-backend", default=None,
-                        choices=["auto", "fastembed", "sentence-transformers", "none"],
-                        help="which library runs the embedding model (default: auto)")
-    parser.add_argument("--rerank-model", default=None, metavar="M",
-                        help="cross-encoder name or local folder")
-    parser.add_argument("--fusion", choices=["rrf", "weighted"], default=None,
-                        help="how BM25 and dense are fused (default: rrf)")
-    parser.add_argument("--depth", type=int, default=None, metavar="N",
-                        help="how deep each ranking goes into fusion (default: 100)")
-    add_bm25_args(parser)
+    add_ranking_args(parser)
 
 
 def _parse_location(text: str) -> tuple[str, int]:
