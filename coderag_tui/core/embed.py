@@ -456,6 +456,7 @@ def export_onnx(source: Path, target: Path) -> Path:
     """
     if (target / "model.onnx").is_file():
         return target
+    mr.quiet_progress_bars()
     import shutil
     import tempfile
     import warnings
