@@ -58,7 +58,9 @@ def test_missing_model_says_one_sentence_and_continues_with_bm25(
 def test_files_view_lists_each_file_once(
     capsys: pytest.CaptureFixture[str], common: list[str]
 ) -> None:
-    code, out, _ = search(capsys, "price times quantity", *common, "--no-dense", "--files", "--json")
+    code, out, _ = search(
+        capsys, "price times quantity", *common, "--no-dense", "--files", "--json"
+    )
     assert code == 0
     files = [f["path"] for f in json.loads(out)["rankings"]["bm25"]["files"]]
     assert files and len(files) == len(set(files))
