@@ -183,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
 
-    for note in (*searcher.notices, *result.notes):
+    notes = list(dict.fromkeys((*searcher.notices, *result.notes)))
+    for note in notes:
         print(f"coderag: {note}", file=sys.stderr)
     names = _shown(result, args.mode)
     if args.mode not in ("all", *names):
@@ -216,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(body)
     if args.mode == "all":
         for reason in unavailable_lines(result, list(RANKING_NAMES)):
-            console.print(reason, style="dim", soft_wrap=True, markup=False)
+            detail = reason.split(": ", 1)[-1]  # the why, without the "dense search is off" lead
+            if not any(detail in note for note in notes):  # already said on stderr
+                console.print(reason, style="dim", soft_wrap=True, markup=False)
     console.print(timings_table(result))
     return 0
