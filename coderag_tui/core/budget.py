@@ -371,14 +371,14 @@ def advise(budget: int, chunk_lines: int, avg_tokens_per_line: float) -> Advice:
     label = budget_label(budget)
     if span is None:
         spec = ChunkingSpec(strategy="file")
-        advice = f"budget {label} → whole files recommended (--chunking file)"
+        advice = f"budget {label} → whole files recommended"
     else:
         low, high = span
         lines = min(max(chunk_lines, low), high)
         spec = ChunkingSpec(strategy="lines", lines=lines)
         advice = f"budget {label} → {low}–{high}-line chunks recommended"
         if not low <= chunk_lines <= high:
-            advice += f" (use --chunk-lines {lines})"
+            advice += f" (try {lines})"
     unit = "line" if chunk_lines == 1 else "lines"
     fit = f"{fits} chunk of {chunk_lines} {unit} fits" if fits == 1 else (
         f"{fits} chunks of {chunk_lines} {unit} fit"

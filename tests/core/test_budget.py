@@ -287,11 +287,11 @@ def test_code_with_backtick_fences_gets_a_longer_fence(counter: TokenCounter) ->
     ("budget", "chunk_lines", "expected"),
     [
         (2000, 64, "budget 2k → 32–64-line chunks recommended; "),
-        (4000, 16, "budget 4k → 32–64-line chunks recommended (use --chunk-lines 32); "),
+        (4000, 16, "budget 4k → 32–64-line chunks recommended (try 32); "),
         (8000, 64, "budget 8k → 64–128-line chunks recommended; 10 chunks of 64 lines fit"),
-        (12_000, 200, "budget 12k → 64–128-line chunks recommended (use --chunk-lines 128); "),
-        (16_000, 64, "budget 16k → whole files recommended (--chunking file); "),
-        (131_072, 64, "budget 128k → whole files recommended (--chunking file); "),
+        (12_000, 200, "budget 12k → 64–128-line chunks recommended (try 128); "),
+        (16_000, 64, "budget 16k → whole files recommended; "),
+        (131_072, 64, "budget 128k → whole files recommended; "),
     ],
 )
 def test_chunk_size_advice_follows_the_research_table(
