@@ -251,31 +251,30 @@ def _create_schema(conn: sqlite3.Connection, *, app_id: int, version: int, schem
         raise
 
 
-class Store:
-    """The per-repository index: files, their text, and chunks for each chunking setting.
+_DB = TypeVar("_DB", bound="_Database")
 
-    A Store may be handed between threads (the TUI builds in a worker) but is used by one
-    thread at a time; a lock serialises calls, and `batch()` holds it for the transaction.
-    """
+
+class _Database:
+    """One SQLite file of ours behind a lock: opened (and vetted) by a subclass's `open`."""
 
     notice: str | None
+    app_id: int
+    version: int
+    schema: str
+    what: str
 
     def __init__(self, path: Path, conn: sqlite3.Connection, notice: str | None) -> None:
         self.path = path
         self.notice = notice
         self._conn = conn
         self._lock = threading.RLock()
-        self._depth = 0
-        self._dirty: set[str] = set()
-        self._db_id = self._ensure_db_id()
 
     @classmethod
-    def open(cls, path: Path) -> Store:
-        """Open (or create) the index at `path`; a bad file is moved aside and `notice` says so."""
+    def open(cls: type[_DB], path: Path) -> _DB:
+        """Open (or create) the file at `path`; a bad file is moved aside and `notice` says so."""
         path = Path(path)
         conn, notice = _open_database(
-            path, app_id=INDEX_APP_ID, version=INDEX_SCHEMA_VERSION,
-            schema=_INDEX_SCHEMA, what="index",
+            path, app_id=cls.app_id, version=cls.version, schema=cls.schema, what=cls.what
         )
         return cls(path, conn, notice)
 
@@ -283,11 +282,30 @@ class Store:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> Store:
+    def __enter__(self: _DB) -> _DB:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Store(_Database):
+    """The per-repository index: files, their text, and chunks for each chunking setting.
+
+    A Store may be handed between threads (the TUI builds in a worker) but is used by one
+    thread at a time; a lock serialises calls, and `batch()` holds it for the transaction.
+    """
+
+    app_id = INDEX_APP_ID
+    version = INDEX_SCHEMA_VERSION
+    schema = _INDEX_SCHEMA
+    what = "index"
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, notice: str | None) -> None:
+        super().__init__(path, conn, notice)
+        self._depth = 0
+        self._dirty: set[str] = set()
+        self._db_id = self._ensure_db_id()
 
     # --- transactions -------------------------------------------------------------------
 
@@ -551,38 +569,16 @@ class Store:
         return [str(r[0]) for r in rows]
 
 
-class EmbeddingCache:
+class EmbeddingCache(_Database):
     """Embedding vectors keyed by (model, hash of the embedded text), shared by every repository.
 
     Unchanged or renamed code is never embedded twice: across runs, chunk sizes and repos.
     """
 
-    notice: str | None
-
-    def __init__(self, path: Path, conn: sqlite3.Connection, notice: str | None) -> None:
-        self.path = path
-        self.notice = notice
-        self._conn = conn
-        self._lock = threading.RLock()
-
-    @classmethod
-    def open(cls, path: Path) -> EmbeddingCache:
-        path = Path(path)
-        conn, notice = _open_database(
-            path, app_id=CACHE_APP_ID, version=CACHE_SCHEMA_VERSION,
-            schema=_CACHE_SCHEMA, what="embedding cache",
-        )
-        return cls(path, conn, notice)
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> EmbeddingCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    app_id = CACHE_APP_ID
+    version = CACHE_SCHEMA_VERSION
+    schema = _CACHE_SCHEMA
+    what = "embedding cache"
 
     def _guard(self, fn: Callable[[], _T]) -> _T:
         with self._lock:
