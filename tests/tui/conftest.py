@@ -13,11 +13,13 @@ import pytest
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
+from textual.widgets import Static
 from textual.worker import WorkerCancelled
 
 from coderag_tui.config import Settings
 from coderag_tui.tui.app import CoderagApp, make_app
 from coderag_tui.tui.clock import StepClock
+from coderag_tui.tui.widgets.rankings import RankingColumn
 from tests.fixtures.tiny_models import (  # noqa: F401 (fixtures for test_dense_columns)
     tiny_models_dir,
     tiny_st_cross_encoder,
@@ -25,6 +27,18 @@ from tests.fixtures.tiny_models import (  # noqa: F401 (fixtures for test_dense_
 )
 
 SIZE = (140, 44)
+
+AppFactory = Callable[..., CoderagApp]
+
+
+def text_of(app: CoderagApp, selector: str) -> str:
+    """The rendered text of a Static on the current screen."""
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def column(app: CoderagApp, name: str) -> RankingColumn:
+    """The ranking column of one method (bm25, dense, fused, rerank) on the main screen."""
+    return app.main.query_one(f"#column-{name}", RankingColumn)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from textual.widgets import DataTable, Static
 
 from coderag_tui.config import Settings
-from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.messages import IndexBuilt, IndexChecked, IndexProgressed, SearchFinished
 from coderag_tui.tui.widgets.query import QueryInput
-from coderag_tui.tui.widgets.rankings import RankingColumn
 from coderag_tui.tui.widgets.status import TopBar
-from tests.tui.conftest import SIZE, Recorder, search, settle
-
-AppFactory = Callable[..., CoderagApp]
-
-
-def text_of(app: CoderagApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
-
-
-def column(app: CoderagApp, name: str) -> RankingColumn:
-    return app.main.query_one(f"#column-{name}", RankingColumn)
+from tests.tui.conftest import SIZE, AppFactory, Recorder, column, search, settle, text_of
 
 
 async def test_indexing_progress_appears_and_completes(

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from coderag_tui.config import Settings
-from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.screens.prompt import PromptScreen
-from coderag_tui.tui.widgets.rankings import RankingColumn
-from tests.tui.conftest import SIZE, Recorder, search, settle
-
-AppFactory = Callable[..., CoderagApp]
-
-
-def text_of(app: CoderagApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
-
-
-def column(app: CoderagApp, name: str) -> RankingColumn:
-    return app.main.query_one(f"#column-{name}", RankingColumn)
+from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle, text_of
 
 
 async def test_changing_the_budget_changes_the_prompt_token_count(

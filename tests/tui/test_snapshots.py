@@ -6,16 +6,13 @@ Regenerate after an intended change of looks with
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from textual.pilot import Pilot
 
 from coderag_tui.config import Settings
-from coderag_tui.tui.app import CoderagApp
-from tests.tui.conftest import SIZE, search, settle
+from tests.tui.conftest import SIZE, AppFactory, search, settle
 
-AppFactory = Callable[..., CoderagApp]
 QUERY = "charge the card and retry on timeout"
 
 

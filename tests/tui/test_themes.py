@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from coderag_tui.config import Settings
-from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.themes import (
     DEFAULT_THEME,
     bundled_theme_dirs,
@@ -17,9 +15,7 @@ from coderag_tui.tui.themes import (
     save_theme,
     theme_from_mapping,
 )
-from tests.tui.conftest import SIZE, Recorder, settle
-
-AppFactory = Callable[..., CoderagApp]
+from tests.tui.conftest import SIZE, AppFactory, Recorder, settle
 
 
 def test_bundled_themes_load_without_problems() -> None:
