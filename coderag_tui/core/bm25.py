@@ -46,8 +46,11 @@ DEFAULT_METHOD = "lucene"
 METHODS = ("lucene", "robertson", "atire")
 K1 = 1.5  # rank_bm25's BM25Okapi default
 B = 0.75  # rank_bm25's BM25Okapi default
-_FORMAT = 1  # bump when the saved layout changes; older folders are rebuilt
+_FORMAT = 2  # bump when the saved layout changes; older folders are rebuilt
 _META = "coderag-bm25.json"
+# The vocabulary one word a line in id order: read back ~3x faster than bm25s's JSON dict, which
+# took most of a start-up's BM25 load on the stdlib (~200k words). Words never hold a newline.
+_WORDS = "coderag-words.txt"
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,7 @@ class BM25Index:
         def write(tmp: Path) -> None:
             if self._retriever is not None:
                 self._retriever.save(str(tmp), show_progress=False)
+                (tmp / _WORDS).write_text("\n".join(self._vocab), encoding="utf-8")
 
         meta = {
             "format": _FORMAT,
@@ -225,13 +229,20 @@ class BM25Index:
         import bm25s
 
         try:
-            retriever = bm25s.BM25.load(str(directory), show_progress=False, verbosity=0)
+            retriever = bm25s.BM25.load(
+                str(directory), load_vocab=False, show_progress=False, verbosity=0
+            )
+            words = (directory / _WORDS).read_text(encoding="utf-8").split("\n")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"the BM25 index at {directory} is damaged: {exc}") from exc
-        vocab = {str(t): int(i) for t, i in retriever.vocab_dict.items()}
+        vocab = dict(zip(words, range(len(words)), strict=True))
+        retriever.vocab_dict = vocab
         index = cls(retriever, vocab, int(meta["n_docs"]), options)
-        if index._retriever.scores["num_docs"] != index.n_docs:
-            raise ValueError(f"the BM25 index at {directory} is damaged: document count differs")
+        n_words = len(index._indptr) - 1
+        if index._retriever.scores["num_docs"] != index.n_docs or len(vocab) != n_words:
+            raise ValueError(
+                f"the BM25 index at {directory} is damaged: its counts of chunks or words differ"
+            )
         return index
 
 

@@ -213,7 +213,7 @@ class DenseIndex:
         *,
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
-        batch_size: int = 32,
+        batch_size: int = 8,
         overlap: int = STRIPE_OVERLAP,
         previous: DenseIndex | None = None,
     ) -> DenseIndex:

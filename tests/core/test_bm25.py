@@ -191,6 +191,15 @@ def test_save_and_load_give_the_same_results(tmp_path: Path) -> None:
 def test_load_of_a_missing_or_damaged_folder_says_so(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no BM25 index"):
         BM25Index.load(tmp_path / "nothing")
+    index = BM25Index.build(CHUNKS, split_identifiers=True, path_in_text=True)
+    index.save(tmp_path / "bm25")
+    words = tmp_path / "bm25" / "coderag-words.txt"
+    words.write_text("\n".join(words.read_text(encoding="utf-8").split("\n")[:-3]))
+    with pytest.raises(ValueError, match="damaged"):
+        BM25Index.load(tmp_path / "bm25")
+    words.unlink()
+    with pytest.raises(ValueError, match="damaged"):
+        BM25Index.load(tmp_path / "bm25")
 
 
 def _store_with(path: Path, chunks: list[Chunk], spec_key: str) -> Store:
