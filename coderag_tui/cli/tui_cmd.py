@@ -90,7 +90,7 @@ def run_tui(argv: list[str]) -> int:
         print(f"coderag: {exc}", file=sys.stderr)
         return exc.exit_code
     from coderag_tui.tui.app import default_state_path, make_app
-    from coderag_tui.tui.themes import read_saved_theme
+    from coderag_tui.tui.state import read_saved_theme
 
     state_path = default_state_path()
     if args.theme is None:

@@ -25,6 +25,7 @@ from textual.worker import get_current_worker
 
 from coderag_tui.config import Settings, user_config_dir
 from coderag_tui.core.models import Chunk, PackedPrompt, RankingName, SearchRun
+from coderag_tui.tui import state as tui_state
 from coderag_tui.tui import themes as theme_files
 from coderag_tui.tui.commands import CoderagCommands
 from coderag_tui.tui.messages import (
@@ -57,7 +58,7 @@ ADVICE_SAMPLE = 400  # chunks whose tokens are counted to estimate tokens per li
 
 def default_state_path() -> Path:
     """Where the app remembers the chosen theme and the query history between runs."""
-    return user_config_dir() / theme_files.STATE_FILE
+    return user_config_dir() / tui_state.STATE_FILE
 
 
 def parse_location(text: str) -> tuple[str, int]:
@@ -124,7 +125,9 @@ class CoderagApp(App[None]):
         self.clock: Clock = clock or time.perf_counter
         self.state_path = state_path
         self.system_clipboard = system_clipboard
-        self.history: list[str] = []
+        # Last session's queries for this repository, so Up recalls them (shared with the input).
+        self.history: list[str] = tui_state.read_history(state_path, settings.repo_root)
+        self.history_problem_shown = False
         # The searchable index, replaced piece by piece as background work finishes.
         self.index_generation = 0
         self.store: Store | None = None
@@ -236,11 +239,20 @@ class CoderagApp(App[None]):
         self.theme_problems = tuple(problems)
 
     def _remember_theme(self, theme: Theme) -> None:
-        if self.state_path is None or theme_files.read_saved_theme(self.state_path) == theme.name:
+        if self.state_path is None or tui_state.read_saved_theme(self.state_path) == theme.name:
             return
-        problem = theme_files.save_theme(self.state_path, theme.name)
+        problem = tui_state.save_theme(self.state_path, theme.name)
         if problem:
             self.notify(problem, severity="warning")
+
+    def save_history(self) -> None:
+        """Write the query history to the state file; a failure is reported once per session."""
+        if self.state_path is None:
+            return
+        problem = tui_state.save_history(self.state_path, self.settings.repo_root, self.history)
+        if problem and not self.history_problem_shown:
+            self.history_problem_shown = True
+            self.notify(problem, title="Query history not saved", severity="warning", timeout=10)
 
     # ----------------------------------------------------------------- indexing
     def start_indexing(self) -> None:
@@ -952,7 +964,8 @@ def make_app(
     """The one way to build the app (CLI, tests, screenshots); nothing heavy is imported here.
 
     `clock` replaces `time.perf_counter` for every timing the app shows (tests pass a
-    deterministic one); `state_path` is where the chosen theme is remembered (None: nowhere);
+    deterministic one); `state_path` is where the chosen theme and each repository's query
+    history are remembered (None: nowhere);
     `system_clipboard=False` keeps copies inside the terminal (OSC 52) and `app.clipboard`.
     """
     return CoderagApp(

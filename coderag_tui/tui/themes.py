@@ -1,13 +1,13 @@
-"""Themes as data: YAML files validated into `textual.theme.Theme`, plus the remembered choice.
+"""Themes as data: YAML theme files validated into `textual.theme.Theme`.
 
 Bundled themes live in the repository's `themes/` folder (installed as
 `coderag_tui/bundled_themes`); a user's theme folder uses the same schema. Loading never
 raises: every problem becomes one line of a report the app shows in a single notification.
+The remembered choice lives in the state file (`coderag_tui.tui.state`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +31,6 @@ COLOUR_FIELDS = (
     "error",
 )
 KNOWN_FIELDS = {"name", "dark", "variables", *COLOUR_FIELDS}
-STATE_FILE = "tui-state.json"
 
 
 @dataclass(frozen=True)
@@ -118,34 +117,3 @@ def load_themes(folders: Iterable[Path]) -> ThemeLoad:
             if theme is not None:
                 by_name[theme.name] = theme
     return ThemeLoad(themes=tuple(by_name.values()), problems=tuple(problems))
-
-
-def read_saved_theme(state_path: Path | None) -> str | None:
-    """The theme the user last picked in the app, if it was remembered."""
-    if state_path is None or not state_path.is_file():
-        return None
-    try:
-        data = json.loads(state_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    theme = data.get("theme") if isinstance(data, dict) else None
-    return theme if isinstance(theme, str) and theme else None
-
-
-def save_theme(state_path: Path, theme: str) -> str | None:
-    """Remember the chosen theme; returns a one-sentence problem, or None when saved."""
-    data: dict[str, Any] = {}
-    try:
-        if state_path.is_file():
-            loaded = json.loads(state_path.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
-                data = loaded
-    except (OSError, ValueError):
-        data = {}
-    data["theme"] = theme
-    try:
-        state_path.parent.mkdir(parents=True, exist_ok=True)
-        state_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        return f"could not remember the theme in {state_path} ({exc.strerror or exc})."
-    return None

@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.config import Settings
+from coderag_tui.tui.state import read_saved_theme, save_theme
 from coderag_tui.tui.themes import (
     DEFAULT_THEME,
     bundled_theme_dirs,
     load_themes,
-    read_saved_theme,
-    save_theme,
     theme_from_mapping,
 )
 from tests.tui.conftest import SIZE, AppFactory, Recorder, settle

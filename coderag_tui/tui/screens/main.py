@@ -230,6 +230,7 @@ class MainScreen(Screen[None]):
             return
         self.query_one(QueryInput).remember(text)
         self.app.search(text)
+        self.app.save_history()  # after the search started, so the tiny write overlaps it
 
     @on(RankingColumn.ChunkHighlighted)
     def _chunk_highlighted(self, event: RankingColumn.ChunkHighlighted) -> None:

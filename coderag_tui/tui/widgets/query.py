@@ -7,6 +7,8 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
+from coderag_tui.tui.state import HISTORY_LIMIT
+
 ASK_PLACEHOLDER = "Ask about the code, or paste a snippet — Enter searches, ↑/↓ history"
 CODE_PLACEHOLDER = "path/to/file.py:120 — the lines before line 120 become the query (code-to-code)"
 
@@ -42,7 +44,7 @@ class QueryInput(Input):
         if query in self.history:
             self.history.remove(query)
         self.history.append(query)
-        del self.history[:-200]
+        del self.history[:-HISTORY_LIMIT]
         self._position = None
 
     def action_history(self, step: int) -> None:
