@@ -81,20 +81,25 @@ def bench_bm25(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
     split = [tokenize(c.text, split_identifiers=True) for c in chunks]
     t_split = time.perf_counter() - t0
     n_tokens = sum(map(len, corpus))
-    print(f"tokenize        {t_tok:6.2f} s  {n_tokens} words "
-          f"(split_identifiers: {t_split:.2f} s, {sum(map(len, split))} words)")
+    print(
+        f"tokenize        {t_tok:6.2f} s  {n_tokens} words "
+        f"(split_identifiers: {t_split:.2f} s, {sum(map(len, split))} words)"
+    )
     del split
 
     t0 = time.perf_counter()
     ours = BM25Index.from_tokens(corpus, BM25Options())
     t_index = time.perf_counter() - t0
-    print(f"bm25s index     {t_index:6.2f} s  -> BM25 build (tokenize + index) "
-          f"{t_tok + t_index:.2f} s")
+    print(
+        f"bm25s index     {t_index:6.2f} s  -> BM25 build (tokenize + index) "
+        f"{t_tok + t_index:.2f} s"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "bm25"
         t_save = timed(lambda: ours.save(folder))
         t_load = timed(lambda: BM25Index.load(folder))
     print(f"save / load     {t_save / 1000:6.2f} s / {t_load / 1000:.2f} s")
+    bm25s_ours = ours.as_bm25s()  # the same matrix inside bm25s, for its own get_scores
     t0 = time.perf_counter()
     okapi = BM25Okapi(corpus)
     print(f"rank_bm25 build {time.perf_counter() - t0:6.2f} s (BM25Okapi on the same tokens)")
@@ -110,7 +115,7 @@ def bench_bm25(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
         for i, t in enumerate(tokens):
             runs["ours"][i].append(timed(lambda t=t: ours.search_tokens(t, DEPTH)))  # type: ignore[misc]
             runs["10"][i].append(timed(lambda t=t: ours.search_tokens(t, 10)))  # type: ignore[misc]
-            runs["s"][i].append(timed(lambda t=t: ours._retriever.get_scores(t)))  # type: ignore[misc]
+            runs["s"][i].append(timed(lambda t=t: bm25s_ours.get_scores(t)))  # type: ignore[misc]
             runs["o"][i].append(timed(lambda t=t: okapi.get_scores(t)))  # type: ignore[misc]
     ms_ours, ms_ours_10, ms_bm25s, ms_okapi = (
         [statistics.median(r) for r in runs[n]] for n in ("ours", "10", "s", "o")
@@ -119,21 +124,27 @@ def bench_bm25(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
     o50, o95 = percentiles(ms_okapi)
     s50, s95 = percentiles(ms_bm25s)
     t50, t95 = percentiles(ms_ours_10)
-    print(f"queries         {len(queries)}, median of {ROUNDS} rounds each "
-          f"({N_QUERIES // 2} identifiers, "
-          f"{N_QUERIES - N_QUERIES // 2} docstring lines), "
-          f"{statistics.mean(map(len, tokens)):.1f} words on average")
+    print(
+        f"queries         {len(queries)}, median of {ROUNDS} rounds each "
+        f"({N_QUERIES // 2} identifiers, "
+        f"{N_QUERIES - N_QUERIES // 2} docstring lines), "
+        f"{statistics.mean(map(len, tokens)):.1f} words on average"
+    )
     print(f"ours top-{DEPTH}     p50 {p50:7.3f} ms  p95 {p95:7.3f} ms")
     print(f"ours top-10      p50 {t50:7.3f} ms  p95 {t95:7.3f} ms")
     print(f"bm25s get_scores p50 {s50:7.3f} ms  p95 {s95:7.3f} ms (its np.add.at scorer)")
     print(f"rank_bm25        p50 {o50:7.3f} ms  p95 {o95:7.3f} ms (BM25Okapi.get_scores only)")
-    print(f"speed-up         p50 {o50 / p50:6.1f}x  p95 {o95 / p95:.1f}x "
-          f"(rank_bm25 / ours top-{DEPTH})")
+    print(
+        f"speed-up         p50 {o50 / p50:6.1f}x  p95 {o95 / p95:.1f}x "
+        f"(rank_bm25 / ours top-{DEPTH})"
+    )
 
     # How close is each bm25s variant to the reference's top-10?
     for method in ("lucene", "robertson"):
-        index = ours if method == "lucene" else BM25Index.from_tokens(
-            corpus, BM25Options(method=method)
+        index = (
+            ours
+            if method == "lucene"
+            else BM25Index.from_tokens(corpus, BM25Options(method=method))
         )
         same, overlap = 0, 0.0
         for t in tokens:
@@ -142,8 +153,10 @@ def bench_bm25(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
             got = [i for i, _ in index.search_tokens(t, 10)]
             same += got == [int(i) for i in ref]
             overlap += len(set(got) & {int(i) for i in ref}) / max(1, len(ref))
-        print(f"top-10 vs BM25Okapi ({method:9}): identical order {same}/{len(tokens)}, "
-              f"mean overlap {overlap / len(tokens):.2f}")
+        print(
+            f"top-10 vs BM25Okapi ({method:9}): identical order {same}/{len(tokens)}, "
+            f"mean overlap {overlap / len(tokens):.2f}"
+        )
 
 
 # --- dense ------------------------------------------------------------------------------
@@ -209,12 +222,18 @@ def bench_dense(chunks: Sequence[Chunk], queries: Sequence[str], n_chunks: int) 
     t_ours, built = dense_index_build(sample)
     embedder, index = built  # type: ignore[misc]
     stats = index.stats
-    print(f"dense sample    {len(sample)} chunks -> {stats.stripes} stripes "
-          f"({stats.unique_stripes} unique)")
-    print(f"plain encode    {len(sample) / t_plain:7.1f} chunks/s ({t_plain:.1f} s, truncated "
-          "to the model window)")
-    print(f"DenseIndex      {len(sample) / t_ours:7.1f} chunks/s ({t_ours:.1f} s, whole chunks "
-          f"as stripes) -> {t_plain / t_ours:.2f}x the plain encode")
+    print(
+        f"dense sample    {len(sample)} chunks -> {stats.stripes} stripes "
+        f"({stats.unique_stripes} unique)"
+    )
+    print(
+        f"plain encode    {len(sample) / t_plain:7.1f} chunks/s ({t_plain:.1f} s, truncated "
+        "to the model window)"
+    )
+    print(
+        f"DenseIndex      {len(sample) / t_ours:7.1f} chunks/s ({t_ours:.1f} s, whole chunks "
+        f"as stripes) -> {t_plain / t_ours:.2f}x the plain encode"
+    )
     # Search latency depends on the matrix size: tile the sample's vectors up to the corpus size.
     from coderag_tui.core.vectors import DenseIndex
 
@@ -230,13 +249,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("root", nargs="?", default=sysconfig.get_paths()["stdlib"])
     parser.add_argument("--dense", action="store_true", help="also benchmark dense search")
-    parser.add_argument("--dense-chunks", type=int, default=1000, metavar="N",
-                        help="chunks embedded for the dense throughput comparison")
+    parser.add_argument(
+        "--dense-chunks",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="chunks embedded for the dense throughput comparison",
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     chunks = stdlib_chunks(Path(args.root))
-    print(f"corpus          {len(chunks)} chunks (lines:50) from {args.root} "
-          f"in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"corpus          {len(chunks)} chunks (lines:50) from {args.root} "
+        f"in {time.perf_counter() - t0:.1f} s"
+    )
     queries = draw_queries(chunks)
     bench_bm25(chunks, queries)
     if args.dense:

@@ -79,21 +79,52 @@ def chunk_tokens(chunk: Chunk, options: BM25Options) -> list[str]:
 
 
 class BM25Index:
-    """A bm25s score matrix over a fixed list of chunks (results are indexes into that list)."""
+    """A BM25 score matrix (bm25s's CSC layout) over a fixed list of chunks.
 
-    def __init__(self, retriever: Any, vocab: dict[str, int], n_docs: int, options: BM25Options):
-        self._retriever = retriever  # bm25s.BM25, or None when no chunk has a word
+    Results are indexes into that list. The matrix is bm25s's: built from its scoring
+    functions, saved by `bm25s.BM25.save` (the folder loads with `bm25s.BM25.load`). Loading
+    reads the three arrays with numpy and the vocabulary from a word-a-line file, so opening
+    an index does not import bm25s and scipy (0.4 s of a TUI start-up) or parse its JSON.
+    """
+
+    def __init__(
+        self,
+        scores: dict[str, Any] | None,
+        vocab: dict[str, int],
+        n_docs: int,
+        options: BM25Options,
+    ):
         self._vocab = vocab
         self.n_docs = n_docs
         self.options = options
         self._data = np.zeros(0, dtype=np.float32)
         self._indices = np.zeros(0, dtype=np.int64)
         self._indptr = np.zeros(1, dtype=np.int64)
-        if retriever is not None:
-            scores = retriever.scores
+        if scores is not None and vocab:
             self._data = np.asarray(scores["data"], dtype=np.float32)
             self._indices = np.asarray(scores["indices"], dtype=np.int64)
             self._indptr = np.asarray(scores["indptr"], dtype=np.int64)
+
+    @property
+    def empty(self) -> bool:
+        """True when no chunk has a word (every query finds nothing)."""
+        return not self._vocab
+
+    def as_bm25s(self) -> Any:
+        """This matrix in a `bm25s.BM25` object (to save it, or to compare with bm25s itself)."""
+        import bm25s
+
+        retriever = bm25s.BM25(k1=self.options.k1, b=self.options.b, method=self.options.method)
+        retriever.scores = {
+            "data": self._data,
+            "indices": self._indices.astype(np.int32),
+            "indptr": self._indptr.astype(np.int32 if self._indptr[-1] < 2**31 else np.int64),
+            "num_docs": self.n_docs,
+        }
+        retriever.vocab_dict = self._vocab
+        retriever.unique_token_ids_set = set(self._vocab.values())
+        retriever.nonoccurrence_array = None
+        return retriever
 
     @classmethod
     def build(
@@ -126,18 +157,11 @@ class BM25Index:
             dtype=np.int64,
             count=int(lengths.sum()),
         )
-        import bm25s
-
-        retriever = bm25s.BM25(k1=options.k1, b=options.b, method=options.method)
-        retriever.scores = _score_matrix(flat, lengths, len(vocab), options)
-        retriever.vocab_dict = vocab
-        retriever.unique_token_ids_set = set(vocab.values())
-        retriever.nonoccurrence_array = None
-        return cls(retriever, vocab, len(corpus), options)
+        return cls(_score_matrix(flat, lengths, len(vocab), options), vocab, len(corpus), options)
 
     def idf(self, word: str) -> float:
         """The idf bm25s computed for a word (0.0 for an unknown word), for tests and debugging."""
-        if self._retriever is None or word not in self._vocab:
+        if word not in self._vocab:
             return 0.0
         from bm25s.scoring import _select_idf_scorer
 
@@ -152,8 +176,6 @@ class BM25Index:
     def scores(self, tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for these query words (unknown words add nothing)."""
         out = np.zeros(self.n_docs, dtype=np.float32)
-        if self._retriever is None:
-            return out
         ids = [self._vocab[t] for t in tokens if t in self._vocab]
         if not ids:
             return out
@@ -195,15 +217,15 @@ class BM25Index:
         """Write the index to `directory` atomically (a temporary folder renamed into place)."""
 
         def write(tmp: Path) -> None:
-            if self._retriever is not None:
-                self._retriever.save(str(tmp), show_progress=False)
+            if not self.empty:
+                self.as_bm25s().save(str(tmp), show_progress=False)
                 (tmp / _WORDS).write_text("\n".join(self._vocab), encoding="utf-8")
 
         meta = {
             "format": _FORMAT,
             "tokenizer": TOKENIZER_VERSION,
             "n_docs": self.n_docs,
-            "empty": self._retriever is None,
+            "empty": self.empty,
             "options": _options_dict(self.options),
             **(extra or {}),
         }
@@ -224,26 +246,28 @@ class BM25Index:
         if meta is None:
             raise ValueError(f"no BM25 index at {directory}")
         options = BM25Options(**meta["options"])
+        n_docs = int(meta["n_docs"])
         if meta["empty"]:
-            return cls(None, {}, int(meta["n_docs"]), options)
-        import bm25s
-
+            return cls(None, {}, n_docs, options)
         try:
-            retriever = bm25s.BM25.load(
-                str(directory), load_vocab=False, show_progress=False, verbosity=0
-            )
+            scores = {
+                name: np.load(directory / f"{name}.csc.index.npy", allow_pickle=False)
+                for name in ("data", "indices", "indptr")
+            }
             words = (directory / _WORDS).read_text(encoding="utf-8").split("\n")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             raise ValueError(f"the BM25 index at {directory} is damaged: {exc}") from exc
-        vocab = dict(zip(words, range(len(words)), strict=True))
-        retriever.vocab_dict = vocab
-        index = cls(retriever, vocab, int(meta["n_docs"]), options)
-        n_words = len(index._indptr) - 1
-        if index._retriever.scores["num_docs"] != index.n_docs or len(vocab) != n_words:
+        indptr = scores["indptr"]
+        if (
+            indptr.ndim != 1
+            or len(indptr) != len(words) + 1
+            or not int(indptr[-1]) == len(scores["data"]) == len(scores["indices"])
+            or (len(scores["indices"]) and int(scores["indices"].max()) >= n_docs)
+        ):
             raise ValueError(
-                f"the BM25 index at {directory} is damaged: its counts of chunks or words differ"
+                f"the BM25 index at {directory} is damaged: its arrays and words do not match"
             )
-        return index
+        return cls(scores, dict(zip(words, range(len(words)), strict=True)), n_docs, options)
 
 
 def _options_dict(options: BM25Options) -> dict[str, Any]:
@@ -254,8 +278,6 @@ def _options_dict(options: BM25Options) -> dict[str, Any]:
         "k1": options.k1,
         "b": options.b,
     }
-
-
 
 
 def _score_matrix(
@@ -313,8 +335,10 @@ def load_or_build_bm25(
     directory = bm25_dir(settings, options)
     generation = store.generation(settings.chunking_spec.key)
     meta = BM25Index.read_meta(directory)
-    if meta is not None and meta.get("generation") == generation and meta.get("n_docs") == len(
-        chunks
+    if (
+        meta is not None
+        and meta.get("generation") == generation
+        and meta.get("n_docs") == len(chunks)
     ):
         try:
             return BM25Index.load(directory)

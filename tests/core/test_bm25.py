@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import bm25s
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
@@ -30,9 +31,7 @@ def windows(lines_per_chunk: int = 6) -> list[Chunk]:
         lines = text.splitlines(keepends=True)
         for start in range(0, len(lines), lines_per_chunk):
             part = lines[start : start + lines_per_chunk]
-            chunks.append(
-                Chunk(path, start + 1, start + len(part), "lines", None, "".join(part))
-            )
+            chunks.append(Chunk(path, start + 1, start + len(part), "lines", None, "".join(part)))
     return chunks
 
 
@@ -152,9 +151,12 @@ def test_split_identifiers_finds_camel_case_parts() -> None:
 def test_path_in_text_finds_a_chunk_by_its_file_name() -> None:
     chunk = Chunk("billing/ledger.py", 1, 1, "lines", None, "x = compute()\n")
     corpus = [*CHUNKS, chunk]
-    assert chunk_tokens(chunk, BM25Index.build([], split_identifiers=False,
-                                               path_in_text=True).options)[:3] == [
-        "billing", "ledger", "py",
+    assert chunk_tokens(
+        chunk, BM25Index.build([], split_identifiers=False, path_in_text=True).options
+    )[:3] == [
+        "billing",
+        "ledger",
+        "py",
     ]
     without = BM25Index.build(corpus, split_identifiers=False, path_in_text=False)
     with_path = BM25Index.build(corpus, split_identifiers=False, path_in_text=True)
@@ -186,6 +188,16 @@ def test_save_and_load_give_the_same_results(tmp_path: Path) -> None:
     assert loaded.options == index.options
     for query in QUERIES:
         assert loaded.search(query, 10) == index.search(query, 10)
+
+
+def test_the_saved_folder_is_a_bm25s_index(tmp_path: Path) -> None:
+    """bm25s itself loads what we save, with our vocabulary and the same scores."""
+    index = BM25Index.build(CHUNKS, split_identifiers=True, path_in_text=False)
+    index.save(tmp_path / "bm25")
+    theirs = bm25s.BM25.load(str(tmp_path / "bm25"), show_progress=False, verbosity=0)
+    for query in QUERIES:
+        words = index.tokenize_query(query)
+        assert np.allclose(theirs.get_scores(words), index.scores(words))
 
 
 def test_load_of_a_missing_or_damaged_folder_says_so(tmp_path: Path) -> None:
