@@ -8,11 +8,14 @@ its own group, so a new query cancels the old one and indexing never blocks typi
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -160,6 +163,9 @@ class CoderagApp(App[None]):
         self.advice = ""
         self.theme_problems: tuple[str, ...] = ()
         self.warmed_up = False
+        # The saved index, opened in a thread from the Load event while the first screen is
+        # composed and styled (the first build_index_worker takes it over).
+        self._preload: tuple[Settings, float, Future[SavedIndex]] | None = None
         # Before the first screen is styled, so start-up styles the widgets once, not twice.
         self._register_themes()
 
@@ -181,6 +187,29 @@ class CoderagApp(App[None]):
         screen = self.screen_stack[0]
         assert isinstance(screen, MainScreen)
         return screen
+
+    def on_load(self) -> None:
+        # Load comes before the screen is composed: the saved index (chunks + BM25) loads
+        # meanwhile instead of after the first paint.
+        future: Future[SavedIndex] = Future()
+        settings = self.settings
+
+        def preload() -> None:
+            try:
+                future.set_result(open_saved_index(settings))
+            except BaseException as exc:  # handed to the worker, which reports it
+                future.set_exception(exc)
+            finally:
+                # What start-up made (widgets, chunks, BM25) lives as long as the app: freeze
+                # it out of the collector's full scans, which took ~0.2 s of a stdlib start-up.
+                gc.freeze()
+                if collecting:
+                    gc.enable()
+
+        collecting = gc.isenabled()
+        gc.disable()
+        self._preload = (settings, self.clock(), future)
+        threading.Thread(target=preload, name="coderag-preload", daemon=True).start()
 
     def on_mount(self) -> None:
         if self.theme_problems:
@@ -281,7 +310,7 @@ class CoderagApp(App[None]):
         from coderag_tui.core.bm25 import load_or_build_bm25
         from coderag_tui.core.indexer import IndexProgress, build_index
         from coderag_tui.core.pipeline import Searcher  # noqa: F401 (imported here, not on the UI)
-        from coderag_tui.core.store import Store, StoreError
+        from coderag_tui.core.store import StoreError
 
         worker = get_current_worker()
         cancel = threading.Event()
@@ -294,21 +323,24 @@ class CoderagApp(App[None]):
 
         start = self.clock()
         key = settings.chunking_spec.key
+        preload, self._preload = self._preload, None
         try:
-            store = self.store
-            if store is None or store.path != settings.index_path:
-                store = Store.open(settings.index_path)
+            if preload is not None and preload[0] == settings and not self.chunks:
+                start = preload[1]  # the saved index has been loading since the Load event
+                saved = preload[2].result()
+            else:
+                saved = open_saved_index(settings, self.store, serve=not self.chunks)
+            store = saved.store
             served: str | None = None
-            if not self.chunks and store.chunk_count(key) > 0:
+            if saved.chunks is not None and saved.bm25 is not None:
                 # Serve what is already indexed at once; the check for changed files follows.
-                served = store.generation(key)
-                chunks = store.chunks(key)
-                bm25 = load_or_build_bm25(store, settings, chunks)
+                served = saved.generation
+                chunks = saved.chunks
                 self.store = store
                 elapsed = (self.clock() - start) * 1000
                 files = len({c.path for c in chunks})
                 self.post_message(
-                    IndexBuilt(generation, files, chunks, bm25, None, elapsed, store.notice)
+                    IndexBuilt(generation, files, chunks, saved.bm25, None, elapsed, store.notice)
                 )
             report = build_index(settings, store, progress=progress, cancel=cancel)
             if worker.is_cancelled or report.cancelled:
@@ -952,6 +984,34 @@ class CoderagApp(App[None]):
             if self.settings.rerank
             else ("bm25", "dense", "fused")
         )
+
+
+@dataclass(frozen=True)
+class SavedIndex:
+    """What start-up can serve before checking for changed files: the store, and its chunks and
+    BM25 index when the current chunking already has chunks (else None)."""
+
+    store: Store
+    generation: str | None
+    chunks: list[Chunk] | None
+    bm25: Any
+
+
+def open_saved_index(
+    settings: Settings, store: Store | None = None, *, serve: bool = True
+) -> SavedIndex:
+    """Open (or reuse) the store; with `serve`, load the chunks and BM25 index already saved."""
+    from coderag_tui.core.bm25 import load_or_build_bm25
+    from coderag_tui.core.store import Store
+
+    if store is None or store.path != settings.index_path:
+        store = Store.open(settings.index_path)
+    key = settings.chunking_spec.key
+    if not serve or store.chunk_count(key) == 0:
+        return SavedIndex(store, None, None, None)
+    generation = store.generation(key)
+    chunks = store.chunks(key)
+    return SavedIndex(store, generation, chunks, load_or_build_bm25(store, settings, chunks))
 
 
 def make_app(
