@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from coderag_tui.config import Settings
 from coderag_tui.tui.messages import IndexBuilt, IndexChecked, IndexProgressed, SearchFinished
@@ -39,10 +39,10 @@ async def test_search_fills_every_available_column_and_explains_the_others(
         run = app.last_run
         assert run is not None
         for name in ("bm25", "fused"):
-            table = column(app, name).query_one(DataTable)
+            table = column(app, name).table
             assert table.row_count == len(run.rankings[name].hits) > 0
-        first = column(app, "bm25").query_one(DataTable).get_row_at(0)
-        assert str(first[1]).startswith("shop/payment.py:")
+        first = column(app, "bm25").table.rows[0]
+        assert first.rank == "1" and first.label.startswith("shop/payment.py:")
         dense = column(app, "dense")
         assert dense.has_class("off")
         assert "--embed-backend auto" in str(dense.query_one(".unavailable", Static).render())
@@ -64,7 +64,7 @@ async def test_moving_the_cursor_syncs_the_ranks_line_and_the_other_columns(
         assert app.selected_key == third
         fused_rank = run.rankings["fused"].rank_of(third)
         assert text_of(app, "#ranks").startswith(f"BM25 #3 · Dense off · Fused #{fused_rank}")
-        fused_table = column(app, "fused").query_one(DataTable)
+        fused_table = column(app, "fused").table
         assert fused_table.cursor_row == (fused_rank or 0) - 1
         assert app.main.query_one("#preview").border_title == third
 

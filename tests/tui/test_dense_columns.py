@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from coderag_tui.config import Settings
 from coderag_tui.core.models import RANKING_NAMES
 from coderag_tui.tui.widgets.rankings import RankingColumn
@@ -38,7 +36,7 @@ async def test_all_four_columns_with_dense_and_rerank(
             ranking = run.rankings[name]
             assert ranking.available, ranking.reason
             col = app.main.query_one(f"#column-{name}", RankingColumn)
-            table = col.query_one(DataTable)
+            table = col.table
             assert col.display
             assert table.row_count == len(ranking.hits) > 0
         assert "dense ready" in str(app.main.query_one(TopBar).render())

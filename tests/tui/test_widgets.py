@@ -8,7 +8,8 @@ from coderag_tui.core.models import Chunk, Hit, Ranking, SearchRun
 from coderag_tui.tui.app import parse_location
 from coderag_tui.tui.widgets.latency import bar
 from coderag_tui.tui.widgets.preview import term_pattern, word_matches
-from coderag_tui.tui.widgets.rankings import fit_left, ranks_line
+from coderag_tui.tui.widgets.ranking_table import fit_left
+from coderag_tui.tui.widgets.rankings import ranks_line
 from coderag_tui.tui.widgets.tuning import step_budget
 
 

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 from coderag_tui.core.models import RankingName, SearchRun
 from coderag_tui.core.tokenize import tokenize
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
-from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_syntax
+from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.rankings import RankingColumn, RankingsBoard, ranks_line
 from coderag_tui.tui.widgets.status import IndexState, TopBar, WorkProgress
@@ -156,7 +156,7 @@ class MainScreen(Screen[None]):
         chunk = app.chunk_for(key)
         ranks = self.query_one("#ranks", Static)
         if chunk is None:
-            ranks.update(Content.styled("no chunk selected", "$text-muted"))
+            ranks.update(Content.styled("no chunk selected", "$text-muted"), layout=False)
             self.query_one(ChunkPreview).show(None)
             return
         marks = []
@@ -164,13 +164,16 @@ class MainScreen(Screen[None]):
             marks.append(("  📌 pinned", "$success"))
         if key in app.excluded:
             marks.append(("  ✕ excluded", "$error"))
-        ranks.update(Content.assemble((line, "bold"), ("   " + chunk.key, "$text-muted"), *marks))
+        ranks.update(
+            Content.assemble((line, "bold"), ("   " + chunk.key, "$text-muted"), *marks),
+            layout=False,  # one line, fixed height
+        )
         theme = app.current_theme
         terms = tokenize(run.query if run else "", split_identifiers=app.settings.split_identifiers)
         from rich.style import Style
 
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
-        syntax = chunk_syntax(
+        syntax = chunk_lines(
             chunk,
             terms,
             dark=theme.dark,
@@ -193,7 +196,8 @@ class MainScreen(Screen[None]):
                     (f"budget {budget:,} tokens · ", "$text-muted"),
                     (text, "$warning" if app.pack_error else "$text-muted"),
                     ("   " + app.advice, "$text-muted"),
-                )
+                ),
+                layout=False,  # one line, fixed height
             )
             return
         fraction = packed.tokens / max(budget, 1)
@@ -213,7 +217,8 @@ class MainScreen(Screen[None]):
                 (f" {fraction:.0%}", ""),
                 (" · " + " · ".join(details), "$text-muted"),
                 ("  │  " + app.advice if app.advice else "", "$accent"),
-            )
+            ),
+            layout=False,  # one line, fixed height
         )
 
     def set_code_mode(self, code: bool) -> None:

@@ -69,6 +69,8 @@ class LatencyPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.totals: list[float] = []
+        self._stage_count = -1
+        self._notes: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(stage_lines(()), id="stage-bars")
@@ -79,12 +81,17 @@ class LatencyPanel(Vertical):
 
     def show_run(self, run: SearchRun) -> None:
         self.totals = [*self.totals, run.total_ms][-HISTORY:]
-        self.query_one("#stage-bars", Static).update(stage_lines(run.timings))
+        # A new layout only when the number of stage lines changes (fewer relayouts per search).
+        count, self._stage_count = self._stage_count, len(run.timings)
+        bars = self.query_one("#stage-bars", Static)
+        bars.update(stage_lines(run.timings), layout=count != len(run.timings))
         # One value would fill the whole sparkline; a trend needs two.
         self.query_one(Sparkline).data = list(self.totals) if len(self.totals) > 1 else []
         caption = self.query_one(".caption", Static)
         low, high = min(self.totals), max(self.totals)
-        caption.update(f"last {len(self.totals)} searches: {format_ms(low)} – {format_ms(high)}")
+        caption.update(
+            f"last {len(self.totals)} searches: {format_ms(low)} – {format_ms(high)}", layout=False
+        )
 
     def show_index_stats(self, lines: Sequence[tuple[str, str]]) -> None:
         """Label/value pairs describing the index (files, chunks, chunking, build time …)."""
@@ -97,5 +104,8 @@ class LatencyPanel(Vertical):
 
     def show_notes(self, notes: Sequence[str]) -> None:
         """What the last search wants the user to know (e.g. fused = BM25 while dense is off)."""
+        if tuple(notes) == self._notes:
+            return  # the same notes as the last search: nothing to lay out again
+        self._notes = tuple(notes)
         text = "\n".join(f"• {note}" for note in notes)
         self.query_one("#search-notes", Static).update(Content.styled(text, "$text-muted"))

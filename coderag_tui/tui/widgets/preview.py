@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
-from rich.console import Group, RenderableType
+from pygments.lexer import Lexer
+from pygments.token import Token, _TokenType
 from rich.style import Style
-from rich.syntax import Syntax
+from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from coderag_tui.core.models import Chunk
 from coderag_tui.core.prompt import fence_tag_for
@@ -27,26 +29,64 @@ def term_pattern(terms: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
 
 
-def chunk_syntax(
+@functools.lru_cache(maxsize=16)
+def _lexer(alias: str) -> Lexer | None:
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(alias, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+@functools.lru_cache(maxsize=512)
+def _token_style(theme: str, token: _TokenType) -> Style:
+    """A Pygments theme's colour and weight for a token, without the theme's own background."""
+    style = PygmentsSyntaxTheme(theme).get_style_for_token(token)
+    return Style(color=style.color, bold=style.bold, italic=style.italic)
+
+
+def chunk_lines(
     chunk: Chunk, terms: Iterable[str], *, dark: bool, background: str, mark: Style
-) -> Syntax:
-    """Rich Syntax of the chunk, numbered from its first file line, query words styled `mark`."""
+) -> list[Text]:
+    """The chunk's lines highlighted once, each led by its file line number, query words
+    styled `mark`.
+
+    A rich `Syntax` runs Pygments on every render, and a Static preview renders twice per
+    update (to measure its height, then to paint); highlighting once here, and drawing only
+    the lines in view (`ChunkPreview`), keeps a new selection cheap.
+    """
+    theme = "monokai" if dark else "friendly"
+    count = max(1, len(chunk.text.splitlines()))
+    width = len(str(chunk.start_line + count - 1))
+    base = Style(bgcolor=background)
+    number = Style(color="#75715e" if dark else "#999999")
+
+    def new_line(offset: int) -> Text:
+        line = Text(style=base, no_wrap=True, end="")
+        line.append(f"{chunk.start_line + offset:>{width}} ", number)
+        return line
+
+    lines = [new_line(0)]
     # The fence tag doubles as a Pygments alias; guessing from the text would load every lexer.
-    syntax = Syntax(
-        chunk.text,
-        fence_tag_for(chunk.language, chunk.path) or "text",
-        theme="monokai" if dark else "friendly",
-        line_numbers=True,
-        start_line=chunk.start_line,
-        background_color=background,
-        word_wrap=False,
-    )
+    lexer = _lexer(fence_tag_for(chunk.language, chunk.path) or "text")
+    tokens = lexer.get_tokens(chunk.text) if lexer is not None else [(Token.Text, chunk.text)]
+    for token, value in tokens:
+        style = _token_style(theme, token)
+        for i, part in enumerate(value.split("\n")):
+            if i:
+                lines.append(new_line(len(lines)))
+            if part:
+                lines[-1].append(part, style)
+    del lines[count:]  # the newline that ends the chunk does not start a line
     pattern = term_pattern(terms)
     if pattern is not None:
-        for number, line in enumerate(chunk.text.splitlines(), start=1):
-            for start, end in word_matches(pattern, line):
-                syntax.stylize_range(mark, (number, start), (number, end))
-    return syntax
+        gutter = width + 1
+        for line in lines:
+            for start, end in word_matches(pattern, line.plain[gutter:]):
+                line.stylize(mark, gutter + start, gutter + end)
+    return lines
 
 
 def _starts_word(line: str, i: int) -> bool:
@@ -72,23 +112,49 @@ def word_matches(pattern: re.Pattern[str], line: str) -> list[tuple[int, int]]:
     ]
 
 
-class ChunkPreview(VerticalScroll):
-    """Scrollable view of one chunk; the border title names the file and line range."""
+class ChunkPreview(ScrollView, can_focus=True):
+    """Scrollable view of one chunk; the border title names the file and line range.
 
-    def compose(self) -> ComposeResult:
-        yield Static(
-            Text("Select a chunk in any ranking to see it here.", style="dim"), id="preview-body"
-        )
+    The chunk's lines are rendered to strips once per selection and drawn line by line (the
+    Line API): a new chunk repaints this view alone, where a Static in a scroll container
+    re-rendered its whole content to measure it and re-laid out the screen on every search.
+    """
 
-    def show(self, chunk: Chunk | None, renderable: RenderableType | None = None) -> None:
-        body = self.query_one("#preview-body", Static)
-        if chunk is None or renderable is None:
+    PLACEHOLDER = "Select a chunk in any ranking to see it here."
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._lines: list[Text] = []
+        self._strips: dict[int, Strip] = {}  # rendered on first view
+
+    def on_mount(self) -> None:
+        self.show(None)
+
+    def show(self, chunk: Chunk | None, lines: list[Text] | None = None) -> None:
+        if chunk is None or lines is None:
             self.border_title = "Preview"
             self.border_subtitle = ""
-            body.update(Text("Select a chunk in any ranking to see it here.", style="dim"))
-            return
-        self.border_title = f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
-        kind = "" if chunk.kind == "lines" else f" · {chunk.kind}"
-        self.border_subtitle = f"{chunk.n_lines} lines{kind}"
-        body.update(Group(renderable))
-        self.scroll_home(animate=False)
+            lines = [Text(self.PLACEHOLDER, style="dim")]
+        else:
+            self.border_title = f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+            kind = "" if chunk.kind == "lines" else f" · {chunk.kind}"
+            self.border_subtitle = f"{chunk.n_lines} lines{kind}"
+        self._lines = lines
+        self._strips = {}
+        width = max((line.cell_len for line in lines), default=0)
+        self.virtual_size = Size(width, len(lines))
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        if index >= len(self._lines):
+            return Strip.blank(width, style)
+        strip = self._strips.get(index)
+        if strip is None:
+            strip = Strip(list(self._lines[index].render(self.app.console, end="")))
+            self._strips[index] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, style)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from coderag_tui.core.models import RANKING_NAMES, Ranking, RankingName, SearchRun
+from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
 
 TITLES: dict[RankingName, str] = {
     "bm25": "BM25",
@@ -31,13 +31,6 @@ SCORE_FORMAT: dict[RankingName, str] = {
     "fused": "{:.4f}",
     "rerank": "{:.3f}",
 }
-
-
-def fit_left(text: str, width: int) -> str:
-    """Shorten text from the left with an ellipsis, so the file name and lines stay visible."""
-    if width <= 1 or len(text) <= width:
-        return text
-    return "…" + text[-(width - 1) :]
 
 
 def ranks_line(run: SearchRun | None, key: str | None, shown: tuple[RankingName, ...]) -> str:
@@ -69,61 +62,51 @@ class RankingColumn(Vertical):
         super().__init__(id=id or f"column-{name}", classes="ranking-column")
         self.method: RankingName = name
         self.keys: list[str] = []
-        self._ranking: Ranking | None = None
-        self._rows = 20
         self.border_title = TITLES[name]
 
     def compose(self) -> ComposeResult:
-        table: DataTable[str | Text] = DataTable(
-            id=f"table-{self.method}", cursor_type="row", zebra_stripes=True
-        )
         yield Static("", classes="unavailable")
-        yield table
+        yield RankingTable(id=f"table-{self.method}")
 
     @property
-    def table(self) -> DataTable[str | Text]:
-        return self.query_one(DataTable)
-
-    def on_mount(self) -> None:
-        self.table.add_columns("#", "chunk", "score")
-        self.table.show_cursor = False
+    def table(self) -> RankingTable:
+        return self.query_one(RankingTable)
 
     def show(self, ranking: Ranking | None, *, empty_hint: str = "", rows: int = 20) -> None:
         """Fill the table with a ranking's top `rows` hits, or explain why there is no list."""
-        self._ranking = ranking
-        self._rows = rows
         table = self.table
-        table.clear()
         self.keys = []
         # Only touch classes and display when they change: each change restyles the screen.
         if ranking is None:
+            table.set_rows([])
             self._set_note(empty_hint, off=False)
             self.border_subtitle = ""
             return
         if not ranking.available:
+            table.set_rows([])
             self._set_note(ranking.reason or f"{TITLES[self.method]} is unavailable.", off=True)
             self.border_subtitle = "off"
             return
         self._set_note("" if ranking.hits else "no matches", off=False)
-        width = max(12, table.size.width - 18) if table.size.width else 40
         fmt = SCORE_FORMAT[self.method]
-        for hit in ranking.hits[:rows]:
-            chunk = hit.chunk
-            label = fit_left(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}", width)
-            table.add_row(
-                Text(str(hit.rank), justify="right"),
-                label,
-                Text(fmt.format(hit.score), justify="right"),
-                key=chunk.key,
+        lines = [
+            Row(
+                str(hit.rank),
+                f"{hit.chunk.path}:{hit.chunk.start_line}-{hit.chunk.end_line}",
+                fmt.format(hit.score),
+                hit.chunk.key,
             )
-            self.keys.append(chunk.key)
-        shown = min(rows, len(ranking.hits))
+            for hit in ranking.hits[:rows]
+        ]
+        table.set_rows(lines)
+        self.keys = [line.key for line in lines]
+        shown = len(lines)
         self.border_subtitle = (
             f"{len(ranking.hits)} hits"
             if shown == len(ranking.hits)
             else f"top {shown} of {len(ranking.hits)}"
         )
-        table.show_cursor = bool(self.keys)
+        table.set_show_cursor(bool(self.keys))
 
     def _set_note(self, text: str, *, off: bool) -> None:
         note = self.query_one(".unavailable", Static)
@@ -138,26 +121,15 @@ class RankingColumn(Vertical):
         """Put the cursor on the chunk when this list has it; hide the cursor when it has not."""
         table = self.table
         if key is None or key not in self.keys:
-            table.show_cursor = False
+            table.set_show_cursor(False)
             return
-        table.show_cursor = True
-        row = self.keys.index(key)
-        if table.cursor_row != row:
-            table.move_cursor(row=row, animate=False)
+        table.set_show_cursor(True)
+        table.move_cursor(self.keys.index(key))
 
-    def on_resize(self) -> None:
-        if self._ranking is not None and self._ranking.hits:
-            current = self.keys[self.table.cursor_row] if self.keys else None
-            self.show(self._ranking, rows=self._rows)
-            self.follow(current)
-
-    @on(DataTable.RowHighlighted)
-    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(RankingTable.Highlighted)
+    def _row_highlighted(self, event: RankingTable.Highlighted) -> None:
         event.stop()
-        # Only the focused table speaks for the user; the others are just following it.
-        if not event.data_table.has_focus or event.row_key.value is None:
-            return
-        self.post_message(self.ChunkHighlighted(self, event.row_key.value))
+        self.post_message(self.ChunkHighlighted(self, event.key))
 
 
 class RankingsBoard(Horizontal):

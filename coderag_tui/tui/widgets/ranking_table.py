@@ -1,0 +1,202 @@
+"""One ranking as rows of rank, `path:start-end` and score, drawn line by line.
+
+A DataTable renders every cell through Rich (padding, styles, measuring) after each change;
+with two or three columns refilled per search that was ~20 ms a column, most of a search's
+screen update. Here a row is three padded strings turned into segments, and only the rows
+in view are drawn (the Line API), so refilling a column costs well under a millisecond.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.segment import Segment
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+HEADER = ("#", "chunk", "score")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One hit as shown: its rank, its label and its formatted score; `key` names the chunk."""
+
+    rank: str
+    label: str
+    score: str
+    key: str
+
+
+def fit_left(text: str, width: int) -> str:
+    """Shorten text from the left with an ellipsis, so the file name and lines stay visible."""
+    if width <= 1 or len(text) <= width:
+        return text
+    return "…" + text[-(width - 1) :]
+
+
+def row_cells(row: tuple[str, str, str], width: int, rank_w: int, score_w: int) -> str:
+    """The row as one line of `width` cells: rank right-aligned, label, score right-aligned."""
+    label_w = max(1, width - rank_w - score_w - 4)
+    rank, label, score = row
+    return f" {rank:>{rank_w}} {fit_left(label, label_w):<{label_w}} {score:>{score_w}} "[:width]
+
+
+class RankingTable(ScrollView, can_focus=True):
+    """A header line and one line per hit, with a cursor row the user moves with keys or mouse."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+    ]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "ranking-table--header",
+        "ranking-table--cursor",
+        "ranking-table--even-row",
+    }
+    DEFAULT_CSS = """
+    RankingTable {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        & > .ranking-table--header {
+            color: $primary;
+            text-style: bold;
+        }
+        & > .ranking-table--even-row {
+            background: $surface-lighten-1 40%;
+        }
+        & > .ranking-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+        }
+        &:focus > .ranking-table--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+    }
+    """
+
+    @dataclass
+    class Highlighted(Message):
+        """The user moved the cursor onto a row (keys or mouse); `key` names its chunk."""
+
+        table: RankingTable
+        key: str
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[Row] = []
+        self.cursor_row = 0
+        self.show_cursor = False
+        self._strips: dict[tuple[int, bool, int], Strip] = {}
+
+    # ------------------------------------------------------------------ data
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def set_rows(self, rows: list[Row]) -> None:
+        """Replace every row; the cursor goes back to the first."""
+        self.rows = rows
+        self.cursor_row = 0
+        self._strips.clear()
+        self.virtual_size = Size(0, len(rows) + 1)  # rows fit the width: no sideways scroll
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def move_cursor(self, row: int) -> None:
+        """Put the cursor on a row (clamped) and scroll it into view; no message is sent."""
+        if not self.rows:
+            return
+        row = max(0, min(row, len(self.rows) - 1))
+        if row != self.cursor_row:
+            self.cursor_row = row
+            self.refresh()
+        # Line 0 is the header and stays put; rows scroll beneath it.
+        in_view = max(1, self.scrollable_content_region.height - 1)
+        top = round(self.scroll_offset.y)
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + in_view:
+            self.scroll_to(y=row - in_view + 1, animate=False, immediate=True)
+
+    def set_show_cursor(self, show: bool) -> None:
+        if show != self.show_cursor:
+            self.show_cursor = show
+            self.refresh()
+
+    # ------------------------------------------------------------------ input
+    def _user_moved(self, row: int) -> None:
+        if not self.rows:
+            return
+        self.show_cursor = True
+        self.move_cursor(row)
+        self.refresh()
+        self.post_message(self.Highlighted(self, self.rows[self.cursor_row].key))
+
+    def action_cursor(self, step: int) -> None:
+        self._user_moved(self.cursor_row + step)
+
+    def action_page(self, direction: int) -> None:
+        page = max(1, self.scrollable_content_region.height - 1)
+        self._user_moved(self.cursor_row + direction * page)
+
+    def action_jump(self, row: int) -> None:
+        self._user_moved(row if row >= 0 else len(self.rows) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        line = event.y + self.scroll_offset.y
+        if line >= 1 and line - 1 < len(self.rows):
+            self.focus()
+            self._user_moved(line - 1)
+
+    def on_resize(self) -> None:
+        self._strips.clear()
+        self.virtual_size = Size(0, len(self.rows) + 1)
+
+    # ------------------------------------------------------------------ drawing
+    def _widths(self) -> tuple[int, int]:
+        rank_w = max([len(HEADER[0]), *(len(r.rank) for r in self.rows)])
+        score_w = max([len(HEADER[2]), *(len(r.score) for r in self.rows)])
+        return rank_w, score_w
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        rank_w, score_w = self._widths()
+        if y == 0:
+            header = self.get_component_rich_style("ranking-table--header")
+            style = base + header
+            text = row_cells(HEADER, width, rank_w, score_w)
+            return Strip([Segment(text, style)]).crop_extend(0, width, style)
+        index = y - 1 + self.scroll_offset.y
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        cursor = self.show_cursor and index == self.cursor_row
+        cache_key = (index, cursor, width)
+        strip = self._strips.get(cache_key)
+        if strip is None:
+            style = base
+            if index % 2:
+                style += self.get_component_rich_style("ranking-table--even-row")
+            if cursor:
+                style += self.get_component_rich_style("ranking-table--cursor")
+            row = self.rows[index]
+            text = row_cells((row.rank, row.label, row.score), width, rank_w, score_w)
+            strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
+            self._strips[cache_key] = strip
+        return strip
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()  # focus and theme change the cursor and stripe colours
