@@ -232,17 +232,18 @@ class CoderagApp(App[None]):
     @work(thread=True, group="warm-up", description="warm up", exit_on_error=False)
     def warm_up_worker(self, settings: Settings, template: str) -> None:
         """Load the token table and the packing code while indexing, so the first Enter is fast."""
-        from rich.console import Console
-        from rich.syntax import Syntax
+        from rich.style import Style
 
         from coderag_tui.core.budget import pack  # noqa: F401 (import once, off the UI thread)
         from coderag_tui.core.prompt import TemplateError, load_template
         from coderag_tui.core.tokens import token_counter
+        from coderag_tui.tui.widgets.preview import chunk_lines
 
         # Pygments loads its lexers and styles on first use; do it here, not on the first Enter.
-        for lexer in ("python", "javascript", "markdown"):
-            for theme in ("monokai", "friendly"):
-                Console(file=io.StringIO(), width=40).print(Syntax("x = 1", lexer, theme=theme))
+        for path in ("x.py", "x.js", "x.md"):
+            for dark in (True, False):
+                chunk = Chunk(path, 1, 1, "lines", None, "x = 'a' # b\n")
+                chunk_lines(chunk, ["x"], dark=dark, background="#000000", mark=Style())
         token_counter(settings.encoding)
         with contextlib.suppress(TemplateError):  # the search reports it where the prompt goes
             load_template(template, context_first=settings.context_first)

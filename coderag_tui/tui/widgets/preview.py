@@ -5,11 +5,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from pygments.lexer import Lexer
-from pygments.token import Token, _TokenType
 from rich.style import Style
-from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -17,6 +15,10 @@ from textual.strip import Strip
 
 from coderag_tui.core.models import Chunk
 from coderag_tui.core.prompt import fence_tag_for
+
+if TYPE_CHECKING:  # Pygments is imported on first use (warm-up), not with the first screen
+    from pygments.lexer import Lexer
+    from pygments.token import _TokenType
 
 MIN_TERM = 2  # single letters would mark half the file
 
@@ -43,6 +45,8 @@ def _lexer(alias: str) -> Lexer | None:
 @functools.lru_cache(maxsize=512)
 def _token_style(theme: str, token: _TokenType) -> Style:
     """A Pygments theme's colour and weight for a token, without the theme's own background."""
+    from rich.syntax import PygmentsSyntaxTheme
+
     style = PygmentsSyntaxTheme(theme).get_style_for_token(token)
     return Style(color=style.color, bold=style.bold, italic=style.italic)
 
@@ -71,6 +75,8 @@ def chunk_lines(
     lines = [new_line(0)]
     # The fence tag doubles as a Pygments alias; guessing from the text would load every lexer.
     lexer = _lexer(fence_tag_for(chunk.language, chunk.path) or "text")
+    from pygments.token import Token
+
     tokens = lexer.get_tokens(chunk.text) if lexer is not None else [(Token.Text, chunk.text)]
     for token, value in tokens:
         style = _token_style(theme, token)
