@@ -31,11 +31,13 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coderag_tui.config import Settings
-from coderag_tui.core.indexer import open_index
-from coderag_tui.tui.app import CoderagApp, make_app
-from coderag_tui.tui.messages import SearchFinished
+
+if TYPE_CHECKING:  # imported where used: a start-up child imports them as the CLI does
+    from coderag_tui.tui.app import CoderagApp
+    from coderag_tui.tui.messages import SearchFinished
 
 QUERIES = [
     "parse a date string into a datetime",
@@ -69,6 +71,8 @@ async def wait_until(check: object, timeout: float = 120.0) -> None:
 
 async def startup(settings: Settings) -> tuple[float, float, float, CoderagApp]:
     """From make_app: seconds to painted and to BM25-searchable, and CPU seconds by then."""
+    from coderag_tui.tui.app import make_app
+
     start = time.perf_counter()
     cpu = time.process_time()
     app = make_app(settings, system_clipboard=False)
@@ -86,6 +90,8 @@ async def startup(settings: Settings) -> tuple[float, float, float, CoderagApp]:
 
 def stamp_rendered_results(stamps: dict[int, float]) -> None:
     """Record, per search, when the screen has been refreshed with its rankings."""
+    from coderag_tui.tui.app import CoderagApp
+
     handler = CoderagApp.on_search_finished
 
     def timed(self: CoderagApp, message: SearchFinished) -> None:
@@ -98,6 +104,8 @@ def stamp_rendered_results(stamps: dict[int, float]) -> None:
 async def searches(settings: Settings) -> tuple[list[float], list[float]]:
     stamps: dict[int, float] = {}
     stamp_rendered_results(stamps)
+    from coderag_tui.tui.app import make_app
+
     app = make_app(settings, system_clipboard=False)
     times: list[float] = []
     cpu_times: list[float] = []
@@ -137,7 +145,10 @@ def bench_settings(tmp: Path) -> Settings:
 
 
 def child_startup(tmp: Path) -> None:
-    """One start-up in this fresh process; prints wall-clock stamps and CPU time as JSON."""
+    """One start-up in this fresh process, importing the app as `coderag` does; prints
+    wall-clock stamps and CPU time as JSON."""
+    import coderag_tui.tui.app  # noqa: F401
+
     imported = time.time()  # make_app follows the imports at once
     painted, ready, cpu, _app = asyncio.run(startup(bench_settings(tmp)))
     stamps = {"imported": imported, "painted": imported + painted, "ready": imported + ready}
@@ -177,6 +188,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         settings = bench_settings(Path(tmp))
         t = time.perf_counter()
+        from coderag_tui.core.indexer import open_index
+
         store, report = open_index(settings)
         store.close()
         print(

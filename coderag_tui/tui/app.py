@@ -8,14 +8,11 @@ its own group, so a new query cancels the old one and indexing never blocks typi
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,6 +42,7 @@ from coderag_tui.tui.messages import (
     SearchFailed,
     SearchFinished,
 )
+from coderag_tui.tui.preload import Preload, open_saved_index, start_preload
 from coderag_tui.tui.widgets.status import IndexState
 from coderag_tui.tui.widgets.tuning import TuningPanel, step_budget
 
@@ -165,7 +163,7 @@ class CoderagApp(App[None]):
         self.warmed_up = False
         # The saved index, opened in a thread from the Load event while the first screen is
         # composed and styled (the first build_index_worker takes it over).
-        self._preload: tuple[Settings, float, Future[SavedIndex]] | None = None
+        self._preload: Preload | None = None  # the saved index loading since the Load event
         # Before the first screen is styled, so start-up styles the widgets once, not twice.
         self._register_themes()
 
@@ -190,26 +188,9 @@ class CoderagApp(App[None]):
 
     def on_load(self) -> None:
         # Load comes before the screen is composed: the saved index (chunks + BM25) loads
-        # meanwhile instead of after the first paint.
-        future: Future[SavedIndex] = Future()
-        settings = self.settings
-
-        def preload() -> None:
-            try:
-                future.set_result(open_saved_index(settings))
-            except BaseException as exc:  # handed to the worker, which reports it
-                future.set_exception(exc)
-            finally:
-                # What start-up made (widgets, chunks, BM25) lives as long as the app: freeze
-                # it out of the collector's full scans, which took ~0.2 s of a stdlib start-up.
-                gc.freeze()
-                if collecting:
-                    gc.enable()
-
-        collecting = gc.isenabled()
-        gc.disable()
-        self._preload = (settings, self.clock(), future)
-        threading.Thread(target=preload, name="coderag-preload", daemon=True).start()
+        # meanwhile instead of after the first paint. (Started before importing Textual, it
+        # only slowed the imports: both sides hold the GIL; measured with bench_tui.py.)
+        self._preload = start_preload(self.settings, self.clock)
 
     def on_mount(self) -> None:
         if self.theme_problems:
@@ -326,9 +307,9 @@ class CoderagApp(App[None]):
         key = settings.chunking_spec.key
         preload, self._preload = self._preload, None
         try:
-            if preload is not None and preload[0] == settings and not self.chunks:
-                start = preload[1]  # the saved index has been loading since the Load event
-                saved = preload[2].result()
+            if preload is not None and preload.serves(settings) and not self.chunks:
+                start = preload.started  # the saved index has been loading since start-up
+                saved = preload.future.result()
             else:
                 saved = open_saved_index(settings, self.store, serve=not self.chunks)
             store = saved.store
@@ -987,34 +968,6 @@ class CoderagApp(App[None]):
         )
 
 
-@dataclass(frozen=True)
-class SavedIndex:
-    """What start-up can serve before checking for changed files: the store, and its chunks and
-    BM25 index when the current chunking already has chunks (else None)."""
-
-    store: Store
-    generation: str | None
-    chunks: list[Chunk] | None
-    bm25: Any
-
-
-def open_saved_index(
-    settings: Settings, store: Store | None = None, *, serve: bool = True
-) -> SavedIndex:
-    """Open (or reuse) the store; with `serve`, load the chunks and BM25 index already saved."""
-    from coderag_tui.core.bm25 import load_or_build_bm25
-    from coderag_tui.core.store import Store
-
-    if store is None or store.path != settings.index_path:
-        store = Store.open(settings.index_path)
-    key = settings.chunking_spec.key
-    if not serve or store.chunk_count(key) == 0:
-        return SavedIndex(store, None, None, None)
-    generation = store.generation(key)
-    chunks = store.chunks(key)
-    return SavedIndex(store, generation, chunks, load_or_build_bm25(store, settings, chunks))
-
-
 def make_app(
     settings: Settings,
     *,
@@ -1030,5 +983,8 @@ def make_app(
     `system_clipboard=False` keeps copies inside the terminal (OSC 52) and `app.clipboard`.
     """
     return CoderagApp(
-        settings, clock=clock, state_path=state_path, system_clipboard=system_clipboard
+        settings,
+        clock=clock,
+        state_path=state_path,
+        system_clipboard=system_clipboard,
     )
