@@ -63,6 +63,9 @@ class Settings:
     embed_model: str = ""  # model name or local path; empty: the backend's default
     allow_download: bool = False  # may a missing model be downloaded (in the background)?
     embed_batch_size: int = 8  # stripes per embedding batch (8 beat 16 and 32 on 2 cores)
+    # Stripes (model windows) embedded per chunk: 0 embeds every stripe, nothing truncated;
+    # N >= 1 only each chunk's first N (1 is what a plain encode sees; faster indexing).
+    dense_stripes: int = 0
 
     # --- fusion and rerank ---
     rrf_k: int = 60  # Reciprocal Rank Fusion constant
@@ -188,6 +191,11 @@ def load_settings(
         values[key] = _coerce(key, hints[key], value) if isinstance(value, str) else value
     if "repo" in values and values["repo"] is None:
         del values["repo"]
+    if values.get("dense_stripes", 0) < 0:
+        raise ValueError(
+            f"dense_stripes cannot be {values['dense_stripes']}: use 0 to embed every stripe "
+            "of a chunk or N >= 1 to embed only its first N (--dense-stripes N)."
+        )
     return Settings(**values)
 
 

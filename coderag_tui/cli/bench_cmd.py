@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coderag_tui.cli.common import UserError, add_repo_args, print_json, settings_from_args
+from coderag_tui.cli.common import (
+    UserError,
+    add_dense_stripes_arg,
+    add_repo_args,
+    print_json,
+    settings_from_args,
+)
 
 if TYPE_CHECKING:
     from coderag_tui.core.bench import BenchReport
@@ -35,6 +41,7 @@ def register(sub: Any) -> None:
                         help="default | split | path | split+path (default: the settings')")
     parser.add_argument("--dense", action="store_true",
                         help="also embed the corpus and time the dense stages (slow on CPU)")
+    add_dense_stripes_arg(parser)
     parser.add_argument("--reuse-index", action="store_true",
                         help="use --index-dir as is instead of a fresh temporary index")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -46,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from coderag_tui.core.models import ChunkingSpec
 
     settings = settings_from_args(
-        argparse.Namespace(path=args.path, index_dir=args.index_dir)
+        argparse.Namespace(
+            path=args.path, index_dir=args.index_dir, dense_stripes=args.dense_stripes
+        )
     )
     tokenizer = args.tokenizer
     if tokenizer is None:

@@ -51,6 +51,15 @@ def add_bm25_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
     )
 
 
+def add_dense_stripes_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--dense-stripes N, for every command that builds a dense index (speed vs coverage)."""
+    parser.add_argument(
+        "--dense-stripes", type=int, default=None, metavar="N",
+        help="embed only each chunk's first N windows (faster indexing; 1 is what a plain "
+        "encode sees) instead of every window (default: 0, every window)",
+    )
+
+
 def add_ranking_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options of the ranking stages, shared by `search` and `prompt`."""
     parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
@@ -59,6 +68,7 @@ def add_ranking_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) 
                         help="rerank the fused top candidates with a cross-encoder")
     parser.add_argument("--embed-model", default=None, metavar="M",
                         help="embedding model name or local folder")
+    add_dense_stripes_arg(parser)
     parser.add_argument("--embed-backend", default=None,
                         choices=["auto", "fastembed", "sentence-transformers", "none"],
                         help="which library runs the embedding model (default: auto)")

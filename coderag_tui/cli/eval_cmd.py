@@ -11,7 +11,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coderag_tui.cli.common import UserError, add_repo_args, print_json, settings_from_args
+from coderag_tui.cli.common import (
+    UserError,
+    add_dense_stripes_arg,
+    add_repo_args,
+    print_json,
+    settings_from_args,
+)
 from coderag_tui.core.models import RANKING_NAMES
 
 if TYPE_CHECKING:
@@ -63,6 +69,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--embed-model", default=None, help="embedding model name or path")
     parser.add_argument("--embed-backend", default=None,
                         help="auto | fastembed | sentence-transformers | none")
+    add_dense_stripes_arg(parser)
     parser.add_argument("--rerank-model", default=None, help="cross-encoder name or path")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--csv", type=Path, default=None, metavar="FILE",
@@ -96,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     values = {
         "path": args.path, "index_dir": args.index_dir, "embed_model": args.embed_model,
         "embed_backend": args.embed_backend, "rerank_model": args.rerank_model,
+        "dense_stripes": args.dense_stripes,
     }
     settings = settings_from_args(argparse.Namespace(**values))
     if (args.dataset is None) == (args.from_git_history is None):

@@ -10,6 +10,7 @@ from coderag_tui.cli.common import (
     UserError,
     add_bm25_args,
     add_chunking_args,
+    add_dense_stripes_arg,
     add_repo_args,
     settings_from_args,
 )
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME|PATH",
         help="embedding model name or local folder",
     )
+    add_dense_stripes_arg(parser)
     parser.add_argument(
         "--allow-download",
         action=argparse.BooleanOptionalAction,

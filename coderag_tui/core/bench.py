@@ -272,9 +272,16 @@ def _bench(
                 with EmbeddingCache.open(settings.embed_cache_path) as cache:
                     t = time.perf_counter()
                     dense_index = DenseIndex.build(
-                        chunks, embedder, cache, batch_size=settings.embed_batch_size
+                        chunks, embedder, cache, batch_size=settings.embed_batch_size,
+                        max_stripes=settings.dense_stripes,
                     )
                     stage_seconds["embed"] = time.perf_counter() - t
+                if settings.dense_stripes:
+                    n = settings.dense_stripes
+                    notes.append(
+                        f"dense embedded only each chunk's first {n} "
+                        f"stripe{'' if n == 1 else 's'} (--dense-stripes {n})."
+                    )
         throughput = IndexThroughput(
             files=len(states), bytes=sum(s.size for s in states), chars=chars,
             chunks=len(chunks), stage_seconds=stage_seconds,

@@ -56,6 +56,13 @@ NEEDS_DENSE = frozenset({"dense", "fused", "rerank", FILE_RRF})
 ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
 
 
+def mode_label(mode: str, dense_stripes: int) -> str:
+    """The mode as results show it: a mode using dense names its stripe cap, so runs differ."""
+    if dense_stripes <= 0 or mode not in NEEDS_DENSE:
+        return mode
+    return f"{mode} (first {dense_stripes} stripe{'' if dense_stripes == 1 else 's'})"
+
+
 @dataclass(frozen=True, slots=True)
 class Grid:
     """What one evaluation run compares: modes x chunkings x tokenizers, at cut-off k."""
@@ -363,6 +370,7 @@ def run_eval(
                             result = _score(
                                 run, mode, row, item.repo_label, chunking,
                                 ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
+                                dense_stripes=settings.dense_stripes,
                             )
                             if result is None:
                                 ranking = run.rankings.get(mode)  # type: ignore[call-overload]
@@ -445,7 +453,7 @@ def _build_dense(
 
     return DenseIndex.build(
         chunks, embedder, cache, progress=report, cancel=cancel,
-        batch_size=settings.embed_batch_size,
+        batch_size=settings.embed_batch_size, max_stripes=settings.dense_stripes,
     )
 
 
@@ -471,6 +479,8 @@ def _score(
     tokenizer: str,
     grid: Grid,
     prepare_s: float,
+    *,
+    dense_stripes: int = 0,
 ) -> InstanceResult | None:
     accepts = grid.candidates.accepts
     files = _file_ranking(run, mode, accepts)
@@ -489,8 +499,8 @@ def _score(
         chunk_scores = score_chunks(ranked, row.gold_chunks, grid.k)
     stage_ms, search_ms = _mode_ms(run, mode)
     return InstanceResult(
-        id=row.id, repo=repo_label, mode=mode, chunking=chunking, tokenizer=tokenizer,
-        scores=scores, chunk_scores=chunk_scores, gold_rank=gold_rank,
+        id=row.id, repo=repo_label, mode=mode_label(mode, dense_stripes), chunking=chunking,
+        tokenizer=tokenizer, scores=scores, chunk_scores=chunk_scores, gold_rank=gold_rank,
         top_files=tuple(files[: grid.k]), stage_ms=stage_ms, search_ms=search_ms,
         prepare_s=prepare_s,
     )
@@ -504,6 +514,7 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
 
     def order(key: tuple[str, str, str]) -> tuple[int, int, int]:
         mode, chunking, tok = key
+        mode = mode.split(" (first ", 1)[0]  # a stripe cap's label sorts as its mode
         return (
             grid.modes.index(mode) if mode in grid.modes else 99,  # type: ignore[arg-type]
             grid.chunkings.index(chunking) if chunking in grid.chunkings else 99,

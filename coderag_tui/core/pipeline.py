@@ -264,6 +264,7 @@ class Searcher:
                 progress=report,
                 cancel=cancel,
                 batch_size=settings.embed_batch_size,
+                max_stripes=settings.dense_stripes,
             )
         if not index.complete:
             notices.append(

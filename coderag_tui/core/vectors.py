@@ -2,9 +2,11 @@
 
 An embedder sees only its window (all-MiniLM-L6-v2: 256 tokens) while most 50-line chunks
 are longer, so a long chunk is cut into overlapping stripes that each fit, every stripe is
-embedded (never silently truncated), and the chunk scores as its best stripe. Stripe
+embedded (never silently truncated), and the chunk scores as its best stripe. A cap on
+stripes per chunk (`max_stripes`, the `dense_stripes` setting) trades that coverage for
+indexing speed: 1 embeds only each chunk's first window, as a plain encode does. Stripe
 vectors are cached by (model, sha1 of the stripe text), so unchanged text is never
-embedded twice — across runs, chunk sizes and repositories.
+embedded twice — across runs, chunk sizes, caps and repositories.
 """
 
 from __future__ import annotations
@@ -76,9 +78,18 @@ def _approx_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _cut(
-    text: str, n: int, window: int, overlap: int, span: Callable[[int], tuple[int, int]]
+    text: str,
+    n: int,
+    window: int,
+    overlap: int,
+    span: Callable[[int], tuple[int, int]],
+    limit: int = 0,
 ) -> list[tuple[str, int]]:
-    """Cut a text of n tokens into stripes of at most `window` tokens sharing `overlap` tokens."""
+    """Cut a text of n tokens into stripes of at most `window` tokens sharing `overlap` tokens.
+
+    A positive `limit` stops after that many stripes; the stripes kept are the same texts
+    an uncut run starts with, so their cached vectors serve either way.
+    """
     if n <= window:
         return [(text, n)]
     step = max(1, window - overlap)
@@ -89,7 +100,7 @@ def _cut(
         first = span(start)[0]
         last = len(text) if end == n else span(end - 1)[1]
         out.append((text[first:last], end - start))
-        if end == n:
+        if end == n or len(out) == limit:
             return out
         start += step
 
@@ -102,9 +113,18 @@ def stripe_window(embedder: Embedder) -> tuple[Any, int]:
 
 
 def split_stripes(
-    texts: Sequence[str], tokenizer: Any, window: int, overlap: int = STRIPE_OVERLAP
+    texts: Sequence[str],
+    tokenizer: Any,
+    window: int,
+    overlap: int = STRIPE_OVERLAP,
+    max_stripes: int = 0,
 ) -> Stripes:
-    """Cut texts into stripes of at most `window` tokens of `tokenizer` (word spans if None)."""
+    """Cut texts into stripes of at most `window` tokens of `tokenizer` (word spans if None).
+
+    `max_stripes` >= 1 keeps only each text's first that many stripes (0: all of them).
+    """
+    if max_stripes < 0:
+        raise ValueError(f"max_stripes must be 0 (every stripe) or more, not {max_stripes}")
     overlap = max(0, min(overlap, window // 4))
     stripe_texts: list[str] = []
     stripe_tokens: list[int] = []
@@ -113,14 +133,16 @@ def split_stripes(
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
         for i, (text, encoding) in enumerate(zip(texts, encodings, strict=True)):
             n = len(encoding.ids)
-            for stripe, count in _cut(text, n, window, overlap, encoding.token_to_chars):
+            cuts = _cut(text, n, window, overlap, encoding.token_to_chars, max_stripes)
+            for stripe, count in cuts:
                 stripe_texts.append(stripe)
                 stripe_tokens.append(count)
                 owners.append(i)
     else:
         for i, text in enumerate(texts):
             spans = _approx_spans(text)
-            for stripe, count in _cut(text, len(spans), window, overlap, spans.__getitem__):
+            cuts = _cut(text, len(spans), window, overlap, spans.__getitem__, max_stripes)
+            for stripe, count in cuts:
                 stripe_texts.append(stripe)
                 stripe_tokens.append(count)
                 owners.append(i)
@@ -157,6 +179,7 @@ class DenseIndex:
         model: str = "",
         window: int = 0,
         overlap: int = STRIPE_OVERLAP,
+        max_stripes: int = 0,
         chunk_hashes: np.ndarray | None = None,
     ) -> None:
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
@@ -166,6 +189,7 @@ class DenseIndex:
         self.model = model
         self.window = window
         self.overlap = overlap
+        self.max_stripes = max_stripes  # stripes kept per chunk (0: every stripe)
         # sha1 of each chunk's text ("" for chunks without vectors): lets a later build re-use rows.
         self.chunk_hashes = (
             np.asarray(chunk_hashes, dtype="S40")
@@ -216,11 +240,14 @@ class DenseIndex:
         batch_size: int = 8,
         overlap: int = STRIPE_OVERLAP,
         previous: DenseIndex | None = None,
+        max_stripes: int = 0,
     ) -> DenseIndex:
         """Embed every chunk's stripes that the cache lacks and assemble the matrix.
 
-        Chunks whose text is already in `previous` (same model, window and overlap) copy its
-        rows without being tokenized again. The others are cut into stripes; missing stripes
+        `max_stripes` >= 1 embeds only each chunk's first that many stripes (0: all), so
+        a chunk then scores by the start of its text. Chunks whose text is already in
+        `previous` (same model, window, overlap and cap) copy its rows without being
+        tokenized again. The others are cut into stripes; missing stripes
         are embedded shortest first in batches (less padding) and written to the cache after
         each batch, so a cancelled build keeps what it embedded and the returned index covers
         the chunks whose stripes are all known. progress(done, total) counts stripes to
@@ -235,11 +262,14 @@ class DenseIndex:
             and previous.model == embedder.name
             and previous.window == window
             and previous.overlap == overlap
+            and previous.max_stripes == max_stripes
         ):
             reuse = previous._rows_by_hash()
         fresh = [i for i, h in enumerate(chunk_hashes) if h not in reuse]
         reused_rows = sum(reuse[h][1] - reuse[h][0] for h in chunk_hashes if h in reuse)
-        stripes = split_stripes([chunks[i].text for i in fresh], tokenizer, window, overlap)
+        stripes = split_stripes(
+            [chunks[i].text for i in fresh], tokenizer, window, overlap, max_stripes
+        )
         hashes = [text_hash(t) for t in stripes.texts]
         first: dict[str, int] = {}
         for i, h in enumerate(hashes):
@@ -282,6 +312,7 @@ class DenseIndex:
             chunk_hashes, fresh, stripes.chunk_of, hashes, vectors, reuse, previous, stats
         )
         index.model, index.window, index.overlap = embedder.name, window, overlap
+        index.max_stripes = max_stripes
         index.stats = replace(stats, seconds=time.perf_counter() - started)
         return index
 
@@ -343,6 +374,7 @@ class DenseIndex:
             "model": self.model,
             "window": self.window,
             "overlap": self.overlap,
+            "max_stripes": self.max_stripes,
             "n_chunks": self.n_chunks,
             "complete": self.complete,
             **(extra or {}),
@@ -383,6 +415,7 @@ class DenseIndex:
             model=str(meta.get("model", "")),
             window=int(meta.get("window", 0)),
             overlap=int(meta.get("overlap", STRIPE_OVERLAP)),
+            max_stripes=int(meta.get("max_stripes", 0)),  # older folders embedded every stripe
             chunk_hashes=hashes,
         )
 
@@ -434,7 +467,9 @@ def load_or_build_dense(
 
     Unchanged chunks copy their rows from the saved index (no tokenizing, no cache look-up),
     changed ones come from the embedding cache or are embedded. A complete build is saved
-    beside the store; a cancelled one is not, so the next run resumes from the cache.
+    beside the store; a cancelled one is not, so the next run resumes from the cache. Each
+    chunk keeps at most `settings.dense_stripes` stripes (0: all); a saved index built with
+    another cap is rebuilt, from the embedding cache that every cap shares.
     """
     directory = dense_dir(settings, embedder.name)
     generation = store.generation(settings.chunking_spec.key)
@@ -454,6 +489,7 @@ def load_or_build_dense(
         and previous.complete
         and previous.window == window
         and previous.overlap == overlap
+        and previous.max_stripes == settings.dense_stripes
     ):
         return previous
     index = DenseIndex.build(
@@ -465,6 +501,7 @@ def load_or_build_dense(
         batch_size=settings.embed_batch_size,
         overlap=overlap,
         previous=previous,
+        max_stripes=settings.dense_stripes,
     )
     if index.complete:
         # A read-only or full disk costs a rebuild next time, never the search.

@@ -215,3 +215,18 @@ def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
     dense = next(s for s in report.summaries if s.mode == "dense")
     assert set(dense.stage_ms) == {"embed query", "vector search"}
     assert settings.embed_cache_path.is_file()  # vectors went to the shared cache
+
+
+def test_a_stripe_cap_is_named_in_the_modes_that_use_dense(
+    shop: tuple[Path, str], tmp_path: Path
+) -> None:
+    repo, first = shop
+    rows = [EvalRow("r", QUERY, ("shop/payment.py",), base_commit=first)]
+    grid = Grid(modes=("bm25", "dense", "fused"), chunkings=("file",))
+    settings = _settings(repo, tmp_path).with_(dense_stripes=1)
+    report = run_eval(rows, settings, grid, tree_cache=tmp_path / "trees",
+                      embedder=HashingEmbedder())
+    assert [s.mode for s in report.summaries] == [
+        "bm25", "dense (first 1 stripe)", "fused (first 1 stripe)"
+    ]
+    assert {r["mode"] for r in report.csv_rows()} == {s.mode for s in report.summaries}

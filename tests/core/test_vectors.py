@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from coderag_tui.core.store import EmbeddingCache
 from coderag_tui.core.vectors import (
     DenseBuildStats,
     DenseIndex,
+    dense_dir,
     load_or_build_dense,
     split_stripes,
     stripe_window,
@@ -307,6 +309,114 @@ def test_load_or_build_dense_reuses_the_saved_index_until_the_chunks_change(
         assert changed.complete and changed.n_chunks == len(chunks)
         assert 0 < embedder.embedded < first.stats.unique_stripes
         assert changed.stats.reused_chunks >= len(chunks) - 2
+    finally:
+        cache.close()
+        store.close()
+
+
+def test_a_stripe_cap_keeps_each_chunks_first_stripes(embedder: CountingEmbedder) -> None:
+    text = " ".join(f"word{i}" for i in range(100))
+    every = split_stripes([text, "short"], None, window=30, overlap=5)
+    two = split_stripes([text, "short"], None, window=30, overlap=5, max_stripes=2)
+    assert list(two.chunk_of) == [0, 0, 1]
+    assert two.texts == [*every.texts[:2], "short"]  # the same texts, so the same cache keys
+    assert two.tokens == [*every.tokens[:2], every.tokens[-1]]
+    tokenizer, window = stripe_window(embedder)
+    texts = [c.text for c in _corpus()]
+    full = split_stripes(texts, tokenizer, window)
+    one = split_stripes(texts, tokenizer, window, max_stripes=1)
+    assert list(one.chunk_of) == list(range(len(texts)))
+    firsts = [full.texts[int(np.flatnonzero(full.chunk_of == i)[0])] for i in range(len(texts))]
+    assert one.texts == firsts
+    with pytest.raises(ValueError, match="max_stripes must be 0"):
+        split_stripes(texts, tokenizer, window, max_stripes=-1)
+
+
+def test_a_capped_index_scores_a_chunk_by_its_first_stripe_only(
+    embedder: CountingEmbedder, cache: EmbeddingCache
+) -> None:
+    long = _chunk(0, _long_text(300, seed=3))
+    tokenizer, window = stripe_window(embedder)
+    stripes = split_stripes([long.text], tokenizer, window).texts
+    assert len(stripes) >= 3
+    # A second chunk holding exactly the long chunk's last window: a query for that text
+    # finds both when every stripe is embedded, and only the second when only the first is.
+    chunks = [long, _chunk(1, stripes[-1]), _chunk(2, "apple banana cherry")]
+    query = embedder.embed_query(stripes[-1])
+    every = DenseIndex.build(chunks, embedder, cache)
+    first = DenseIndex.build(chunks, embedder, cache, max_stripes=1)
+    assert first.n_stripes == len(chunks) < every.n_stripes
+    assert first.max_stripes == 1 and every.max_stripes == 0
+    assert [c for c, _ in every.search(query, 3)][:2] == [0, 1]  # a tie at 1.0: lower id first
+    assert dict(every.search(query, 3))[0] == pytest.approx(1.0, abs=1e-5)
+    ranked = [c for c, _ in first.search(query, 3)]
+    assert ranked[0] == 1 and ranked.index(0) > 0
+    first_stripe = float(embedder.inner.embed_documents(stripes[:1])[0] @ query)
+    assert dict(first.search(query, 3))[0] == pytest.approx(first_stripe, abs=1e-5)
+
+
+def test_capped_and_uncapped_builds_share_the_embedding_cache(
+    embedder: CountingEmbedder, cache: EmbeddingCache, tmp_path: Path
+) -> None:
+    chunks = _corpus()
+    capped = DenseIndex.build(chunks, embedder, cache, max_stripes=1)
+    assert embedder.embedded == capped.stats.embedded == len(chunks)
+    embedder.batches.clear()
+    every = DenseIndex.build(chunks, embedder, cache)
+    assert embedder.embedded == every.n_stripes - len(chunks)  # only the later stripes
+    embedder.batches.clear()
+    again = DenseIndex.build(chunks, embedder, cache, max_stripes=1)
+    assert embedder.embedded == 0 and again.stats.cached == len(chunks)
+    # A capped row is the uncapped index's first row of that chunk.
+    firsts = [int(np.flatnonzero(every.stripe_chunk == i)[0]) for i in range(len(chunks))]
+    np.testing.assert_allclose(again.matrix, every.matrix[firsts], atol=1e-6)
+    # Rows of a previous index with another cap are not copied: its runs differ in length.
+    fresh = EmbeddingCache.open(tmp_path / "fresh.sqlite")
+    try:
+        embedder.batches.clear()
+        two = DenseIndex.build(chunks, embedder, fresh, previous=every, max_stripes=2)
+        assert two.stats.reused_chunks == 0 and embedder.embedded == two.n_stripes
+        assert all(np.bincount(two.stripe_chunk) <= 2)
+    finally:
+        fresh.close()
+
+
+def test_the_saved_index_records_its_cap_and_an_older_one_reads_as_every_stripe(
+    embedder: CountingEmbedder, cache: EmbeddingCache, tmp_path: Path
+) -> None:
+    DenseIndex.build(_corpus(), embedder, cache, max_stripes=2).save(tmp_path / "capped")
+    assert DenseIndex.load(tmp_path / "capped").max_stripes == 2
+    DenseIndex.build(_corpus(), embedder, cache).save(tmp_path / "old")
+    meta_path = tmp_path / "old" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["max_stripes"]  # as written before the cap existed
+    meta_path.write_text(json.dumps(meta))
+    assert DenseIndex.load(tmp_path / "old").max_stripes == 0
+
+
+def test_load_or_build_dense_rebuilds_when_the_stripe_cap_changes(
+    embedder: CountingEmbedder, tiny_repo: Path, tmp_path: Path
+) -> None:
+    every_settings = Settings(repo=tiny_repo, index_dir=tmp_path / "index", chunk_lines=40)
+    one_settings = every_settings.with_(dense_stripes=1)
+    store, _ = open_index(every_settings)
+    cache = EmbeddingCache.open(every_settings.embed_cache_path)
+    try:
+        chunks = store.chunks(every_settings.chunking_spec.key)
+        every = load_or_build_dense(store, every_settings, chunks, embedder, cache)
+        assert every.n_stripes > len(chunks)  # some 40-line chunks exceed the tiny window
+        embedder.batches.clear()
+        one = load_or_build_dense(store, one_settings, chunks, embedder, cache)
+        assert one.max_stripes == 1 and one.n_stripes == len(chunks)
+        assert embedder.embedded == 0 and one.stats.cached == len(chunks)  # from the cache
+        directory = dense_dir(one_settings, embedder.name)
+        assert (DenseIndex.read_meta(directory) or {}).get("max_stripes") == 1
+        again = load_or_build_dense(store, one_settings, chunks, embedder, cache)
+        assert again.stats.cached == 0 and again.stats.reused_chunks == len(chunks)  # loaded
+        np.testing.assert_array_equal(again.matrix, one.matrix)
+        back = load_or_build_dense(store, every_settings, chunks, embedder, cache)
+        assert back.max_stripes == 0 and back.n_stripes == every.n_stripes
+        assert embedder.embedded == 0
     finally:
         cache.close()
         store.close()
