@@ -6,11 +6,13 @@
 #
 #   bm25   BM25 grid: lines:32, lines:64, lines:128, file x tokenizer default, split, split+path
 #   dense  BM25, dense (offline MiniLM), fused and rerank (when a cross-encoder is available
-#          offline) at 50-line windows, the chunking of the README's reference numbers;
-#          embedding the five repositories takes tens of minutes on 2 cores (run it once:
-#          the embedding cache makes a rerun fast)
+#          offline) at 50-line windows and whole files, once with each chunk's first stripe
+#          (the default, dense_stripes = 1) and once with every stripe (dense-all-stripes);
+#          embedding the five repositories takes tens of minutes per chunking on 2 cores (run
+#          it once: the embedding cache makes a rerun fast)
 #
 # Environment: CODERAG_BENCH_REPOS (default /work/.mirror: owner+name/repo, owner/name or name),
+# CODERAG_BENCH_DENSE_CHUNKING (default lines:50,file),
 # CODERAG_BENCH_DATASET, CODERAG_BENCH_OUT (results, indexes and trees; never the repository).
 # Skips with exit 0 when the repositories or the dataset are absent; CI does not run it.
 set -euo pipefail
@@ -66,5 +68,9 @@ if [ "$what" = bm25 ] || [ "$what" = all ]; then
 fi
 if [ "$what" = dense ] || [ "$what" = all ]; then
   nice -n 10 true 2>/dev/null && coderag=(nice -n 10 "${coderag[@]}")
-  run dense --modes bm25,dense,fused,rerank --chunking lines:50 --tokenizer default,split+path
+  dense_chunking="${CODERAG_BENCH_DENSE_CHUNKING:-lines:50,file}"
+  run dense-all-stripes --modes bm25,dense,fused,rerank --chunking "$dense_chunking" \
+    --tokenizer default,split+path --dense-stripes 0
+  run dense --modes dense,fused,rerank --chunking "$dense_chunking" --tokenizer split+path \
+    --dense-stripes 1
 fi

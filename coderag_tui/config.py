@@ -37,6 +37,9 @@ def user_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+DEFAULT_DENSE_STRIPES = 1  # see Settings.dense_stripes
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every knob of coderag, with its default; the docstring of each field is in a comment."""
@@ -63,9 +66,11 @@ class Settings:
     embed_model: str = ""  # model name or local path; empty: the backend's default
     allow_download: bool = False  # may a missing model be downloaded (in the background)?
     embed_batch_size: int = 8  # stripes per embedding batch (8 beat 16 and 32 on 2 cores)
-    # Stripes (model windows) embedded per chunk: 0 embeds every stripe, nothing truncated;
-    # N >= 1 only each chunk's first N (1 is what a plain encode sees; faster indexing).
-    dense_stripes: int = 0
+    # Stripes (model windows) embedded per chunk: N >= 1 embeds each chunk's first N, 0 every
+    # stripe (nothing truncated, scored by the best). 1 by measurement: on the 22-instance dev
+    # benchmark (lines:50) dense MRR 0.466 vs 0.437 with every stripe, RRF 0.631 vs 0.588 —
+    # the best of many stripes favours long chunks — and indexing embeds 2.7x fewer tokens.
+    dense_stripes: int = DEFAULT_DENSE_STRIPES
 
     # --- fusion and rerank ---
     rrf_k: int = 60  # Reciprocal Rank Fusion constant

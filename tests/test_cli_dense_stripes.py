@@ -29,7 +29,7 @@ def test_the_flag_reaches_settings(command: str, tiny_repo: Path, index_dir: Pat
     parser = tui_cmd.build_parser() if command == "tui" else build_parser()
     assert settings_from_args(parser.parse_args(argv)).dense_stripes == 2
     unset = _argv(command, tiny_repo, index_dir)
-    assert settings_from_args(parser.parse_args(unset)).dense_stripes == 0  # every stripe
+    assert settings_from_args(parser.parse_args(unset)).dense_stripes == 1  # the first window
 
 
 @pytest.mark.parametrize("command", ["search", "prompt", "eval", "bench"])

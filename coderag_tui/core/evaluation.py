@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.config import Settings
+from coderag_tui.config import DEFAULT_DENSE_STRIPES, Settings
 from coderag_tui.core.bm25 import load_or_build_bm25
 from coderag_tui.core.datasets import (
     CandidateFilter,
@@ -57,10 +57,13 @@ ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
 
 
 def mode_label(mode: str, dense_stripes: int) -> str:
-    """The mode as results show it: a mode using dense names its stripe cap, so runs differ."""
-    if dense_stripes <= 0 or mode not in NEEDS_DENSE:
+    """The mode as results show it: a mode using dense names a stripe cap other than the
+    default (the first stripe), so runs differ."""
+    if dense_stripes == DEFAULT_DENSE_STRIPES or mode not in NEEDS_DENSE:
         return mode
-    return f"{mode} (first {dense_stripes} stripe{'' if dense_stripes == 1 else 's'})"
+    if dense_stripes <= 0:
+        return f"{mode} (all stripes)"
+    return f"{mode} (first {dense_stripes} stripes)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,10 +223,10 @@ def test_a_stripe_cap_is_named_in_the_modes_that_use_dense(
     repo, first = shop
     rows = [EvalRow("r", QUERY, ("shop/payment.py",), base_commit=first)]
     grid = Grid(modes=("bm25", "dense", "fused"), chunkings=("file",))
-    settings = _settings(repo, tmp_path).with_(dense_stripes=1)
+    settings = _settings(repo, tmp_path).with_(dense_stripes=0)
     report = run_eval(rows, settings, grid, tree_cache=tmp_path / "trees",
                       embedder=HashingEmbedder())
     assert [s.mode for s in report.summaries] == [
-        "bm25", "dense (first 1 stripe)", "fused (first 1 stripe)"
+        "bm25", "dense (all stripes)", "fused (all stripes)"
     ]
     assert {r["mode"] for r in report.csv_rows()} == {s.mode for s in report.summaries}

@@ -290,7 +290,10 @@ def test_a_saved_index_loads_and_searches_the_same(
 def test_load_or_build_dense_reuses_the_saved_index_until_the_chunks_change(
     embedder: CountingEmbedder, tiny_repo: Path, tmp_path: Path
 ) -> None:
-    settings = Settings(repo=tiny_repo, index_dir=tmp_path / "index", chunk_lines=8)
+    # Every stripe, so text added at a chunk's end is embedded (the first stripe keeps its text).
+    settings = Settings(
+        repo=tiny_repo, index_dir=tmp_path / "index", chunk_lines=8, dense_stripes=0
+    )
     store, _ = open_index(settings)
     cache = EmbeddingCache.open(settings.embed_cache_path)
     try:
@@ -397,7 +400,9 @@ def test_the_saved_index_records_its_cap_and_an_older_one_reads_as_every_stripe(
 def test_load_or_build_dense_rebuilds_when_the_stripe_cap_changes(
     embedder: CountingEmbedder, tiny_repo: Path, tmp_path: Path
 ) -> None:
-    every_settings = Settings(repo=tiny_repo, index_dir=tmp_path / "index", chunk_lines=40)
+    every_settings = Settings(
+        repo=tiny_repo, index_dir=tmp_path / "index", chunk_lines=40, dense_stripes=0
+    )
     one_settings = every_settings.with_(dense_stripes=1)
     store, _ = open_index(every_settings)
     cache = EmbeddingCache.open(every_settings.embed_cache_path)
