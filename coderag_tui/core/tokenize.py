@@ -7,8 +7,6 @@ dropped; everything is lowercased; no stemming, no stopwords.
 With `split_identifiers`, identifiers are kept whole AND split into their parts, camelCase
 included: `getUserName` -> `getusername`, `get`, `user`, `name`; `get_user_name` ->
 `get_user_name`, `get`, `user`, `name`; `HTTPServer2` -> `httpserver2`, `http`, `server`.
-Every word of the default split is among them, in order: `test_getUser` -> `test_getuser`,
-`test`, `getuser`, `get`, `user`.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from __future__ import annotations
 import re
 
 # Bump when the words change for the same text: saved BM25 indexes then rebuild.
-TOKENIZER_VERSION = 3
+TOKENIZER_VERSION = 2
 
 # A run of letters and digits (any script); pure numerals are filtered afterwards (measured
 # faster on the stdlib than a pattern that refuses them, which has to look behind everywhere).
@@ -32,31 +30,15 @@ _EXPANSIONS: dict[str, tuple[str, ...]] = {}
 _EXPANSIONS_MAX = 1 << 19  # distinct words remembered; a corpus vocabulary is far smaller
 
 
-def _parts(word: str) -> list[str]:
-    """The lowercased camelCase / digit-boundary parts of one underscore-free word."""
-    return [p.lower() for p in _PART.findall(word) if not p.isdigit()]
-
-
 def _expand(word: str) -> tuple[str, ...]:
-    """The lowercased word, then each underscore segment (a default word) and its parts.
-
-    Only the words that differ from what came before are added, so `get_user_name` gives
-    `get_user_name`, `get`, `user`, `name` and a plain word gives itself.
-    """
+    """The lowercased word followed by its identifier parts when it has more than one."""
     low = word.lower()
-    out = [low]
-    for segment in word.split("_") if "_" in word else [word]:
-        if not segment or segment.isdigit():
-            continue
-        seg_low = segment.lower()
-        if seg_low != low:  # a segment of a longer identifier: the default tokenizer's word
-            out.append(seg_low)
-        # Only compound segments need splitting: a capital after the first letter, or digits.
-        if not segment.isalpha() or not (segment[1:].islower() or segment.isupper()):
-            parts = _parts(segment)
-            if parts != [seg_low]:
-                out.extend(parts)
-    return tuple(out)
+    # Only compound words need splitting: an underscore or a capital after the first letter.
+    if "_" in word or (not word[1:].islower() and not word.isupper() and not word.islower()):
+        parts = [p.lower() for p in _PART.findall(word) if not p.isdigit()]
+        if len(parts) > 1 or (parts and parts[0] != low):
+            return (low, *parts)
+    return (low,)
 
 
 def tokenize(text: str, *, split_identifiers: bool = False) -> list[str]:
