@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,7 +13,14 @@ from coderag_tui.core.tokenize import tokenize
 
 def test_default_splits_on_non_alphanumeric_characters_and_lowercases() -> None:
     assert tokenize("def charge_card(gateway, amount): return Gateway.CHARGE") == [
-        "def", "charge", "card", "gateway", "amount", "return", "gateway", "charge",
+        "def",
+        "charge",
+        "card",
+        "gateway",
+        "amount",
+        "return",
+        "gateway",
+        "charge",
     ]
 
 
@@ -45,10 +54,28 @@ def test_unicode_letters_are_words() -> None:
 
 
 @given(st.text(max_size=200))
-def test_split_identifiers_only_adds_words(text: str) -> None:
-    plain = tokenize(text)
+def test_split_identifiers_covers_every_default_word(text: str) -> None:
+    """Each default word is there, or (a compound like `0A` or `getUser` inside `x_getUser`)
+    all of its identifier parts are; every token is lowercase and not a numeral."""
     split = tokenize(text, split_identifiers=True)
-    # every default word is still there, in order, and every token is lowercase and not a numeral
-    it = iter(split)
-    assert all(any(word == other for other in it) for word in plain)
+    present = set(split)
+    for word in re.findall(r"[^\W_]+", text):  # the default words, before lowercasing
+        if word.isdigit():
+            continue
+        parts = {
+            p.lower()
+            for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_A-Za-z]+", word)
+        }
+        assert word.lower() in present or parts <= present, (word, split)
     assert all(t == t.lower() and not t.isdigit() for t in split)
+
+
+def test_a_compound_segment_is_covered_by_its_parts() -> None:
+    """Found by hypothesis: `0A_` has the default word `0a`; split mode has `0a_` and `a`."""
+    assert tokenize("0A_", split_identifiers=True) == ["0a_", "a"]
+    assert tokenize("test_getUser", split_identifiers=True) == [
+        "test_getuser",
+        "test",
+        "get",
+        "user",
+    ]
