@@ -6,8 +6,9 @@
 #
 #   bm25   BM25 grid: lines:32, lines:64, lines:128, file x tokenizer default, split, split+path
 #   dense  BM25, dense (offline MiniLM), fused and rerank (when a cross-encoder is available
-#          offline) at 50-line windows and whole files, once with each chunk's first stripe
-#          (the default, dense_stripes = 1) and once with every stripe (dense-all-stripes);
+#          offline) at 50-line windows and whole files, once with every stripe of each chunk
+#          (dense-all-stripes) and once with the default (dense: dense_stripes = auto, the
+#          first stripe of a line window, every stripe of a whole file);
 #          embedding the five repositories takes tens of minutes per chunking on 2 cores (run
 #          it once: the embedding cache makes a rerun fast)
 #
@@ -71,6 +72,5 @@ if [ "$what" = dense ] || [ "$what" = all ]; then
   dense_chunking="${CODERAG_BENCH_DENSE_CHUNKING:-lines:50,file}"
   run dense-all-stripes --modes bm25,dense,fused,rerank --chunking "$dense_chunking" \
     --tokenizer default,split+path --dense-stripes 0
-  run dense --modes dense,fused,rerank --chunking "$dense_chunking" --tokenizer split+path \
-    --dense-stripes 1
+  run dense --modes dense,fused,rerank --chunking "$dense_chunking" --tokenizer split+path
 fi

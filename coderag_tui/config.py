@@ -37,7 +37,7 @@ def user_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
-DEFAULT_DENSE_STRIPES = 1  # see Settings.dense_stripes
+DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe_cap`)
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,9 @@ class Settings:
     allow_download: bool = False  # may a missing model be downloaded (in the background)?
     embed_batch_size: int = 8  # stripes per embedding batch (8 beat 16 and 32 on 2 cores)
     # Stripes (model windows) embedded per chunk: N >= 1 embeds each chunk's first N, 0 every
-    # stripe (nothing truncated, scored by the best). 1 by measurement: on the 22-instance dev
-    # benchmark (lines:50) dense MRR 0.466 vs 0.437 with every stripe, RRF 0.631 vs 0.588 —
-    # the best of many stripes favours long chunks — and indexing embeds 2.7x fewer tokens.
-    dense_stripes: int = DEFAULT_DENSE_STRIPES
+    # stripe (the chunk scores as its best), "auto" (-1) picks by measurement on the
+    # 22-instance dev benchmark (see `stripe_cap`).
+    dense_stripes: int = DENSE_STRIPES_AUTO
 
     # --- fusion and rerank ---
     rrf_k: int = 60  # Reciprocal Rank Fusion constant
@@ -122,6 +121,16 @@ class Settings:
         base = self.index_dir if self.index_dir is not None else user_cache_dir() / "index"
         return base / "embeddings.sqlite"
 
+    @property
+    def stripe_cap(self) -> int:
+        """Stripes embedded per chunk (0: all). "auto" embeds the first window of line windows
+        and ast units and every window of whole files: dense MRR at lines:50 0.466 first vs
+        0.437 every (RRF 0.631 vs 0.588; the best of many stripes favours long chunks), and
+        for whole files 0.466 every vs 0.225 first (a file's head says little)."""
+        if self.dense_stripes != DENSE_STRIPES_AUTO:
+            return self.dense_stripes
+        return 0 if self.chunking == "file" else 1
+
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
@@ -142,6 +151,8 @@ def _coerce(name: str, kind: Any, value: Any) -> Any:
                 return False
             raise ValueError(value)
         if "int" in text:
+            if name == "dense_stripes" and str(value).strip().lower() == "auto":
+                return DENSE_STRIPES_AUTO
             return int(value)
         if "float" in text:
             return float(value)
@@ -196,10 +207,10 @@ def load_settings(
         values[key] = _coerce(key, hints[key], value) if isinstance(value, str) else value
     if "repo" in values and values["repo"] is None:
         del values["repo"]
-    if values.get("dense_stripes", 0) < 0:
+    if values.get("dense_stripes", 0) < DENSE_STRIPES_AUTO:
         raise ValueError(
-            f"dense_stripes cannot be {values['dense_stripes']}: use 0 to embed every stripe "
-            "of a chunk or N >= 1 to embed only its first N (--dense-stripes N)."
+            f"dense_stripes cannot be {values['dense_stripes']}: use auto, 0 to embed every "
+            "stripe of a chunk or N >= 1 to embed only its first N (--dense-stripes N)."
         )
     return Settings(**values)
 

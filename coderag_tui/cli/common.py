@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.config import Settings, load_settings
+from coderag_tui.config import DENSE_STRIPES_AUTO, Settings, load_settings
 
 
 class UserError(Exception):
@@ -54,10 +54,21 @@ def add_bm25_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
 def add_dense_stripes_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """--dense-stripes N, for every command that builds a dense index (speed vs coverage)."""
     parser.add_argument(
-        "--dense-stripes", type=int, default=None, metavar="N",
+        "--dense-stripes", type=_stripes, default=None, metavar="auto|N",
         help="embed each chunk's first N model windows; 0 embeds every window and scores the "
-        "best (default: 1, which ranked better on the dev benchmark and indexes faster)",
+        "best (default: auto, the first window of line and ast chunks, every window of whole "
+        "files: what ranked best on the dev benchmark)",
     )
+
+
+def _stripes(text: str) -> int:
+    """`auto` or a whole number (checked by load_settings)."""
+    if text.strip().lower() == "auto":
+        return DENSE_STRIPES_AUTO
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not auto or a whole number") from None
 
 
 def add_ranking_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -273,11 +273,11 @@ def _bench(
                     t = time.perf_counter()
                     dense_index = DenseIndex.build(
                         chunks, embedder, cache, batch_size=settings.embed_batch_size,
-                        max_stripes=settings.dense_stripes,
+                        max_stripes=settings.stripe_cap,
                     )
                     stage_seconds["embed"] = time.perf_counter() - t
-                if settings.dense_stripes:
-                    n = settings.dense_stripes
+                if settings.stripe_cap:
+                    n = settings.stripe_cap
                     notes.append(
                         f"dense embedded only each chunk's first {n} "
                         f"stripe{'' if n == 1 else 's'} (--dense-stripes {n})."

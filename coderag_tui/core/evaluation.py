@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.config import DEFAULT_DENSE_STRIPES, Settings
+from coderag_tui.config import DENSE_STRIPES_AUTO, Settings
 from coderag_tui.core.bm25 import load_or_build_bm25
 from coderag_tui.core.datasets import (
     CandidateFilter,
@@ -57,9 +57,9 @@ ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
 
 
 def mode_label(mode: str, dense_stripes: int) -> str:
-    """The mode as results show it: a mode using dense names a stripe cap other than the
-    default (the first stripe), so runs differ."""
-    if dense_stripes == DEFAULT_DENSE_STRIPES or mode not in NEEDS_DENSE:
+    """The mode as results show it: a mode using dense names a stripe setting other than the
+    default (auto), so runs differ."""
+    if dense_stripes == DENSE_STRIPES_AUTO or mode not in NEEDS_DENSE:
         return mode
     if dense_stripes <= 0:
         return f"{mode} (all stripes)"
@@ -346,8 +346,8 @@ def run_eval(
                     chunks = store.chunks(spec.key)
                     dense = None
                     if embedder is not None and cache is not None and chunks:
-                        dense = _build_dense(
-                            chunks, embedder, cache, settings, progress, step, total, label,
+                        dense = _build_dense(  # `base`: the stripe cap depends on the chunking
+                            chunks, embedder, cache, base, progress, step, total, label,
                             cancel,
                         )
                     dense_prep = time.perf_counter() - prep_start
@@ -456,7 +456,7 @@ def _build_dense(
 
     return DenseIndex.build(
         chunks, embedder, cache, progress=report, cancel=cancel,
-        batch_size=settings.embed_batch_size, max_stripes=settings.dense_stripes,
+        batch_size=settings.embed_batch_size, max_stripes=settings.stripe_cap,
     )
 
 
@@ -483,7 +483,7 @@ def _score(
     grid: Grid,
     prepare_s: float,
     *,
-    dense_stripes: int = 0,
+    dense_stripes: int = DENSE_STRIPES_AUTO,
 ) -> InstanceResult | None:
     accepts = grid.candidates.accepts
     files = _file_ranking(run, mode, accepts)

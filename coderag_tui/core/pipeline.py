@@ -264,7 +264,7 @@ class Searcher:
                 progress=report,
                 cancel=cancel,
                 batch_size=settings.embed_batch_size,
-                max_stripes=settings.dense_stripes,
+                max_stripes=settings.stripe_cap,
             )
         if not index.complete:
             notices.append(

@@ -1,10 +1,11 @@
 """Exact cosine search over chunk embeddings; a chunk is embedded as stripes of the model window.
 
 An embedder sees only its window (all-MiniLM-L6-v2: 256 tokens) while most 50-line chunks
-are longer, so a chunk is cut into overlapping stripes that each fit. By default only the
-first stripe is embedded (`dense_stripes = 1`: what a plain encode sees, measured better on
-the dev benchmark than the best of every stripe, which favours long chunks); with
-`dense_stripes = 0` every stripe is embedded and the chunk scores as its best. Stripe
+are longer, so a chunk is cut into overlapping stripes that each fit. `dense_stripes` caps
+how many are embedded: by default (auto) the first of a line window or ast unit (what a
+plain encode sees; measured better on the dev benchmark than the best of every stripe,
+which favours long chunks) and every stripe of a whole file, which then scores as its best
+stripe. Stripe
 vectors are cached by (model, sha1 of the stripe text), so unchanged text is never
 embedded twice — across runs, chunk sizes, stripe caps and repositories.
 """
@@ -489,7 +490,7 @@ def load_or_build_dense(
         and previous.complete
         and previous.window == window
         and previous.overlap == overlap
-        and previous.max_stripes == settings.dense_stripes
+        and previous.max_stripes == settings.stripe_cap
     ):
         return previous
     index = DenseIndex.build(
@@ -501,7 +502,7 @@ def load_or_build_dense(
         batch_size=settings.embed_batch_size,
         overlap=overlap,
         previous=previous,
-        max_stripes=settings.dense_stripes,
+        max_stripes=settings.stripe_cap,
     )
     if index.complete:
         # A read-only or full disk costs a rebuild next time, never the search.

@@ -481,7 +481,7 @@ class CoderagApp(App[None]):
                     progress=progress,
                     cancel=cancel,
                     batch_size=settings.embed_batch_size,
-                    max_stripes=settings.dense_stripes,
+                    max_stripes=settings.stripe_cap,
                 )
         except Exception as exc:  # a model failing mid-way must not take the app down
             reason = f"dense search is off: embedding failed ({exc}) — BM25 still works."
