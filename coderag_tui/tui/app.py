@@ -163,7 +163,7 @@ class CoderagApp(App[None]):
         self.warmed_up = False
         # The saved index, opened in a thread from the Load event while the first screen is
         # composed and styled (the first build_index_worker takes it over).
-        self._preload: Preload | None = None  # the saved index loading since the Load event
+        self._preload: Preload | None = None
         # Before the first screen is styled, so start-up styles the widgets once, not twice.
         self._register_themes()
 

@@ -1,7 +1,7 @@
-"""Open the saved index in a thread as early as start-up allows, beside imports and first paint.
+"""Open the saved index in a thread at start-up, beside composing and painting the first screen.
 
-The CLI starts it before importing Textual; the app takes it over (or starts one itself when
-built another way). Nothing here imports Textual.
+The app starts it from its Load event and its first index worker takes it over. Nothing here
+imports Textual.
 """
 
 from __future__ import annotations

@@ -173,14 +173,14 @@ class MainScreen(Screen[None]):
         from rich.style import Style
 
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
-        syntax = chunk_lines(
+        lines = chunk_lines(
             chunk,
             terms,
             dark=theme.dark,
             background=theme.surface or theme.background or "#000000",
             mark=mark,
         )
-        self.query_one(ChunkPreview).show(chunk, syntax)
+        self.query_one(ChunkPreview).show(chunk, lines)
 
     def show_prompt_line(self) -> None:
         """Tokens used against the budget, what went in and what did not."""

@@ -98,6 +98,7 @@ class RankingTable(ScrollView, can_focus=True):
         self.rows: list[Row] = []
         self.cursor_row = 0
         self.show_cursor = False
+        self._widths = (len(HEADER[0]), len(HEADER[2]))  # rank and score columns
         self._strips: dict[tuple[int, bool, int], Strip] = {}
 
     # ------------------------------------------------------------------ data
@@ -109,6 +110,10 @@ class RankingTable(ScrollView, can_focus=True):
         """Replace every row; the cursor goes back to the first."""
         self.rows = rows
         self.cursor_row = 0
+        self._widths = (
+            max([len(HEADER[0]), *(len(r.rank) for r in rows)]),
+            max([len(HEADER[2]), *(len(r.score) for r in rows)]),
+        )
         self._strips.clear()
         self.virtual_size = Size(0, len(rows) + 1)  # rows fit the width: no sideways scroll
         self.scroll_to(0, 0, animate=False, immediate=True)
@@ -165,15 +170,10 @@ class RankingTable(ScrollView, can_focus=True):
         self.virtual_size = Size(0, len(self.rows) + 1)
 
     # ------------------------------------------------------------------ drawing
-    def _widths(self) -> tuple[int, int]:
-        rank_w = max([len(HEADER[0]), *(len(r.rank) for r in self.rows)])
-        score_w = max([len(HEADER[2]), *(len(r.score) for r in self.rows)])
-        return rank_w, score_w
-
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         base = self.rich_style
-        rank_w, score_w = self._widths()
+        rank_w, score_w = self._widths
         if y == 0:
             header = self.get_component_rich_style("ranking-table--header")
             style = base + header

@@ -61,7 +61,6 @@ class RankingColumn(Vertical):
     def __init__(self, name: RankingName, *, id: str | None = None) -> None:
         super().__init__(id=id or f"column-{name}", classes="ranking-column")
         self.method: RankingName = name
-        self.keys: list[str] = []
         self.border_title = TITLES[name]
 
     def compose(self) -> ComposeResult:
@@ -72,10 +71,14 @@ class RankingColumn(Vertical):
     def table(self) -> RankingTable:
         return self.query_one(RankingTable)
 
+    @property
+    def keys(self) -> list[str]:
+        """The chunk keys shown, in rank order."""
+        return [row.key for row in self.table.rows]
+
     def show(self, ranking: Ranking | None, *, empty_hint: str = "", rows: int = 20) -> None:
         """Fill the table with a ranking's top `rows` hits, or explain why there is no list."""
         table = self.table
-        self.keys = []
         # Only touch classes and display when they change: each change restyles the screen.
         if ranking is None:
             table.set_rows([])
@@ -99,7 +102,6 @@ class RankingColumn(Vertical):
             for hit in ranking.hits[:rows]
         ]
         table.set_rows(lines)
-        self.keys = [line.key for line in lines]
         shown = len(lines)
         self.border_subtitle = (
             f"{len(ranking.hits)} hits"
