@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from coderag_tui.config import Settings
-from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.embed import WindowedEmbedder, load_offline_package
-from coderag_tui.core.models import Chunk, ChunkingSpec
-from coderag_tui.core.store import EmbeddingCache
-from coderag_tui.core.vectors import DenseBuildStats, DenseIndex, split_stripes, stripe_window
-from coderag_tui.core.walker import read_source, walk
+from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.index.store import EmbeddingCache
+from coderag_tui.core.index.walk import read_source, walk
+from coderag_tui.core.rank.dense import DenseBuildStats, DenseIndex, split_stripes, stripe_window
+from coderag_tui.core.rank.embed import WindowedEmbedder, load_offline_package
+from coderag_tui.core.records import Chunk, ChunkingSpec
+from coderag_tui.settings import Settings
 
 QUERIES = [
     "how do I read a file line by line",

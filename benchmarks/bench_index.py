@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from coderag_tui.config import Settings
-from coderag_tui.core.indexer import IndexReport, build_index
-from coderag_tui.core.store import Store
+from coderag_tui.core.index.indexer import IndexReport, build_index
+from coderag_tui.core.index.store import Store
+from coderag_tui.settings import Settings
 
 TARGETS = {"lines": 10.0, "ast": 30.0}
 

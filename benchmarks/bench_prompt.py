@@ -13,11 +13,11 @@ import sysconfig
 import time
 from pathlib import Path
 
-from coderag_tui.core.budget import pack
-from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.models import ChunkingSpec, Hit
-from coderag_tui.core.prompt import load_template
-from coderag_tui.core.tokens import TokenCounter, token_counter
+from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.prompt.pack import pack
+from coderag_tui.core.prompt.render import load_template
+from coderag_tui.core.prompt.tokens import TokenCounter, token_counter
+from coderag_tui.core.records import ChunkingSpec, Hit
 
 
 def fresh_counter() -> TokenCounter:

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from coderag_tui.core.bm25 import BM25Index, BM25Options
-from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.models import Chunk, ChunkingSpec
-from coderag_tui.core.tokenize import tokenize
-from coderag_tui.core.walker import read_source, walk
+from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.index.walk import read_source, walk
+from coderag_tui.core.rank.lexical import BM25Index, BM25Options
+from coderag_tui.core.rank.words import tokenize
+from coderag_tui.core.records import Chunk, ChunkingSpec
 
 N_QUERIES = 50
 DEPTH = 100  # what the pipeline asks BM25 for (Settings.depth)
@@ -178,9 +178,9 @@ def dense_plain_encode(texts: Sequence[str], batch_size: int = 32) -> float:
 
 def dense_index_build(chunks: Sequence[Chunk], batch_size: int = 32) -> tuple[float, object]:
     """Seconds for DenseIndex.build with a fresh embedding cache, and the built index."""
-    from coderag_tui.core.embed import load_offline_package
-    from coderag_tui.core.store import EmbeddingCache
-    from coderag_tui.core.vectors import DenseIndex
+    from coderag_tui.core.index.store import EmbeddingCache
+    from coderag_tui.core.rank.dense import DenseIndex
+    from coderag_tui.core.rank.embed import load_offline_package
 
     embedder = load_offline_package()
     if embedder is None:
@@ -235,7 +235,7 @@ def bench_dense(chunks: Sequence[Chunk], queries: Sequence[str], n_chunks: int) 
         f"as stripes) -> {t_plain / t_ours:.2f}x the plain encode"
     )
     # Search latency depends on the matrix size: tile the sample's vectors up to the corpus size.
-    from coderag_tui.core.vectors import DenseIndex
+    from coderag_tui.core.rank.dense import DenseIndex
 
     copies = -(-len(chunks) // len(sample))
     matrix = np.tile(index.matrix, (copies, 1))

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 
 if TYPE_CHECKING:  # imported where used: a start-up child imports them as the CLI does
     from coderag_tui.tui.app import CoderagApp
@@ -188,7 +188,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         settings = bench_settings(Path(tmp))
         t = time.perf_counter()
-        from coderag_tui.core.indexer import open_index
+        from coderag_tui.core.index.indexer import open_index
 
         store, report = open_index(settings)
         store.close()

@@ -16,9 +16,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.models import ChunkingSpec
-from coderag_tui.core.walker import read_source, walk
+from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.index.walk import read_source, walk
+from coderag_tui.core.records import ChunkingSpec
 
 
 def main() -> None:

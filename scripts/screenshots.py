@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from coderag_tui.config import Settings  # noqa: E402
+from coderag_tui.settings import Settings  # noqa: E402
 from coderag_tui.tui.app import CoderagApp, make_app  # noqa: E402
 from coderag_tui.tui.clock import StepClock  # noqa: E402
 from coderag_tui.tui.themes import bundled_theme_dirs, load_themes  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from coderag_tui.cli import build_parser, main, tui_cmd
 from coderag_tui.cli.common import UserError, settings_from_args
-from coderag_tui.config import DENSE_STRIPES_AUTO, Settings, load_settings
+from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings, load_settings
 
 
 def _argv(command: str, repo: Path, index_dir: Path) -> list[str]:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from coderag_tui.cli import index_cmd, main
-from coderag_tui.core import indexer
-from coderag_tui.core.indexer import IndexProgress
+from coderag_tui.core.index import indexer
+from coderag_tui.core.index.indexer import IndexProgress
 from tests.fixtures.hostile_repo import EXPECTED_SKIPS, make_hostile_repo
 from tests.fixtures.tiny_repo import FILES
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
-from coderag_tui.config import load_settings
-from coderag_tui.core.pipeline import Searcher
-from coderag_tui.core.prompt import CONTEXT_HEADING, ROLE, TASK_HEADING
-from coderag_tui.core.tokens import token_counter
+from coderag_tui.core.prompt.render import CONTEXT_HEADING, ROLE, TASK_HEADING
+from coderag_tui.core.prompt.tokens import token_counter
+from coderag_tui.core.rank.search import Searcher
+from coderag_tui.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "how is a discount applied to the cart total?"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.config import load_settings
-from coderag_tui.core.models import ChunkingSpec
+from coderag_tui.core.records import ChunkingSpec
+from coderag_tui.settings import load_settings
 
 
 def test_precedence(tmp_path: Path) -> None:

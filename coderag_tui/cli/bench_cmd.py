@@ -15,7 +15,7 @@ from coderag_tui.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from coderag_tui.core.bench import BenchReport
+    from coderag_tui.core.eval.bench import BenchReport
 
 
 def register(sub: Any) -> None:
@@ -48,9 +48,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coderag_tui.core.bench import run_bench
-    from coderag_tui.core.evaluation import TOKENIZERS
-    from coderag_tui.core.models import ChunkingSpec
+    from coderag_tui.core.eval.bench import run_bench
+    from coderag_tui.core.eval.evaluation import TOKENIZERS
+    from coderag_tui.core.records import ChunkingSpec
 
     settings = settings_from_args(
         argparse.Namespace(

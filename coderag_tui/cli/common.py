@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.config import DENSE_STRIPES_AUTO, Settings, load_settings
+from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings, load_settings
 
 
 class UserError(Exception):

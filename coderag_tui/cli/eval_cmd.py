@@ -18,12 +18,12 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
-from coderag_tui.core.models import RANKING_NAMES
+from coderag_tui.core.records import RANKING_NAMES
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from coderag_tui.core.evaluation import EvalProgress, EvalReport
+    from coderag_tui.core.eval.evaluation import EvalProgress, EvalReport
 
 DEFAULT_MODES = "bm25,dense,fused"
 
@@ -91,14 +91,14 @@ def _tokenizer_name(split: bool, path: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coderag_tui.core.datasets import (
+    from coderag_tui.core.eval.datasets import (
         CandidateFilter,
         DatasetError,
         from_git_history,
         load_dataset,
         rows_to_jsonl,
     )
-    from coderag_tui.core.evaluation import Grid, run_eval
+    from coderag_tui.core.eval.evaluation import Grid, run_eval
 
     values = {
         "path": args.path, "index_dir": args.index_dir, "embed_model": args.embed_model,

@@ -19,9 +19,9 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
-from coderag_tui.config import Settings
-from coderag_tui.core.indexer import IndexInterrupted, IndexProgress, IndexReport, build_index
-from coderag_tui.core.store import Store, StoreError
+from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport, build_index
+from coderag_tui.core.index.store import Store, StoreError
+from coderag_tui.settings import Settings
 
 
 def register(subparsers: Any) -> None:

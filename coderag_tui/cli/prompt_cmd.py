@@ -23,8 +23,8 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
-from coderag_tui.config import Settings
-from coderag_tui.core.budget import (
+from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
+from coderag_tui.core.prompt.pack import (
     EXCLUDED,
     OVER_BUDGET,
     Advice,
@@ -33,10 +33,10 @@ from coderag_tui.core.budget import (
     pack,
     packing_order,
 )
-from coderag_tui.core.clipboard import CopyResult, copy_text
-from coderag_tui.core.models import Hit, PackedPrompt
-from coderag_tui.core.prompt import TemplateError, load_template
-from coderag_tui.core.tokens import TokenCounter, UnknownEncodingError, token_counter
+from coderag_tui.core.prompt.render import TemplateError, load_template
+from coderag_tui.core.prompt.tokens import TokenCounter, UnknownEncodingError, token_counter
+from coderag_tui.core.records import Hit, PackedPrompt
+from coderag_tui.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -180,8 +180,8 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
     except (TemplateError, UnknownEncodingError) as exc:
         raise UserError(str(exc)) from exc
 
-    from coderag_tui.core.pipeline import Searcher
-    from coderag_tui.core.store import StoreError
+    from coderag_tui.core.index.store import StoreError
+    from coderag_tui.core.rank.search import Searcher
 
     # Deep enough lists that even a large budget can be filled with whole chunks.
     search_settings = settings.with_(depth=max(settings.depth, settings.budget // 100))

@@ -12,7 +12,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from coderag_tui.core.models import Chunk, FileHit, Hit, RankingName, SearchRun
+from coderag_tui.core.records import Chunk, FileHit, Hit, RankingName, SearchRun
 
 # One colour per ranking, so a chunk's column is recognisable at a glance.
 RANKING_STYLES: dict[str, str] = {

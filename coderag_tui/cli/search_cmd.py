@@ -29,8 +29,8 @@ from coderag_tui.cli.render import (
     timings_table,
     unavailable_lines,
 )
-from coderag_tui.config import Settings
-from coderag_tui.core.models import RANKING_NAMES, RankingName, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
+from coderag_tui.settings import Settings
 
 MODES = ("bm25", "dense", "fused", "rerank", "all")
 DEFAULT_QUERY_LINES = 20
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_location is not None:
         if query is not None:
             raise UserError("give either QUERY or --from FILE:LINE, not both.")
-        from coderag_tui.core.pipeline import LocationError, query_from_location
+        from coderag_tui.core.rank.search import LocationError, query_from_location
 
         location = file, line = _parse_location(args.from_location)
         try:
@@ -154,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
             'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
         )
 
-    from coderag_tui.core.pipeline import Searcher
-    from coderag_tui.core.store import StoreError
+    from coderag_tui.core.index.store import StoreError
+    from coderag_tui.core.rank.search import Searcher
 
     want_dense = args.dense and args.mode != "bm25"
     interactive = not args.json and sys.stderr.isatty()

@@ -23,8 +23,8 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.worker import get_current_worker
 
-from coderag_tui.config import Settings, user_config_dir
-from coderag_tui.core.models import Chunk, PackedPrompt, RankingName, SearchRun
+from coderag_tui.core.records import Chunk, PackedPrompt, RankingName, SearchRun
+from coderag_tui.settings import Settings, user_config_dir
 from coderag_tui.tui import state as tui_state
 from coderag_tui.tui import themes as theme_files
 from coderag_tui.tui.commands import CoderagCommands
@@ -47,7 +47,7 @@ from coderag_tui.tui.widgets.status import IndexState
 from coderag_tui.tui.widgets.tuning import TuningPanel, step_budget
 
 if TYPE_CHECKING:
-    from coderag_tui.core.store import Store
+    from coderag_tui.core.index.store import Store
     from coderag_tui.tui.screens.main import MainScreen
 
 Clock = Callable[[], float]
@@ -215,9 +215,9 @@ class CoderagApp(App[None]):
         """Load the token table and the packing code while indexing, so the first Enter is fast."""
         from rich.style import Style
 
-        from coderag_tui.core.budget import pack  # noqa: F401 (import once, off the UI thread)
-        from coderag_tui.core.prompt import TemplateError, load_template
-        from coderag_tui.core.tokens import token_counter
+        from coderag_tui.core.prompt.pack import pack  # noqa: F401 (import once, off the UI thread)
+        from coderag_tui.core.prompt.render import TemplateError, load_template
+        from coderag_tui.core.prompt.tokens import token_counter
         from coderag_tui.tui.widgets.preview import chunk_lines
 
         # Pygments loads its lexers and styles on first use; do it here, not on the first Enter.
@@ -289,10 +289,10 @@ class CoderagApp(App[None]):
         exit_on_error=False,
     )
     def build_index_worker(self, generation: int, settings: Settings) -> None:
-        from coderag_tui.core.bm25 import load_or_build_bm25
-        from coderag_tui.core.indexer import IndexProgress, build_index
-        from coderag_tui.core.pipeline import Searcher  # noqa: F401 (imported here, not on the UI)
-        from coderag_tui.core.store import StoreError
+        from coderag_tui.core.index.indexer import IndexProgress, build_index
+        from coderag_tui.core.index.store import StoreError
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+        from coderag_tui.core.rank.search import Searcher  # noqa: F401 (imported here, not on the UI)
 
         worker = get_current_worker()
         cancel = threading.Event()
@@ -449,15 +449,15 @@ class CoderagApp(App[None]):
         lower_thread_priority()
         start = self.clock()
         if embedder is None:
-            from coderag_tui.core.embed import resolve_embedder
+            from coderag_tui.core.rank.embed import resolve_embedder
 
             choice = resolve_embedder(settings)
             embedder = choice.embedder
             if embedder is None:
                 self.post_message(EmbeddingsReady(generation, None, None, choice.reason, 0.0))
                 return
-        from coderag_tui.core.store import EmbeddingCache
-        from coderag_tui.core.vectors import DenseIndex, load_or_build_dense
+        from coderag_tui.core.index.store import EmbeddingCache
+        from coderag_tui.core.rank.dense import DenseIndex, load_or_build_dense
 
         def progress(done: int, total: int) -> None:
             if worker.is_cancelled:
@@ -543,7 +543,7 @@ class CoderagApp(App[None]):
         if self.bm25 is None:
             self.searcher = None
             return
-        from coderag_tui.core.pipeline import Searcher
+        from coderag_tui.core.rank.search import Searcher
 
         self.searcher = Searcher(
             self.chunks,
@@ -571,7 +571,7 @@ class CoderagApp(App[None]):
         exit_on_error=False,
     )
     def load_reranker_worker(self, settings: Settings) -> None:
-        from coderag_tui.core.rerank import resolve_reranker
+        from coderag_tui.core.rank.rerank import resolve_reranker
 
         lower_thread_priority()
         try:
@@ -633,7 +633,7 @@ class CoderagApp(App[None]):
         worker = get_current_worker()
         query = text
         if code_mode:
-            from coderag_tui.core.pipeline import query_from_location
+            from coderag_tui.core.rank.search import query_from_location
 
             try:
                 path, line = parse_location(text)
@@ -669,9 +669,9 @@ class CoderagApp(App[None]):
         self, run: SearchRun, task: str, settings: Settings, options: dict[str, Any]
     ) -> tuple[PackedPrompt | None, str]:
         """Pack the final ranking into the budget (runs in a worker thread)."""
-        from coderag_tui.core.budget import BudgetTooSmall, pack, packing_order
-        from coderag_tui.core.prompt import TemplateError, load_template
-        from coderag_tui.core.tokens import token_counter
+        from coderag_tui.core.prompt.pack import BudgetTooSmall, pack, packing_order
+        from coderag_tui.core.prompt.render import TemplateError, load_template
+        from coderag_tui.core.prompt.tokens import token_counter
 
         try:
             template = load_template(options["template"], context_first=settings.context_first)
@@ -764,8 +764,8 @@ class CoderagApp(App[None]):
         exit_on_error=False,
     )
     def compute_advice_worker(self, settings: Settings, chunks: list[Chunk]) -> None:
-        from coderag_tui.core.budget import advise
-        from coderag_tui.core.tokens import token_counter
+        from coderag_tui.core.prompt.pack import advise
+        from coderag_tui.core.prompt.tokens import token_counter
 
         step = max(1, len(chunks) // ADVICE_SAMPLE)
         sample = chunks[::step][:ADVICE_SAMPLE]
@@ -843,7 +843,7 @@ class CoderagApp(App[None]):
         exit_on_error=False,
     )
     def copy_worker(self, text: str, tokens: int) -> None:
-        from coderag_tui.core.clipboard import copy_text
+        from coderag_tui.core.prompt.clipboard import copy_text
 
         # OSC 52 already went out through Textual's driver; the core may only add a system tool.
         result = copy_text(text, osc52_stream=io.BytesIO(), use_pyperclip=self.system_clipboard)
@@ -877,7 +877,7 @@ class CoderagApp(App[None]):
         self.push_screen(SaveScreen(Path.cwd() / "coderag-prompt.md"), save)
 
     def save_prompt(self, path: Path) -> None:
-        from coderag_tui.core.clipboard import copy_text
+        from coderag_tui.core.prompt.clipboard import copy_text
 
         if self.packed is None:
             return

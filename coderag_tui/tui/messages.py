@@ -13,7 +13,7 @@ from typing import Any
 
 from textual.message import Message
 
-from coderag_tui.core.models import PackedPrompt, SearchRun
+from coderag_tui.core.records import PackedPrompt, SearchRun
 
 
 @dataclass

@@ -14,11 +14,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from coderag_tui.config import Settings
-from coderag_tui.core.models import Chunk
+from coderag_tui.core.records import Chunk
+from coderag_tui.settings import Settings
 
 if TYPE_CHECKING:
-    from coderag_tui.core.store import Store
+    from coderag_tui.core.index.store import Store
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ def open_saved_index(
     settings: Settings, store: Store | None = None, *, serve: bool = True
 ) -> SavedIndex:
     """Open (or reuse) the store; with `serve`, load the chunks and BM25 index already saved."""
-    from coderag_tui.core.bm25 import load_or_build_bm25
-    from coderag_tui.core.store import Store
+    from coderag_tui.core.index.store import Store
+    from coderag_tui.core.rank.lexical import load_or_build_bm25
 
     if store is None or store.path != settings.index_path:
         store = Store.open(settings.index_path)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from coderag_tui.core.bench import compare_rank_bm25, percentile, sample_queries, stage_latencies
-from coderag_tui.core.models import Chunk, Ranking, SearchRun, StageTiming
+from coderag_tui.core.eval.bench import (
+    compare_rank_bm25,
+    percentile,
+    sample_queries,
+    stage_latencies,
+)
+from coderag_tui.core.records import Chunk, Ranking, SearchRun, StageTiming
 from tests.fixtures.tiny_repo import FILES
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from coderag_tui.config import Settings
-from coderag_tui.core.bm25 import (
+from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.index.store import FileState, Store
+from coderag_tui.core.rank.lexical import (
     K1,
     BM25Index,
     BM25Options,
@@ -18,9 +19,9 @@ from coderag_tui.core.bm25 import (
     chunk_tokens,
     load_or_build_bm25,
 )
-from coderag_tui.core.models import Chunk
-from coderag_tui.core.store import FileState, Store, text_hash
-from coderag_tui.core.tokenize import tokenize
+from coderag_tui.core.rank.words import tokenize
+from coderag_tui.core.records import Chunk
+from coderag_tui.settings import Settings
 from tests.fixtures.tiny_repo import FILES
 
 

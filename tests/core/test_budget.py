@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coderag_tui.core.budget import (
+from coderag_tui.core.prompt.pack import (
     EXCLUDED,
     OVER_BUDGET,
     PINNED_MISSING,
@@ -21,9 +21,9 @@ from coderag_tui.core.budget import (
     packing_order,
     split_lines,
 )
-from coderag_tui.core.models import Chunk, Hit, Ranking, SearchRun
-from coderag_tui.core.prompt import load_template
-from coderag_tui.core.tokens import TokenCounter, token_counter
+from coderag_tui.core.prompt.render import load_template
+from coderag_tui.core.prompt.tokens import TokenCounter, token_counter
+from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun
 
 TASK = "Where is the retry delay computed, and how would I make it configurable?"
 HEADER = re.compile(r"^### \[(?P<path>.+) · lines (?P<start>\d+)–(?P<end>\d+)\]$")

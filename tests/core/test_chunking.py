@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coderag_tui.core import languages
-from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.languages import GRAMMARS
-from coderag_tui.core.models import Chunk, ChunkingSpec
+from coderag_tui.core.index import languages
+from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.index.languages import GRAMMARS
+from coderag_tui.core.records import Chunk, ChunkingSpec
 
 AST_KINDS = {"function", "class", "method", "module", "header", "class_body", "namespace"}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.clipboard import OSC52_MESSAGE, copy_text, osc52_sequence
+from coderag_tui.core.prompt.clipboard import OSC52_MESSAGE, copy_text, osc52_sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = {"TMUX": "/tmp/tmux-1000/default,4242,0"}
@@ -119,7 +119,7 @@ def test_an_unwritable_out_path_is_reported(tmp_path: Path) -> None:
 def test_without_a_tool_or_a_terminal_the_user_learns_what_to_install(tmp_path: Path) -> None:
     # A new session has no controlling terminal, so /dev/tty cannot be opened.
     code = (
-        "from coderag_tui.core.clipboard import copy_text\n"
+        "from coderag_tui.core.prompt.clipboard import copy_text\n"
         "r = copy_text('x', env={})\n"
         "print(r.ok, r.method)\nprint(r.message)\n"
     )

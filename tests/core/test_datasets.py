@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.datasets import (
+from coderag_tui.core.eval.datasets import (
     CandidateFilter,
     DatasetError,
     EvalRow,
@@ -20,7 +20,7 @@ from coderag_tui.core.datasets import (
     missing_files,
     rows_to_jsonl,
 )
-from coderag_tui.core.metrics import GoldChunk
+from coderag_tui.core.eval.metrics import GoldChunk
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coderag_tui.config import Settings
-from coderag_tui.core.embed import (
+from coderag_tui.core.rank.embed import (
     DEFAULT_ST_MODEL,
     FastembedEmbedder,
     ModelChoice,
@@ -21,6 +20,7 @@ from coderag_tui.core.embed import (
     prefixes_for,
     resolve_embedder,
 )
+from coderag_tui.settings import Settings
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     MAX_POSITIONS,
     no_cached_models,

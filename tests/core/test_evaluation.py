@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coderag_tui.config import Settings
-from coderag_tui.core.datasets import CandidateFilter, EvalRow
-from coderag_tui.core.evaluation import ANY_TOKENIZER, Grid, run_eval
+from coderag_tui.core.eval.datasets import CandidateFilter, EvalRow
+from coderag_tui.core.eval.evaluation import ANY_TOKENIZER, Grid, run_eval
+from coderag_tui.settings import Settings
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 

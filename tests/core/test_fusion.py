@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coderag_tui.core.fusion import rrf, weighted
+from coderag_tui.core.rank.fusion import rrf, weighted
 
 
 def test_rrf_hand_computed_with_k_60() -> None:

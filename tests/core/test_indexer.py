@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.config import Settings
-from coderag_tui.core.indexer import (
+from coderag_tui.core.index.indexer import (
     IndexInterrupted,
     IndexProgress,
     IndexReport,
     build_index,
     open_index,
 )
-from coderag_tui.core.store import Store
+from coderag_tui.core.index.store import Store
+from coderag_tui.settings import Settings
 from tests.fixtures.hostile_repo import (
     EXPECTED_FILES,
     EXPECTED_SKIPS,
@@ -257,9 +257,9 @@ def test_ctrl_c_keeps_finished_files_and_rerun_has_no_duplicates(tmp_path: Path)
 _CHILD = """
 import sys, time
 from pathlib import Path
-from coderag_tui.config import Settings
-from coderag_tui.core.indexer import build_index
-from coderag_tui.core.store import Store
+from coderag_tui.settings import Settings
+from coderag_tui.core.index.indexer import build_index
+from coderag_tui.core.index.store import Store
 
 settings = Settings(repo=Path(sys.argv[1]), index_dir=Path(sys.argv[2]), chunk_lines=10)
 store = Store.open(settings.index_path)

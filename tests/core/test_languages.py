@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from coderag_tui.core import languages
-from coderag_tui.core.languages import GRAMMARS, fence_tag, language_for, parser_for
+from coderag_tui.core.index import languages
+from coderag_tui.core.index.languages import GRAMMARS, fence_tag, language_for, parser_for
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coderag_tui.core.metrics import (
+from coderag_tui.core.eval.metrics import (
     GoldChunk,
     mean_scores,
     metric_names,

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coderag_tui.config import Settings
-from coderag_tui.core.bm25 import BM25Index
-from coderag_tui.core.fusion import rrf
-from coderag_tui.core.pipeline import LocationError, Searcher, query_from_location
-from coderag_tui.core.store import EmbeddingCache
-from coderag_tui.core.vectors import DenseIndex
+from coderag_tui.core.index.store import EmbeddingCache
+from coderag_tui.core.rank.dense import DenseIndex
+from coderag_tui.core.rank.fusion import rrf
+from coderag_tui.core.rank.lexical import BM25Index
+from coderag_tui.core.rank.search import LocationError, Searcher, query_from_location
+from coderag_tui.settings import Settings
 from tests.core.test_bm25 import CHUNKS
 
 STAGES = ["tokenize", "bm25", "embed query", "vector search", "fusion", "rerank"]

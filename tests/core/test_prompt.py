@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.prompt import (
+from coderag_tui.core.prompt.render import (
     CONTEXT_HEADING,
     ROLE,
     TASK_HEADING,

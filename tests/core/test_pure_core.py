@@ -12,7 +12,7 @@ def test_core_does_not_import_textual() -> None:
         "import coderag_tui.core as core\n"
         "for m in pkgutil.iter_modules(core.__path__):\n"
         "    importlib.import_module('coderag_tui.core.' + m.name)\n"
-        "import coderag_tui.config\n"
+        "import coderag_tui.settings\n"
         "bad = sorted(n for n in sys.modules if n == 'textual' or n.startswith('textual.'))\n"
         "print(','.join(bad))\n"
     )

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coderag_tui.config import Settings
-from coderag_tui.core.rerank import (
+from coderag_tui.core.rank.dense import split_stripes
+from coderag_tui.core.rank.rerank import (
     FastembedReranker,
     RerankerChoice,
     SentenceTransformerReranker,
     resolve_reranker,
 )
-from coderag_tui.core.vectors import split_stripes
+from coderag_tui.settings import Settings
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     no_cached_models,
     tiny_fastembed_cross_encoder,

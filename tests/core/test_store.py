@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coderag_tui.core.models import Chunk
-from coderag_tui.core.store import (
+from coderag_tui.core.index.store import (
     INDEX_APP_ID,
     EmbeddingCache,
     FileState,
@@ -17,6 +16,7 @@ from coderag_tui.core.store import (
     StoreError,
     text_hash,
 )
+from coderag_tui.core.records import Chunk
 
 
 def _state(path: str, content_hash: str = "h1", *, skip: str | None = None) -> FileState:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coderag_tui.core.tokenize import tokenize
+from coderag_tui.core.rank.words import tokenize
 
 
 def test_default_splits_on_non_alphanumeric_characters_and_lowercases() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.tokens import (
+from coderag_tui.core.prompt.tokens import (
     OFFLINE_ENCODING,
     PUBLIC_TABLES,
     UnknownEncodingError,

@@ -15,12 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coderag_tui.config import Settings
-from coderag_tui.core.embed import FastembedEmbedder, WindowedEmbedder
-from coderag_tui.core.indexer import build_index, open_index
-from coderag_tui.core.models import Chunk
-from coderag_tui.core.store import EmbeddingCache
-from coderag_tui.core.vectors import (
+from coderag_tui.core.index.indexer import build_index, open_index
+from coderag_tui.core.index.store import EmbeddingCache
+from coderag_tui.core.rank.dense import (
     DenseBuildStats,
     DenseIndex,
     dense_dir,
@@ -28,6 +25,9 @@ from coderag_tui.core.vectors import (
     split_stripes,
     stripe_window,
 )
+from coderag_tui.core.rank.embed import FastembedEmbedder, WindowedEmbedder
+from coderag_tui.core.records import Chunk
+from coderag_tui.settings import Settings
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     tiny_fastembed_embedder,
     tiny_models_dir,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.models import SkippedFile, SkipReason, SourceFile
-from coderag_tui.core.walker import WalkResult, content_hash, read_source, walk
+from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.index.walk import WalkResult, read_source, walk
+from coderag_tui.core.records import SkippedFile, SkipReason, SourceFile
 from tests.fixtures.hostile_repo import (
     EXPECTED_ABSENT,
     EXPECTED_FILES,
@@ -219,8 +220,8 @@ def test_nul_byte_means_binary_and_crlf_and_bom_are_normalised(tmp_path: Path) -
 
 
 def test_content_hash_is_sha1_of_utf8_text() -> None:
-    assert content_hash("héllo") == hashlib.sha1("héllo".encode()).hexdigest()
-    assert content_hash("a") != content_hash("b")
+    assert text_hash("héllo") == hashlib.sha1("héllo".encode()).hexdigest()
+    assert text_hash("a") != text_hash("b")
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])

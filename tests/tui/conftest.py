@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 from coderag_tui.tui.app import CoderagApp, make_app
 from coderag_tui.tui.clock import StepClock
 from coderag_tui.tui.widgets.rankings import RankingColumn

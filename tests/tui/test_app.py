@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 from coderag_tui.tui.messages import IndexBuilt, IndexChecked, IndexProgressed, SearchFinished
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.status import TopBar

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coderag_tui.config import Settings
-from coderag_tui.core.models import RANKING_NAMES
+from coderag_tui.core.records import RANKING_NAMES
+from coderag_tui.settings import Settings
 from coderag_tui.tui.widgets.rankings import RankingColumn
 from coderag_tui.tui.widgets.status import TopBar
 from tests.tui.conftest import SIZE, search, settle

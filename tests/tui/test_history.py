@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 from coderag_tui.tui.state import (
     HISTORY_LIMIT,
     REPOSITORY_LIMIT,

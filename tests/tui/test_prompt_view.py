@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 from coderag_tui.tui.screens.prompt import PromptScreen
 from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle, text_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.style import Style
 from textual.app import App, ComposeResult
 
-from coderag_tui.core.models import Chunk
+from coderag_tui.core.records import Chunk
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
 

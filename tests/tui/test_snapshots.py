@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 from tests.tui.conftest import SIZE, AppFactory, search, settle
 
 QUERY = "charge the card and retry on timeout"

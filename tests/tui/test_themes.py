@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 from coderag_tui.tui.state import read_saved_theme, save_theme
 from coderag_tui.tui.themes import (
     DEFAULT_THEME,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coderag_tui.core.models import Chunk, Hit, Ranking, SearchRun
+from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun
 from coderag_tui.tui.app import parse_location
 from coderag_tui.tui.widgets.latency import bar
 from coderag_tui.tui.widgets.preview import term_pattern, word_matches

@@ -12,8 +12,8 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 
-from coderag_tui.core.models import RankingName, SearchRun
-from coderag_tui.core.tokenize import tokenize
+from coderag_tui.core.rank.words import tokenize
+from coderag_tui.core.records import RankingName, SearchRun
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput

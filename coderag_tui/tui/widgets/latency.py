@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Sparkline, Static
 
-from coderag_tui.core.models import SearchRun, StageTiming
+from coderag_tui.core.records import SearchRun, StageTiming
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 HISTORY = 40  # searches remembered by the sparkline

@@ -13,8 +13,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from coderag_tui.core.models import Chunk
-from coderag_tui.core.prompt import fence_tag_for
+from coderag_tui.core.prompt.render import fence_tag_for
+from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:  # Pygments is imported on first use (warm-up), not with the first screen
     from pygments.lexer import Lexer

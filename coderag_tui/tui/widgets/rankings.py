@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static
 
-from coderag_tui.core.models import RANKING_NAMES, Ranking, RankingName, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, Ranking, RankingName, SearchRun
 from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
 
 TITLES: dict[RankingName, str] = {

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Label, Select, Static, Switch
 
-from coderag_tui.config import Settings
+from coderag_tui.settings import Settings
 
 BUDGET_PRESETS: tuple[tuple[str, int], ...] = (
     ("2k", 2_000),

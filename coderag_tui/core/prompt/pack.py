@@ -13,7 +13,9 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from coderag_tui.core.models import (
+from coderag_tui.core.prompt.render import Template
+from coderag_tui.core.prompt.tokens import TokenCounter
+from coderag_tui.core.records import (
     Chunk,
     ChunkingSpec,
     DroppedChunk,
@@ -22,8 +24,6 @@ from coderag_tui.core.models import (
     PackedPrompt,
     SearchRun,
 )
-from coderag_tui.core.prompt import Template
-from coderag_tui.core.tokens import TokenCounter
 
 OVER_BUDGET = "over budget"
 TRIMMED = "cut to fit the budget"  # reason prefix for the lines of a chunk that were left out

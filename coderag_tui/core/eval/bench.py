@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from coderag_tui.config import Settings
-from coderag_tui.core.models import Chunk, SearchRun
+from coderag_tui.core.records import Chunk, SearchRun
+from coderag_tui.settings import Settings
 
 _IDENTIFIER = re.compile(
     r"\b(?:def|class|function|func|fn|interface|struct|type)\s+([A-Za-z_][A-Za-z0-9_]{3,})"
@@ -178,7 +178,7 @@ def compare_rank_bm25(
     """Build both BM25s on identical tokens, time each query's top-k, report both and overlap."""
     from rank_bm25 import BM25Okapi
 
-    from coderag_tui.core.bm25 import BM25Index, BM25Options, chunk_tokens
+    from coderag_tui.core.rank.lexical import BM25Index, BM25Options, chunk_tokens
 
     options = BM25Options(split_identifiers=split_identifiers, path_in_text=path_in_text)
     corpus = [chunk_tokens(c, options) for c in chunks]
@@ -238,9 +238,9 @@ def _bench(
     settings: Settings, queries: Sequence[str] | None, n_queries: int, dense: bool,
     compare: bool, tokenizer: str,
 ) -> BenchReport:
-    from coderag_tui.core.bm25 import load_or_build_bm25
-    from coderag_tui.core.indexer import open_index
-    from coderag_tui.core.pipeline import Searcher
+    from coderag_tui.core.index.indexer import open_index
+    from coderag_tui.core.rank.lexical import load_or_build_bm25
+    from coderag_tui.core.rank.search import Searcher
 
     notes: list[str] = []
     store, report = open_index(settings)
@@ -258,9 +258,9 @@ def _bench(
         dense_index = embedder = None
         dense_reason = "dense was not requested (pass --dense)"
         if dense:
-            from coderag_tui.core.embed import resolve_embedder
-            from coderag_tui.core.store import EmbeddingCache
-            from coderag_tui.core.vectors import DenseIndex
+            from coderag_tui.core.index.store import EmbeddingCache
+            from coderag_tui.core.rank.dense import DenseIndex
+            from coderag_tui.core.rank.embed import resolve_embedder
 
             choice = resolve_embedder(settings)
             if choice.embedder is None:

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.config import DENSE_STRIPES_AUTO, Settings
-from coderag_tui.core.bm25 import load_or_build_bm25
-from coderag_tui.core.datasets import (
+from coderag_tui.core.eval.datasets import (
     CandidateFilter,
     DatasetError,
     EvalRow,
@@ -29,9 +27,11 @@ from coderag_tui.core.datasets import (
     materialise_tree,
     missing_files,
 )
-from coderag_tui.core.fusion import rrf
-from coderag_tui.core.metrics import metric_names, score_chunks, score_files
-from coderag_tui.core.models import RANKING_NAMES, ChunkingSpec, SearchRun
+from coderag_tui.core.eval.metrics import metric_names, score_chunks, score_files
+from coderag_tui.core.rank.fusion import rrf
+from coderag_tui.core.rank.lexical import load_or_build_bm25
+from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, SearchRun
+from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
 
 # An evaluation-only mode: RRF of the BM25 and dense *file* rankings (each file scored by its
 # best chunk first), to compare with the pipeline's fusion of chunk rankings.
@@ -282,8 +282,8 @@ def run_eval(
     repository used for rows without a `repo` field. `embedder` replaces the model that
     settings would resolve (e.g. one already loaded).
     """
-    from coderag_tui.core.indexer import open_index
-    from coderag_tui.core.pipeline import Searcher
+    from coderag_tui.core.index.indexer import open_index
+    from coderag_tui.core.rank.search import Searcher
 
     grid.validate()
     started = time.perf_counter()
@@ -411,10 +411,10 @@ def _dense_parts(
     """The embedder and the shared embedding cache, or the reason dense is off."""
     if not wanted:
         return None, None, "dense was not requested"
-    from coderag_tui.core.store import EmbeddingCache
+    from coderag_tui.core.index.store import EmbeddingCache
 
     if embedder is None:
-        from coderag_tui.core.embed import resolve_embedder
+        from coderag_tui.core.rank.embed import resolve_embedder
 
         choice = resolve_embedder(settings)
         if choice.embedder is None:
@@ -428,7 +428,7 @@ def _dense_parts(
 def _reranker(settings: Settings, wanted: bool, notes: list[str]) -> tuple[Any, str]:
     if not wanted:
         return None, "rerank was not requested"
-    from coderag_tui.core.rerank import resolve_reranker
+    from coderag_tui.core.rank.rerank import resolve_reranker
 
     choice = resolve_reranker(settings.with_(rerank=True))
     if choice.reranker is None:
@@ -448,7 +448,7 @@ def _build_dense(
     label: str,
     cancel: threading.Event | None,
 ) -> Any:
-    from coderag_tui.core.vectors import DenseIndex
+    from coderag_tui.core.rank.dense import DenseIndex
 
     def report(done: int, todo: int) -> None:
         if progress is not None:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from coderag_tui.core import models_resolve as mr
+from coderag_tui.core.rank import models as mr
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from coderag_tui.config import Settings
+    from coderag_tui.settings import Settings
 
 DEFAULT_FASTEMBED_MODEL = "jinaai/jina-embeddings-v2-base-code"
 FAST_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"
@@ -338,81 +338,30 @@ _HOW_TO = (
 )
 
 
-def _st_cached(name: str) -> bool:
-    return mr.hf_cached(name, "modules.json") or mr.hf_cached(name, "config.json")
+def _load(backend: str, name: str, allow_download: bool, folder: Path | None) -> WindowedEmbedder:
+    if backend == mr.FASTEMBED:
+        return FastembedEmbedder.load(name, allow_download=allow_download, folder=folder)
+    source = str(folder) if folder is not None else name
+    return SentenceTransformerEmbedder.load(source, allow_download=allow_download)
 
 
-def _fastembed_supported(name: str) -> dict[str, Any] | None:
-    if not mr.installed("fastembed"):
-        return None
+def _fastembed_models() -> list[dict[str, Any]]:
     from fastembed import TextEmbedding
 
-    return mr.fastembed_description(TextEmbedding.list_supported_models(), name)
+    return list(TextEmbedding.list_supported_models())
 
 
-def _load_named(backend: str, name: str, allow_download: bool) -> WindowedEmbedder:
-    """Load a hub-named model (the caller checked the cache or allows downloads)."""
-    if backend == mr.FASTEMBED:
-        return FastembedEmbedder.load(name, allow_download=allow_download)
-    return SentenceTransformerEmbedder.load(name, allow_download=allow_download)
-
-
-def _explicit(settings: Settings, backend: str) -> tuple[WindowedEmbedder | None, str]:
-    """Load settings.embed_model (a folder or a name) or say in a few words why it failed."""
-    name = settings.embed_model
-    folder = mr.local_folder(name)
-    try:
-        if folder is not None:
-            use = mr.backend_for_folder(folder) if backend == "auto" else backend
-            if use == mr.FASTEMBED:
-                return FastembedEmbedder.load(name, folder=folder), ""
-            return SentenceTransformerEmbedder.load(str(folder)), ""
-        if Path(name).expanduser().exists():
-            return None, f"the embedding model path {name} is not a folder"
-        candidates: list[str] = []
-        if backend in ("auto", mr.FASTEMBED) and _fastembed_supported(name) is not None:
-            candidates.append(mr.FASTEMBED)
-        if backend in ("auto", mr.SENTENCE_TRANSFORMERS) and mr.installed("sentence_transformers"):
-            candidates.append(mr.SENTENCE_TRANSFORMERS)
-        if not candidates:
-            return None, f"no installed backend can load the embedding model {name}"
-        for use in candidates:
-            description = _fastembed_supported(name) if use == mr.FASTEMBED else None
-            cached = (
-                mr.fastembed_is_cached(description) if description is not None else _st_cached(name)
-            )
-            if cached or settings.allow_download:
-                return _load_named(use, name, settings.allow_download), ""
-        return None, f"the embedding model {name} is not in the local cache and downloads are off"
-    except Exception as exc:  # a library error while loading: report it, never crash the search
-        return None, f"the embedding model {name} could not be loaded ({mr.describe_error(exc)})"
-
-
-def _cached_default(backend: str, allow_download: bool) -> tuple[WindowedEmbedder | None, str]:
-    """The backends' default models, when already cached (or downloadable when allowed)."""
-    attempts: list[tuple[str, str]] = []
-    if backend in ("auto", mr.FASTEMBED) and mr.installed("fastembed"):
-        attempts.append((mr.FASTEMBED, DEFAULT_FASTEMBED_MODEL))
-        attempts.append((mr.FASTEMBED, FAST_FASTEMBED_MODEL))
-    if backend in ("auto", mr.SENTENCE_TRANSFORMERS) and mr.installed("sentence_transformers"):
-        attempts.append((mr.SENTENCE_TRANSFORMERS, DEFAULT_ST_MODEL))
-    for use, name in attempts:
-        try:
-            if use == mr.FASTEMBED:
-                description = _fastembed_supported(name)
-                if description is not None and mr.fastembed_is_cached(description):
-                    return _load_named(use, name, False), ""
-            elif _st_cached(name):
-                return _load_named(use, name, False), ""
-        except Exception:  # a broken cache entry: try the next source
-            continue
-    if allow_download and attempts:
-        use, name = attempts[0]
-        try:
-            return _load_named(use, name, True), ""
-        except Exception as exc:
-            return None, f"downloading {name} failed ({mr.describe_error(exc)})"
-    return None, ""
+EMBEDDERS: mr.ModelKind[WindowedEmbedder] = mr.ModelKind(
+    noun="embedding model",
+    load=_load,
+    fastembed_models=_fastembed_models,
+    st_markers=("modules.json", "config.json"),
+    defaults=(
+        (mr.FASTEMBED, DEFAULT_FASTEMBED_MODEL),
+        (mr.FASTEMBED, FAST_FASTEMBED_MODEL),
+        (mr.SENTENCE_TRANSFORMERS, DEFAULT_ST_MODEL),
+    ),
+)
 
 
 def load_offline_package(models_dir: Path | None = None) -> WindowedEmbedder | None:
@@ -536,15 +485,12 @@ def resolve_embedder(
             None,
             "dense search is off: embed_backend is none — set --embed-backend auto to enable it.",
         )
-    problem = ""
-    if settings.embed_model:
-        embedder, problem = _explicit(settings, backend)
-        if embedder is not None:
-            return ModelChoice(embedder, "")
-    else:
-        embedder, problem = _cached_default(backend, settings.allow_download)
-        if embedder is not None:
-            return ModelChoice(embedder, "")
+    named, problem = mr.resolve_model(
+        EMBEDDERS, backend, settings.embed_model, allow_download=settings.allow_download
+    )
+    if named is not None:
+        return ModelChoice(named, "")
+    embedder: WindowedEmbedder | None
     models_dir = settings.embed_cache_path.parent / "models"
     load_package = offline_package or (lambda: load_offline_package(models_dir))
     try:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 FASTEMBED = "fastembed"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
@@ -133,3 +135,98 @@ def quiet_progress_bars() -> None:
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     except ImportError:  # pragma: no cover - fastembed alone does not need transformers
         pass
+
+
+M = TypeVar("M")
+M_co = TypeVar("M_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class ModelKind(Generic[M_co]):
+    """How to find and load one kind of model (an embedder or a cross-encoder) with each backend.
+
+    `load(backend, name, allow_download, folder)` loads a hub name (folder None) or a local
+    folder; `fastembed_models()` is fastembed's table of supported models for this kind;
+    `st_markers` are files whose presence in the Hugging Face cache means sentence-transformers
+    can load the model offline; `defaults` are (backend, name) tried in order when no model is
+    named.
+    """
+
+    noun: str
+    load: Callable[[str, str, bool, Path | None], M_co]
+    fastembed_models: Callable[[], list[dict[str, Any]]]
+    st_markers: tuple[str, ...]
+    defaults: tuple[tuple[str, str], ...]
+
+    def fastembed_entry(self, name: str) -> dict[str, Any] | None:
+        if not installed("fastembed"):
+            return None
+        return fastembed_description(self.fastembed_models(), name)
+
+    def backends_for(self, backend: str, name: str) -> list[str]:
+        """The installed backends, among those `backend` allows, that can load `name`."""
+        out: list[str] = []
+        if backend in ("auto", FASTEMBED) and self.fastembed_entry(name) is not None:
+            out.append(FASTEMBED)
+        if backend in ("auto", SENTENCE_TRANSFORMERS) and installed("sentence_transformers"):
+            out.append(SENTENCE_TRANSFORMERS)
+        return out
+
+    def cached(self, backend: str, name: str) -> bool:
+        """Can `backend` load the hub-named model from disk, with no network?"""
+        if backend == FASTEMBED:
+            entry = self.fastembed_entry(name)
+            return entry is not None and fastembed_is_cached(entry)
+        return any(hf_cached(name, marker) for marker in self.st_markers)
+
+
+def resolve_model(
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
+) -> tuple[M | None, str]:
+    """A model of `kind` in DESIGN.md's order, or None and a few words on what went wrong.
+
+    With `name` (a folder or a hub name): that model, from its folder or a backend's cache,
+    downloaded only when allowed. Without: the kind's defaults already in a cache, else the
+    first one downloaded when allowed. An empty problem with no model means "none found".
+    Every check before loading looks at files on disk; nothing here waits on a network.
+    """
+    if name:
+        return _named(kind, backend, name, allow_download)
+    defaults: Sequence[tuple[str, str]] = [
+        (use, default) for use, default in kind.defaults
+        if use in kind.backends_for(backend, default)
+    ]
+    for use, default in defaults:
+        try:
+            if kind.cached(use, default):
+                return kind.load(use, default, False, None), ""
+        except Exception:  # a broken cache entry: try the next source
+            continue
+    if allow_download and defaults:
+        use, default = defaults[0]
+        try:
+            return kind.load(use, default, True, None), ""
+        except Exception as exc:
+            return None, f"downloading {default} failed ({describe_error(exc)})"
+    return None, ""
+
+
+def _named(
+    kind: ModelKind[M], backend: str, name: str, allow_download: bool
+) -> tuple[M | None, str]:
+    folder = local_folder(name)
+    try:
+        if folder is not None:
+            use = backend_for_folder(folder) if backend == "auto" else backend
+            return kind.load(use, name, False, folder), ""
+        if Path(name).expanduser().exists():
+            return None, f"the {kind.noun} path {name} is not a folder"
+        candidates = kind.backends_for(backend, name)
+        if not candidates:
+            return None, f"no installed backend can load the {kind.noun} {name}"
+        for use in candidates:
+            if kind.cached(use, name) or allow_download:
+                return kind.load(use, name, allow_download, None), ""
+        return None, f"the {kind.noun} {name} is not in the local cache and downloads are off"
+    except Exception as exc:  # a library error while loading: report it, never crash the search
+        return None, f"the {kind.noun} {name} could not be loaded ({describe_error(exc)})"

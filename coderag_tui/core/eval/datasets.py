@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from coderag_tui.core.languages import language_for
-from coderag_tui.core.metrics import GoldChunk
+from coderag_tui.core.eval.metrics import GoldChunk
+from coderag_tui.core.index.languages import language_for
 
 # Languages whose files count as source code for --from-git-history (not docs or config).
 SOURCE_LANGUAGES = frozenset({
@@ -211,7 +211,7 @@ def commit_time(git_dir: Path, commit: str) -> int:
 
 
 def default_tree_cache() -> Path:
-    from coderag_tui.config import user_cache_dir
+    from coderag_tui.settings import user_cache_dir
 
     return user_cache_dir() / "trees"
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import quoteattr
 
-from coderag_tui.core.languages import fence_tag, language_for
+from coderag_tui.core.index.languages import fence_tag, language_for
 
 ROLE = "You are an expert software engineer. Use the code context below to answer the task."
 CONTEXT_HEADING = "## Relevant context from the codebase"

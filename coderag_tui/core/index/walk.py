@@ -27,7 +27,6 @@ people ask about, and the harmful cases (bundles, lock files) are caught by the 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 import subprocess
@@ -35,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from coderag_tui.core.languages import language_for
-from coderag_tui.core.models import SkippedFile, SkipReason, SourceFile
+from coderag_tui.core.index.languages import language_for
+from coderag_tui.core.records import SkippedFile, SkipReason, SourceFile
 
 VENDORED_DIRS: frozenset[str] = frozenset(
     {
@@ -196,10 +195,6 @@ def read_source(
         text = text.replace("\r\n", "\n")
     return text, invalid
 
-
-def content_hash(text: str) -> str:
-    """SHA-1 hex digest of the text's UTF-8 bytes: the identity of file and chunk contents."""
-    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 # --- listing -----------------------------------------------------------------------------

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from coderag_tui.core import models_resolve as mr
-from coderag_tui.core.embed import MAX_WINDOW, plain_tokenizer
-from coderag_tui.core.models_resolve import quiet_progress_bars
-from coderag_tui.core.vectors import split_stripes
+from coderag_tui.core.rank import models as mr
+from coderag_tui.core.rank.dense import split_stripes
+from coderag_tui.core.rank.embed import MAX_WINDOW, plain_tokenizer
+from coderag_tui.core.rank.models import quiet_progress_bars
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-    from coderag_tui.config import Settings
+    from coderag_tui.settings import Settings
 
 DEFAULT_FASTEMBED_RERANKER = "Xenova/ms-marco-MiniLM-L-6-v2"
 DEFAULT_ST_RERANKER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -170,60 +170,29 @@ _HOW_TO = (
 )
 
 
-def _fastembed_supported(name: str) -> dict[str, Any] | None:
-    if not mr.installed("fastembed"):
-        return None
+def _load(backend: str, name: str, allow_download: bool, folder: Path | None) -> StripedReranker:
+    if backend == mr.FASTEMBED:
+        return FastembedReranker.load(name, allow_download=allow_download, folder=folder)
+    source = str(folder) if folder is not None else name
+    return SentenceTransformerReranker.load(source, allow_download=allow_download)
+
+
+def _fastembed_models() -> list[dict[str, Any]]:
     from fastembed.rerank.cross_encoder import TextCrossEncoder
 
-    return mr.fastembed_description(TextCrossEncoder.list_supported_models(), name)
+    return list(TextCrossEncoder.list_supported_models())
 
 
-def _st_cached(name: str) -> bool:
-    return mr.hf_cached(name, "config.json")
-
-
-def _load_named(backend: str, name: str, allow_download: bool) -> StripedReranker:
-    if backend == mr.FASTEMBED:
-        return FastembedReranker.load(name, allow_download=allow_download)
-    return SentenceTransformerReranker.load(name, allow_download=allow_download)
-
-
-def _candidates(backend: str, name: str) -> list[str]:
-    out: list[str] = []
-    if backend in ("auto", mr.FASTEMBED) and _fastembed_supported(name) is not None:
-        out.append(mr.FASTEMBED)
-    if backend in ("auto", mr.SENTENCE_TRANSFORMERS) and mr.installed("sentence_transformers"):
-        out.append(mr.SENTENCE_TRANSFORMERS)
-    return out
-
-
-def _cached(backend: str, name: str) -> bool:
-    if backend == mr.FASTEMBED:
-        description = _fastembed_supported(name)
-        return description is not None and mr.fastembed_is_cached(description)
-    return _st_cached(name)
-
-
-def _explicit(settings: Settings, backend: str) -> tuple[StripedReranker | None, str]:
-    name = settings.rerank_model
-    folder = mr.local_folder(name)
-    try:
-        if folder is not None:
-            use = mr.backend_for_folder(folder) if backend == "auto" else backend
-            if use == mr.FASTEMBED:
-                return FastembedReranker.load(name, folder=folder), ""
-            return SentenceTransformerReranker.load(str(folder)), ""
-        if Path(name).expanduser().exists():
-            return None, f"the rerank model path {name} is not a folder"
-        candidates = _candidates(backend, name)
-        if not candidates:
-            return None, f"no installed backend can load the rerank model {name}"
-        for use in candidates:
-            if _cached(use, name) or settings.allow_download:
-                return _load_named(use, name, settings.allow_download), ""
-        return None, f"the rerank model {name} is not in the local cache and downloads are off"
-    except Exception as exc:  # a library error while loading: report it, never crash the search
-        return None, f"the rerank model {name} could not be loaded ({mr.describe_error(exc)})"
+RERANKERS: mr.ModelKind[StripedReranker] = mr.ModelKind(
+    noun="rerank model",
+    load=_load,
+    fastembed_models=_fastembed_models,
+    st_markers=("config.json",),
+    defaults=(
+        (mr.FASTEMBED, DEFAULT_FASTEMBED_RERANKER),
+        (mr.SENTENCE_TRANSFORMERS, DEFAULT_ST_RERANKER),
+    ),
+)
 
 
 def resolve_reranker(settings: Settings) -> RerankerChoice:
@@ -246,35 +215,13 @@ def resolve_reranker(settings: Settings) -> RerankerChoice:
             "reranking is off: rerank_backend is none — set rerank_backend = auto in the config "
             "(or CODERAG_RERANK_BACKEND=auto) to enable it.",
         )
-    if settings.rerank_model:
-        reranker, problem = _explicit(settings, backend)
-        if reranker is not None:
-            return RerankerChoice(reranker, "")
+    named, problem = mr.resolve_model(
+        RERANKERS, backend, settings.rerank_model, allow_download=settings.allow_download
+    )
+    if named is not None:
+        return RerankerChoice(named, "")
+    if problem:
         return RerankerChoice(None, f"reranking is off: {problem} — {_HOW_TO}.")
-    defaults = [
-        (use, name)
-        for use, name in (
-            (mr.FASTEMBED, DEFAULT_FASTEMBED_RERANKER),
-            (mr.SENTENCE_TRANSFORMERS, DEFAULT_ST_RERANKER),
-        )
-        if use in _candidates(backend, name)
-    ]
-    for use, name in defaults:
-        try:
-            if _cached(use, name):
-                return RerankerChoice(_load_named(use, name, False), "")
-        except Exception:  # a broken cache entry: try the next source
-            continue
-    if settings.allow_download and defaults:
-        use, name = defaults[0]
-        try:
-            return RerankerChoice(_load_named(use, name, True), "")
-        except Exception as exc:
-            return RerankerChoice(
-                None,
-                f"reranking is off: downloading {name} failed ({mr.describe_error(exc)}) — "
-                "check the network or pass --rerank-model PATH to a local cross-encoder.",
-            )
     return RerankerChoice(
         None, f"reranking is off: no cross-encoder is available offline — {_HOW_TO}."
     )

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.config import Settings
-from coderag_tui.core.chunking import chunk_file
-from coderag_tui.core.models import Chunk, ChunkingSpec, SkippedFile, SkipReason, SourceFile
-from coderag_tui.core.store import FileState, Store, text_hash
-from coderag_tui.core.walker import content_hash, read_source, walk
+from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.index.store import FileState, Store
+from coderag_tui.core.index.walk import read_source, walk
+from coderag_tui.core.records import Chunk, ChunkingSpec, SkippedFile, SkipReason, SourceFile
+from coderag_tui.settings import Settings
 
 STAGES: tuple[str, ...] = ("walk", "read", "chunk", "store")
 _PROGRESS_INTERVAL_S = 0.05  # at most ~20 progress callbacks per second
@@ -380,7 +381,7 @@ def _prepare(
             out.read_s = clock() - t
             return out
         text, out.invalid = outcome
-        out.digest = content_hash(text)
+        out.digest = text_hash(text)
         out.read_s = clock() - t
         out.same_content = (
             previous is not None

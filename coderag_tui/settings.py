@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 
 import platformdirs
 
-from coderag_tui.core.models import ChunkingSpec
+from coderag_tui.core.records import ChunkingSpec
 
 if sys.version_info >= (3, 11):
     import tomllib

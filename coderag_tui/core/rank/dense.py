@@ -25,14 +25,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from coderag_tui.core.models import Chunk
-from coderag_tui.core.models_resolve import TOKEN_MARGIN
-from coderag_tui.core.persist import read_folder_meta, save_folder
+from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.index.persist import read_folder_meta, save_folder
+from coderag_tui.core.rank.models import TOKEN_MARGIN
+from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
-    from coderag_tui.config import Settings
-    from coderag_tui.core.embed import Embedder
-    from coderag_tui.core.store import Store
+    from coderag_tui.core.index.store import Store
+    from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.settings import Settings
 
 STRIPE_OVERLAP = 32  # tokens shared by neighbouring stripes, so no line is only ever seen cut
 CACHE_SLICE = 2000  # hashes per cache lookup
@@ -149,10 +150,6 @@ def split_stripes(
                 owners.append(i)
     return Stripes(stripe_texts, stripe_tokens, np.asarray(owners, dtype=np.int64))
 
-
-def text_hash(text: str) -> str:
-    """sha1 hex of the UTF-8 text: the embedding cache key next to the model name."""
-    return hashlib.sha1(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def _lookup(cache: VectorCache, model: str, hashes: list[str]) -> dict[str, np.ndarray]:

@@ -14,17 +14,17 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.bm25 import BM25Index, load_or_build_bm25
-from coderag_tui.core.fusion import rrf, weighted
-from coderag_tui.core.models import Chunk, Hit, Ranking, RankingName, SearchRun, StageTiming
+from coderag_tui.core.rank.fusion import rrf, weighted
+from coderag_tui.core.rank.lexical import BM25Index, load_or_build_bm25
+from coderag_tui.core.records import Chunk, Hit, Ranking, RankingName, SearchRun, StageTiming
 
 if TYPE_CHECKING:
-    from coderag_tui.config import Settings
-    from coderag_tui.core.embed import Embedder
-    from coderag_tui.core.indexer import IndexProgress, IndexReport
-    from coderag_tui.core.rerank import Reranker
-    from coderag_tui.core.store import EmbeddingCache, Store
-    from coderag_tui.core.vectors import DenseIndex
+    from coderag_tui.core.index.indexer import IndexProgress, IndexReport
+    from coderag_tui.core.index.store import EmbeddingCache, Store
+    from coderag_tui.core.rank.dense import DenseIndex
+    from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.core.rank.rerank import Reranker
+    from coderag_tui.settings import Settings
 
 RERANK_OFF = "rerank is off: turn it on with --rerank (or rerank = true in the config)."
 DENSE_OFF = "dense search is off: no embedding model was loaded."
@@ -180,7 +180,7 @@ class Searcher:
         embedding stage is reported to `embed_progress(done, total)`, or else to `progress` as
         an IndexProgress with stage "embed".
         """
-        from coderag_tui.core.indexer import IndexProgress, open_index
+        from coderag_tui.core.index.indexer import IndexProgress, open_index
 
         started = time.perf_counter()
         store, report = open_index(settings, progress=progress, cancel=cancel)
@@ -205,7 +205,7 @@ class Searcher:
             if not (rerank and settings.rerank):
                 searcher.rerank_reason = RERANK_OFF
             else:
-                from coderag_tui.core.rerank import resolve_reranker
+                from coderag_tui.core.rank.rerank import resolve_reranker
 
                 choice = resolve_reranker(settings)
                 searcher.reranker = choice.reranker
@@ -231,10 +231,10 @@ class Searcher:
         started: float,
     ) -> None:
         """Resolve the embedder and load or build the vectors (embeddings cached by text hash)."""
-        from coderag_tui.core.embed import resolve_embedder
-        from coderag_tui.core.indexer import IndexProgress
-        from coderag_tui.core.store import EmbeddingCache
-        from coderag_tui.core.vectors import DenseIndex, load_or_build_dense
+        from coderag_tui.core.index.indexer import IndexProgress
+        from coderag_tui.core.index.store import EmbeddingCache
+        from coderag_tui.core.rank.dense import DenseIndex, load_or_build_dense
+        from coderag_tui.core.rank.embed import resolve_embedder
 
         choice = resolve_embedder(settings)
         if choice.embedder is None:

@@ -33,8 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.languages import parser_for
-from coderag_tui.core.models import Chunk, ChunkingSpec
+from coderag_tui.core.index.languages import parser_for
+from coderag_tui.core.records import Chunk, ChunkingSpec
 
 if TYPE_CHECKING:
     from tree_sitter import Node

@@ -10,7 +10,6 @@ rebuilt with a one-sentence notice instead of failing.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
@@ -22,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from coderag_tui.core.models import Chunk
+from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,10 +100,6 @@ class FileState:
     skip_detail: str = ""
     invalid_utf8: bool = False
 
-
-def text_hash(text: str) -> str:
-    """sha1 hex of the UTF-8 text: the key chunks and embeddings are cached under."""
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _explain(path: Path, exc: sqlite3.Error) -> str:

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from coderag_tui.core.models import Chunk
-from coderag_tui.core.persist import read_folder_meta, save_folder
-from coderag_tui.core.tokenize import TOKENIZER_VERSION, tokenize
+from coderag_tui.core.index.persist import read_folder_meta, save_folder
+from coderag_tui.core.rank.words import TOKENIZER_VERSION, tokenize
+from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
-    from coderag_tui.config import Settings
-    from coderag_tui.core.store import Store
+    from coderag_tui.core.index.store import Store
+    from coderag_tui.settings import Settings
 
 DEFAULT_METHOD = "lucene"
 # bm25s variants whose score is idf(word) x term part, with nothing for absent words (bm25l and

@@ -1,0 +1,1 @@
+"""How well it works: datasets, retrieval metrics, evaluation grids and speed benchmarks."""

@@ -1,0 +1,1 @@
+"""How chunks are ordered for a query: BM25, dense vectors, fusion, rerank, and their models."""
