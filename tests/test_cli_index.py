@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from coderag_tui.cli import index_cmd, main
+from coderag_tui.cli import main
 from coderag_tui.core.index import indexer
 from coderag_tui.core.index.indexer import IndexProgress
 from tests.fixtures.hostile_repo import EXPECTED_SKIPS, make_hostile_repo
@@ -102,6 +102,7 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ticks: Iterator[int] = iter(range(10**9))
+    build_index = indexer.build_index
 
     def press_ctrl_c_after_three_files(*args: Any, **kw: Any) -> indexer.IndexReport:
         def progress(p: IndexProgress) -> None:
@@ -109,9 +110,9 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(
                 raise KeyboardInterrupt
 
         kw.update(progress=progress, batch_files=2, clock=lambda: float(next(ticks)))
-        return indexer.build_index(*args, **kw)
+        return build_index(*args, **kw)
 
-    monkeypatch.setattr(index_cmd, "build_index", press_ctrl_c_after_three_files)
+    monkeypatch.setattr(indexer, "build_index", press_ctrl_c_after_three_files)
     code = main(["index", str(tiny_repo), "--index-dir", str(index_dir)])
     assert code == 130
     assert capsys.readouterr().err == (

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
+from coderag_tui.core.engine import Engine
 from coderag_tui.core.prompt.render import CONTEXT_HEADING, ROLE, TASK_HEADING
 from coderag_tui.core.prompt.tokens import token_counter
-from coderag_tui.core.rank.search import Searcher
 from coderag_tui.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +50,8 @@ def test_first_block_is_the_top_hit_and_headers_match_the_files_on_disk(
     code, out, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "2000", "--chunk-lines", "8")
     assert code == 0
     settings = load_settings({"repo": tiny_repo, "index_dir": index_dir, "chunk_lines": 8})
-    searcher = Searcher.open(settings, dense=False)
-    try:
-        top = searcher.run(TASK, settings).final.hits[0].chunk
-    finally:
-        searcher.close()
+    with Engine.open(settings, dense=False) as engine:
+        top = engine.search(TASK, settings).final.hits[0].chunk
     headers = list(HEADER.finditer(out))
     assert len(headers) > 1
     first = headers[0]

@@ -19,8 +19,9 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
-from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport, build_index
-from coderag_tui.core.index.store import Store, StoreError
+from coderag_tui.core.engine import Engine
+from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport
+from coderag_tui.core.index.store import StoreError
 from coderag_tui.settings import Settings
 
 
@@ -138,14 +139,12 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     _check(settings)
-    try:
-        store = Store.open(settings.index_path)
-    except StoreError as exc:
-        raise UserError(str(exc)) from exc
+    engine = Engine(settings)
     show_bar = not args.json and sys.stderr.isatty()
     try:
         with _progress_bar(show_bar) as progress:
-            report = build_index(settings, store, progress=progress)
+            # BM25 is built too, so the next search or TUI start answers at once.
+            report = engine.update_index(settings, progress=progress).report
     except IndexInterrupted as stop:
         kept = stop.report.files_indexed + stop.report.files_unchanged
         print(f"coderag: interrupted; {kept} files kept; run again to finish.", file=sys.stderr)
@@ -153,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     finally:
-        store.close()
+        engine.close()
+    assert report is not None  # update_index always checks the repository
     if args.json:
         print_json({"repo": str(settings.repo_root), **report.as_dict()})
     else:

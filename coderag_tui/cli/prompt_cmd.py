@@ -23,19 +23,15 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
+from coderag_tui.core.engine import PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
     EXCLUDED,
     OVER_BUDGET,
     Advice,
-    BudgetTooSmall,
-    advise,
-    pack,
-    packing_order,
 )
-from coderag_tui.core.prompt.render import TemplateError, load_template
-from coderag_tui.core.prompt.tokens import TokenCounter, UnknownEncodingError, token_counter
-from coderag_tui.core.records import Hit, PackedPrompt
+from coderag_tui.core.prompt.tokens import TokenCounter
+from coderag_tui.core.records import PackedPrompt
 from coderag_tui.settings import Settings
 
 
@@ -104,21 +100,6 @@ def _task(args: argparse.Namespace) -> str:
     return task.strip()
 
 
-def _advice(settings: Settings, packed: PackedPrompt, hits: Sequence[Hit],
-            counter: TokenCounter) -> Advice:
-    lines = sum(b.end_line - b.start_line + 1 for b in packed.blocks)
-    tokens = sum(b.tokens for b in packed.blocks)
-    if not lines and hits:
-        sample = [h.chunk for h in hits[:20]]
-        lines = sum(c.n_lines for c in sample)
-        tokens = sum(counter.count(c.text) for c in sample)
-    per_line = tokens / lines if lines else 10.0
-    chunk_lines = settings.chunk_lines
-    if settings.chunking == "file" and hits:
-        chunk_lines = max(1, round(sum(h.chunk.n_lines for h in hits) / len(hits)))
-    return advise(packed.budget, chunk_lines, per_line)
-
-
 def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list[str]:
     n_chunks = sum(len(b.chunk_keys) for b in packed.blocks)
     over = sum(1 for d in packed.dropped if d.reason == OVER_BUDGET)
@@ -170,44 +151,31 @@ def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
 def build_prompt(settings: Settings, task: str, *, dense: bool = True,
                  pinned: Sequence[str] = (), excluded: Sequence[str] = (),
                  progress: Callable[[Any], None] | None = None,
-                 ) -> tuple[PackedPrompt, TokenCounter, Advice, tuple[str, ...]]:
-    """Search the repository for `task` and pack the prompt; (prompt, counter, advice, notes)."""
+                 ) -> tuple[PromptResult, tuple[str, ...]]:
+    """Search the repository for `task` and pack the prompt; (the result, notes to show once)."""
+    from coderag_tui.core.engine import Engine, PromptError, PromptRequest, prompt_tools
+    from coderag_tui.core.index.store import StoreError
+
     if settings.budget < 1:
         raise UserError(f"--budget must be a positive number of tokens, not {settings.budget}.")
     try:
-        template = load_template(settings.template, context_first=settings.context_first)
-        counter = token_counter(settings.encoding, allow_download=settings.allow_download)
-    except (TemplateError, UnknownEncodingError) as exc:
+        prompt_tools(settings)  # a bad template or encoding fails before indexing
+    except PromptError as exc:
         raise UserError(str(exc)) from exc
-
-    from coderag_tui.core.index.store import StoreError
-    from coderag_tui.core.rank.search import Searcher
-
-    # Deep enough lists that even a large budget can be filled with whole chunks.
-    search_settings = settings.with_(depth=max(settings.depth, settings.budget // 100))
     try:
-        searcher = Searcher.open(
-            search_settings, dense=dense, rerank=settings.rerank, progress=progress
-        )
+        engine = Engine.open(settings, dense=dense, progress=progress)
     except StoreError as exc:
         raise UserError(str(exc)) from exc
-    try:
-        run = searcher.run(task, search_settings)
-        hits = packing_order(run)
-        store = searcher.store
-        file_text = store.file_text if store is not None else None
+    with engine:
+        run = engine.search(task, settings)
         try:
-            packed = pack(
-                hits, budget=settings.budget, counter=counter, template=template, task=task,
-                pinned=pinned, excluded=excluded, trim_last=settings.trim_last,
-                file_text=file_text,
+            result = engine.prompt(
+                run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
             )
-        except BudgetTooSmall as exc:
+        except PromptError as exc:
             raise UserError(str(exc)) from exc
-    finally:
-        searcher.close()
-    notes = tuple(dict.fromkeys((*searcher.notices, *run.notes)))  # each note once
-    return packed, counter, _advice(settings, packed, hits, counter), notes
+    notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
+    return result, notes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -216,10 +184,11 @@ def run(args: argparse.Namespace) -> int:
     if settings.depth < 1:
         raise UserError(f"--depth must be at least 1, not {settings.depth}.")
     with _spinner(not args.json and sys.stderr.isatty()) as progress:
-        packed, counter, advice, notes = build_prompt(
+        result, notes = build_prompt(
             settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude,
             progress=progress,
         )
+    packed, counter, advice = result.packed, result.counter, result.advice
     copy: CopyResult | None = None
     if args.copy or args.out is not None:
         copy = copy_text(packed.text, out=args.out, clipboard=args.copy)

@@ -11,7 +11,6 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from coderag_tui.cli.common import (
@@ -72,17 +71,6 @@ def _parse_location(text: str) -> tuple[str, int]:
     return file, int(line)
 
 
-def _repo_relative(settings: Settings, file: str) -> str:
-    """FILE as the index names it: relative to the repository, with forward slashes."""
-    path = Path(file)
-    if path.is_absolute():
-        try:
-            path = path.resolve().relative_to(settings.repo_root)
-        except ValueError:
-            return path.as_posix()
-    return path.as_posix()
-
-
 def _check(settings: Settings, args: argparse.Namespace) -> None:
     """Reject impossible numbers with one sentence each."""
     if settings.k < 1:
@@ -138,15 +126,17 @@ def run(args: argparse.Namespace) -> int:
         args.path, query = query, None
     settings = settings_from_args(args, **extra)
     _check(settings, args)
-    location: tuple[str, int] | None = None
+    from coderag_tui.core.engine import Engine, code_query
+    from coderag_tui.core.index.store import StoreError
+    from coderag_tui.core.rank.search import LocationError
+
+    origin = None
     if args.from_location is not None:
         if query is not None:
             raise UserError("give either QUERY or --from FILE:LINE, not both.")
-        from coderag_tui.core.rank.search import LocationError, query_from_location
-
-        location = file, line = _parse_location(args.from_location)
+        file, line = _parse_location(args.from_location)
         try:
-            query = query_from_location(settings.repo_root, file, line, args.query_lines)
+            query, origin = code_query(settings.repo_root, file, line, args.query_lines)
         except LocationError as exc:
             raise UserError(str(exc)) from exc
     if query is None or not query.strip():
@@ -154,36 +144,23 @@ def run(args: argparse.Namespace) -> int:
             'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
         )
 
-    from coderag_tui.core.index.store import StoreError
-    from coderag_tui.core.rank.search import Searcher
-
     want_dense = args.dense and args.mode != "bm25"
     interactive = not args.json and sys.stderr.isatty()
     try:
         with _status(interactive) as progress:
-            searcher = Searcher.open(
-                settings, progress=progress, dense=want_dense, rerank=settings.rerank
-            )
+            engine = Engine.open(settings, progress=progress, dense=want_dense)
     except StoreError as exc:
         raise UserError(str(exc)) from exc
-    exclude: frozenset[int] = frozenset()
-    if location is not None:
-        # The chunk holding the query lines would rank first and tell nothing: leave it out.
-        file, line = location
-        rel = _repo_relative(settings, file)
-        exclude = searcher.overlapping(rel, max(1, line - args.query_lines), line)
-    try:
-        result = searcher.run(query, settings, exclude=exclude)
-    finally:
-        searcher.close()
-    if exclude:
+    with engine:
+        result = engine.search(query, settings, origin)
+    if origin is not None and result.left_out:
         print(
-            f"coderag: left out {len(exclude)} chunk(s) of {rel} that hold the query lines "
-            "(they would trivially rank first).",
+            f"coderag: left out {result.left_out} chunk(s) of {origin.path} that hold the query "
+            "lines (they would trivially rank first).",
             file=sys.stderr,
         )
 
-    notes = list(dict.fromkeys((*searcher.notices, *result.notes)))
+    notes = list(dict.fromkeys((*engine.notices, *result.notes)))
     for note in notes:
         print(f"coderag: {note}", file=sys.stderr)
     names = _shown(result, args.mode)
@@ -213,7 +190,10 @@ def run(args: argparse.Namespace) -> int:
         # Piped output is not wrapped at 80 columns: paths stay on one line for grep and diff.
         console = Console(width=max(80, console.measure(body).maximum))
     if args.from_location is not None:
-        console.print(f"[dim]query: the {args.query_lines} lines before {args.from_location}[/]")
+        console.print(
+            f"query: the {args.query_lines} lines before {args.from_location}",
+            style="dim", markup=False, highlight=False,
+        )
     console.print(body)
     if args.mode == "all":
         for reason in unavailable_lines(result, list(RANKING_NAMES)):

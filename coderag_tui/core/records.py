@@ -144,13 +144,29 @@ class FileHit:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a code-to-code query came from: the chunks holding these lines rank in no list."""
+
+    path: str  # repository-relative, forward slashes (as the index names files)
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True)
 class SearchRun:
-    """Everything one search produced: every ranking, every stage's time, notes for the user."""
+    """Everything one search produced: every ranking, every stage's time, notes for the user.
+
+    `depth` is how deep the lists went, `origin` where a code-to-code query came from and
+    `left_out` how many chunks holding its lines were kept out of the rankings.
+    """
 
     query: str
     rankings: Mapping[RankingName, Ranking]
     timings: tuple[StageTiming, ...]
     notes: tuple[str, ...] = ()
+    depth: int = 0
+    origin: Origin | None = None
+    left_out: int = 0
 
     @property
     def total_ms(self) -> float:

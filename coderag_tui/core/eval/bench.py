@@ -238,44 +238,38 @@ def _bench(
     settings: Settings, queries: Sequence[str] | None, n_queries: int, dense: bool,
     compare: bool, tokenizer: str,
 ) -> BenchReport:
-    from coderag_tui.core.index.indexer import open_index
-    from coderag_tui.core.rank.lexical import load_or_build_bm25
-    from coderag_tui.core.rank.search import Searcher
+    from coderag_tui.core.engine import Dense, Engine
 
     notes: list[str] = []
-    store, report = open_index(settings)
+    import bm25s  # noqa: F401 - a one-off import is not indexing throughput
+
+    engine = Engine(settings)
     try:
+        t = time.perf_counter()
+        lexical = engine.update_index(settings)
+        elapsed = time.perf_counter() - t
+        engine.use(lexical)
+        report = lexical.report
+        assert report is not None  # update_index always checks
         spec = settings.chunking_spec
-        chunks = store.chunks(spec.key)
+        chunks = lexical.chunks
+        store = engine.store()
         states = [s for s in store.file_states().values() if s.skip_reason is None]
         chars = sum(len(store.file_text(s.path) or "") for s in states)
         stage_seconds = dict(report.stage_seconds)
-        import bm25s  # noqa: F401 - a one-off import is not indexing throughput
-
-        t = time.perf_counter()
-        bm25 = load_or_build_bm25(store, settings, chunks)
-        stage_seconds["bm25 build"] = time.perf_counter() - t
-        dense_index = embedder = None
-        dense_reason = "dense was not requested (pass --dense)"
+        stage_seconds["bm25 build"] = max(0.0, elapsed - report.elapsed_s)
+        engine.use(Dense(reason="dense was not requested (pass --dense)"))
         if dense:
-            from coderag_tui.core.index.store import EmbeddingCache
-            from coderag_tui.core.rank.dense import DenseIndex
             from coderag_tui.core.rank.embed import resolve_embedder
 
             choice = resolve_embedder(settings)
             if choice.embedder is None:
-                dense_reason = choice.reason
+                engine.use(Dense(reason=choice.reason))
                 notes.append(choice.reason)
             else:
-                embedder = choice.embedder
-                settings.embed_cache_path.parent.mkdir(parents=True, exist_ok=True)
-                with EmbeddingCache.open(settings.embed_cache_path) as cache:
-                    t = time.perf_counter()
-                    dense_index = DenseIndex.build(
-                        chunks, embedder, cache, batch_size=settings.embed_batch_size,
-                        max_stripes=settings.stripe_cap,
-                    )
-                    stage_seconds["embed"] = time.perf_counter() - t
+                t = time.perf_counter()
+                engine.use(engine.open_dense(settings, lexical, embedder=choice.embedder))
+                stage_seconds["embed"] = time.perf_counter() - t
                 if settings.stripe_cap:
                     n = settings.stripe_cap
                     notes.append(
@@ -288,12 +282,10 @@ def _bench(
             elapsed_s=sum(stage_seconds.values()),
         )
         asked = list(queries) if queries is not None else sample_queries(chunks, n_queries)
-        searcher = Searcher(chunks, bm25, dense=dense_index, embedder=embedder,
-                            dense_reason=dense_reason)
         runs: list[SearchRun] = []
         if asked:
-            searcher.run(asked[0], settings)  # warm-up: lazy imports and first-call costs
-            runs = [searcher.run(q, settings) for q in asked]
+            engine.search(asked[0], settings)  # warm-up: lazy imports and first-call costs
+            runs = [engine.search(q, settings) for q in asked]
         comparison = None
         if compare:
             try:
@@ -309,4 +301,4 @@ def _bench(
             comparison=comparison, notes=tuple(notes),
         )
     finally:
-        store.close()
+        engine.close()

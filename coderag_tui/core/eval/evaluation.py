@@ -1,7 +1,7 @@
 """Evaluation runs: every dataset row against a grid of chunkings, tokenizers and modes.
 
 For each row (grouped by repository and ordered along its history) and each chunking, the
-tree at the row's commit is indexed into its own store, one Searcher run yields every
+tree at the row's commit is indexed into its own store, one Engine search yields every
 ranking at once, and the file-level (and, with gold line ranges, chunk-level) metrics of
 each mode are recorded with the run's stage timings. Embeddings go through the shared
 content-hash cache, so neighbouring commits and repeated runs embed only what changed.
@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coderag_tui.core.eval.datasets import (
     CandidateFilter,
@@ -29,9 +29,12 @@ from coderag_tui.core.eval.datasets import (
 )
 from coderag_tui.core.eval.metrics import metric_names, score_chunks, score_files
 from coderag_tui.core.rank.fusion import rrf
-from coderag_tui.core.rank.lexical import load_or_build_bm25
 from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, SearchRun
 from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
+
+if TYPE_CHECKING:
+    from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.core.rank.rerank import Reranker
 
 # An evaluation-only mode: RRF of the BM25 and dense *file* rankings (each file scored by its
 # best chunk first), to compare with the pipeline's fusion of chunk rankings.
@@ -274,7 +277,7 @@ def run_eval(
     tree_cache: Path | None = None,
     progress: Callable[[EvalProgress], None] | None = None,
     cancel: threading.Event | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
 ) -> EvalReport:
     """Evaluate every row under every configuration of the grid and summarise per configuration.
 
@@ -282,117 +285,114 @@ def run_eval(
     repository used for rows without a `repo` field. `embedder` replaces the model that
     settings would resolve (e.g. one already loaded).
     """
-    from coderag_tui.core.index.indexer import open_index
-    from coderag_tui.core.rank.search import Searcher
+    from coderag_tui.core.engine import Dense, Engine, Rerank
 
     grid.validate()
     started = time.perf_counter()
     notes: list[str] = []
     work, skipped = _plan(rows, settings, repos_dir)
     want_dense = bool(NEEDS_DENSE.intersection(grid.modes))
-    embedder, cache, dense_reason = _dense_parts(settings, want_dense, notes, embedder)
-    reranker, rerank_reason = _reranker(settings, "rerank" in grid.modes, notes)
+    embedder, dense_reason = _embedder(settings, want_dense, notes, embedder)
+    reranker = _reranker(settings, "rerank" in grid.modes, notes)
     results: list[InstanceResult] = []
     total = len(work) * len(grid.chunkings)
     step = 0
     noted_gold: set[tuple[str, str]] = set()
     cancelled = False
-    try:
-        for item in work:
+    for item in work:
+        if cancel is not None and cancel.is_set():
+            cancelled = True
+            break
+        row = item.row
+        try:
+            tree = _tree_for(item, settings, grid, tree_cache, repos_dir)
+        except DatasetError as exc:
+            skipped.append((row.id, str(exc)))
+            step += len(grid.chunkings)
+            continue
+        absent = missing_files(tree) if tree != settings.repo_root else []
+        if absent and (item.repo_label, "") not in noted_gold:
+            noted_gold.add((item.repo_label, ""))
+            notes.append(
+                f"{item.repo_label}: files whose content the repository copy lacks were "
+                f"left out (e.g. {absent[0]} at {tree.name})."
+            )
+        for gold in row.gold_files:
+            if (row.id, gold) in noted_gold:
+                continue
+            noted_gold.add((row.id, gold))
+            if not grid.candidates.accepts(gold) or not (tree / gold).is_file():
+                notes.append(f"{row.id}: gold file {gold} is not among the candidates.")
+        for chunking in grid.chunkings:
             if cancel is not None and cancel.is_set():
                 cancelled = True
                 break
-            row = item.row
+            label = f"{row.id} · {chunking}"
+            if progress is not None:
+                progress(EvalProgress(step, total, label, "indexing"))
+            spec = ChunkingSpec.parse(chunking)
+            base = settings.with_(
+                repo=tree,
+                chunking=spec.strategy,
+                chunk_lines=spec.lines,
+                chunk_overlap=spec.overlap,
+                k=max(settings.k, grid.depth),
+                depth=max(settings.depth, grid.depth),
+                rerank="rerank" in grid.modes and reranker is not None,
+                rerank_keep=max(settings.rerank_keep, settings.rerank_candidates),
+            )
+            prep_start = time.perf_counter()
+            engine = Engine(base)
             try:
-                tree = _tree_for(item, settings, grid, tree_cache, repos_dir)
-            except DatasetError as exc:
-                skipped.append((row.id, str(exc)))
-                step += len(grid.chunkings)
-                continue
-            absent = missing_files(tree) if tree != settings.repo_root else []
-            if absent and (item.repo_label, "") not in noted_gold:
-                noted_gold.add((item.repo_label, ""))
-                notes.append(
-                    f"{item.repo_label}: files whose content the repository copy lacks were "
-                    f"left out (e.g. {absent[0]} at {tree.name})."
-                )
-            for gold in row.gold_files:
-                if (row.id, gold) in noted_gold:
-                    continue
-                noted_gold.add((row.id, gold))
-                if not grid.candidates.accepts(gold) or not (tree / gold).is_file():
-                    notes.append(f"{row.id}: gold file {gold} is not among the candidates.")
-            for chunking in grid.chunkings:
-                if cancel is not None and cancel.is_set():
-                    cancelled = True
-                    break
-                label = f"{row.id} · {chunking}"
-                if progress is not None:
-                    progress(EvalProgress(step, total, label, "indexing"))
-                spec = ChunkingSpec.parse(chunking)
-                base = settings.with_(
-                    repo=tree,
-                    chunking=spec.strategy,
-                    chunk_lines=spec.lines,
-                    chunk_overlap=spec.overlap,
-                    k=max(settings.k, grid.depth),
-                    depth=max(settings.depth, grid.depth),
-                    rerank="rerank" in grid.modes and reranker is not None,
-                    rerank_keep=max(settings.rerank_keep, settings.rerank_candidates),
-                )
-                prep_start = time.perf_counter()
-                store, _report = open_index(base, cancel=cancel)
-                try:
-                    chunks = store.chunks(spec.key)
-                    dense = None
-                    if embedder is not None and cache is not None and chunks:
-                        dense = _build_dense(  # `base`: the stripe cap depends on the chunking
-                            chunks, embedder, cache, base, progress, step, total, label,
-                            cancel,
+                lexical = engine.update_index(base, cancel=cancel)
+                engine.use(lexical)
+                if embedder is not None and lexical.chunks:
+                    # `base`: the stripe cap depends on the chunking
+                    engine.use(engine.open_dense(
+                        base, lexical, embedder=embedder,
+                        progress=_embed_progress(progress, step, total, label),
+                        cancel=cancel,
+                    ))
+                else:
+                    engine.use(Dense(reason=dense_reason))
+                if reranker is not None:
+                    engine.use(Rerank(reranker))
+                dense_prep = time.perf_counter() - prep_start
+                for t_index, tok in enumerate(grid.tokenizers):
+                    split, path = TOKENIZERS[tok]
+                    tok_settings = base.with_(split_identifiers=split, path_in_text=path)
+                    tok_start = time.perf_counter()
+                    engine.use(engine.lexical_for(tok_settings, lexical))
+                    prepare_s = dense_prep + time.perf_counter() - tok_start
+                    run = engine.search(row.query, tok_settings)
+                    for note in run.notes if want_dense else ():
+                        if note not in notes and not note.startswith("BM25 found no"):
+                            notes.append(note)
+                    for mode in grid.modes:
+                        if mode == "dense" and t_index > 0:
+                            continue  # identical for every tokenizer
+                        if mode == "rerank" and reranker is None:
+                            continue  # already noted why, once
+                        result = _score(
+                            run, mode, row, item.repo_label, chunking,
+                            ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
+                            dense_stripes=settings.dense_stripes,
                         )
-                    dense_prep = time.perf_counter() - prep_start
-                    for t_index, tok in enumerate(grid.tokenizers):
-                        split, path = TOKENIZERS[tok]
-                        tok_settings = base.with_(split_identifiers=split, path_in_text=path)
-                        tok_start = time.perf_counter()
-                        bm25 = load_or_build_bm25(store, tok_settings, chunks)
-                        prepare_s = dense_prep + time.perf_counter() - tok_start
-                        searcher = Searcher(
-                            chunks, bm25, dense=dense, embedder=embedder, reranker=reranker,
-                            dense_reason=dense_reason, rerank_reason=rerank_reason,
-                        )
-                        run = searcher.run(row.query, tok_settings)
-                        for note in run.notes if want_dense else ():
-                            if note not in notes and not note.startswith("BM25 found no"):
+                        if result is None:
+                            ranking = run.rankings.get(mode)  # type: ignore[call-overload]
+                            reason = ranking.reason if ranking is not None else ""
+                            note = f"{mode} is unavailable: {reason or 'no ranking'}"
+                            if note not in notes:
                                 notes.append(note)
-                        for mode in grid.modes:
-                            if mode == "dense" and t_index > 0:
-                                continue  # identical for every tokenizer
-                            if mode == "rerank" and reranker is None:
-                                continue  # already noted why, once
-                            result = _score(
-                                run, mode, row, item.repo_label, chunking,
-                                ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
-                                dense_stripes=settings.dense_stripes,
-                            )
-                            if result is None:
-                                ranking = run.rankings.get(mode)  # type: ignore[call-overload]
-                                reason = ranking.reason if ranking is not None else ""
-                                note = f"{mode} is unavailable: {reason or 'no ranking'}"
-                                if note not in notes:
-                                    notes.append(note)
-                                continue
-                            results.append(result)
-                finally:
-                    store.close()
-                step += 1
-                if progress is not None:
-                    progress(EvalProgress(step, total, label, "done"))
-            if cancelled:
-                break
-    finally:
-        if cache is not None:
-            cache.close()
+                            continue
+                        results.append(result)
+            finally:
+                engine.close()
+            step += 1
+            if progress is not None:
+                progress(EvalProgress(step, total, label, "done"))
+        if cancelled:
+            break
     summaries = summarise(results, grid)
     return EvalReport(
         k=grid.k,
@@ -405,59 +405,45 @@ def run_eval(
     )
 
 
-def _dense_parts(
-    settings: Settings, wanted: bool, notes: list[str], embedder: Any
-) -> tuple[Any, Any, str]:
-    """The embedder and the shared embedding cache, or the reason dense is off."""
+def _embedder(
+    settings: Settings, wanted: bool, notes: list[str], embedder: Embedder | None
+) -> tuple[Embedder | None, str]:
+    """The embedder every row shares (loaded once), or the reason dense is off."""
     if not wanted:
-        return None, None, "dense was not requested"
-    from coderag_tui.core.index.store import EmbeddingCache
-
+        return None, "dense was not requested"
     if embedder is None:
         from coderag_tui.core.rank.embed import resolve_embedder
 
         choice = resolve_embedder(settings)
         if choice.embedder is None:
             notes.append(choice.reason)
-            return None, None, choice.reason
+            return None, choice.reason
         embedder = choice.embedder
-    settings.embed_cache_path.parent.mkdir(parents=True, exist_ok=True)
-    return embedder, EmbeddingCache.open(settings.embed_cache_path), ""
+    return embedder, ""
 
 
-def _reranker(settings: Settings, wanted: bool, notes: list[str]) -> tuple[Any, str]:
+def _reranker(settings: Settings, wanted: bool, notes: list[str]) -> Reranker | None:
+    """The cross-encoder every row shares (loaded once); why it is missing goes to `notes`."""
     if not wanted:
-        return None, "rerank was not requested"
+        return None
     from coderag_tui.core.rank.rerank import resolve_reranker
 
     choice = resolve_reranker(settings.with_(rerank=True))
     if choice.reranker is None:
         notes.append(choice.reason)
-        return None, choice.reason
-    return choice.reranker, ""
+    return choice.reranker
 
 
-def _build_dense(
-    chunks: Sequence[Any],
-    embedder: Any,
-    cache: Any,
-    settings: Settings,
-    progress: Callable[[EvalProgress], None] | None,
-    step: int,
-    total: int,
-    label: str,
-    cancel: threading.Event | None,
-) -> Any:
-    from coderag_tui.core.rank.dense import DenseIndex
+def _embed_progress(
+    progress: Callable[[EvalProgress], None] | None, step: int, total: int, label: str
+) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
 
     def report(done: int, todo: int) -> None:
-        if progress is not None:
-            progress(EvalProgress(step, total, label, f"embedding {done}/{todo}"))
+        progress(EvalProgress(step, total, label, f"embedding {done}/{todo}"))
 
-    return DenseIndex.build(
-        chunks, embedder, cache, progress=report, cancel=cancel,
-        batch_size=settings.embed_batch_size, max_stripes=settings.stripe_cap,
-    )
+    return report
 
 
 def _file_ranking(run: SearchRun, mode: str, accepts: Callable[[str], bool]) -> list[str] | None:

@@ -1,13 +1,12 @@
-"""The search pipeline: BM25, dense, fusion and rerank for one query, every stage timed.
+"""One query through the ready stages: BM25, dense, fusion and rerank, every stage timed.
 
-`Searcher.run(query, settings) -> SearchRun` is the one call the CLI, the TUI and the evaluator
-share; `Searcher.open(settings)` builds a Searcher for a repository (index, BM25, embedder,
-vectors, reranker), so no face re-implements a stage.
+A Searcher ranks a fixed list of chunks with the parts it is given; the Engine
+(`coderag_tui.core.engine`) opens those parts and builds the Searcher, and faces ask the
+Engine, never a Searcher.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -15,12 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.rank.fusion import rrf, weighted
-from coderag_tui.core.rank.lexical import BM25Index, load_or_build_bm25
+from coderag_tui.core.rank.lexical import BM25Index
 from coderag_tui.core.records import Chunk, Hit, Ranking, RankingName, SearchRun, StageTiming
 
 if TYPE_CHECKING:
-    from coderag_tui.core.index.indexer import IndexProgress, IndexReport
-    from coderag_tui.core.index.store import EmbeddingCache, Store
     from coderag_tui.core.rank.dense import DenseIndex
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.rerank import Reranker
@@ -63,11 +60,6 @@ class Searcher:
         self.dense_reason = dense_reason
         self.rerank_reason = rerank_reason
         self.clock = clock
-        # Set by `open`: what the faces show once (index report, fallbacks, store notices).
-        self.store: Store | None = None
-        self.embed_cache: EmbeddingCache | None = None
-        self.report: IndexReport | None = None
-        self.notices: tuple[str, ...] = ()
 
     @property
     def dense_available(self) -> bool:
@@ -159,129 +151,6 @@ class Searcher:
             rankings["rerank"] = Ranking("rerank", self._hits(reranked, settings.rerank_keep))
 
         return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
-
-    @classmethod
-    def open(
-        cls,
-        settings: Settings,
-        *,
-        progress: Callable[[IndexProgress], None] | None = None,
-        cancel: threading.Event | None = None,
-        dense: bool = True,
-        rerank: bool = True,
-        embed_progress: Callable[[int, int], None] | None = None,
-        clock: Callable[[], float] = time.perf_counter,
-    ) -> Searcher:
-        """Index the repository (incrementally), load or build BM25, then the optional models.
-
-        Dense search is built when `dense` is true and an embedder resolves; the reranker is
-        loaded when `rerank` and `settings.rerank` are both true. A missing model never fails
-        the call: the Searcher says why in `dense_reason` / `rerank_reason`. Progress of the
-        embedding stage is reported to `embed_progress(done, total)`, or else to `progress` as
-        an IndexProgress with stage "embed".
-        """
-        from coderag_tui.core.index.indexer import IndexProgress, open_index
-
-        started = time.perf_counter()
-        store, report = open_index(settings, progress=progress, cancel=cancel)
-        try:
-            notices = [n for n in (store.notice, report.notice) if n]
-            if report.cancelled:
-                notices.append("indexing was cancelled: searching the files indexed so far.")
-            chunks = store.chunks(settings.chunking_spec.key)
-            if progress is not None:
-                progress(IndexProgress("bm25", 0, 0, len(chunks), 0, time.perf_counter() - started))
-            bm25 = load_or_build_bm25(store, settings, chunks)
-            bm25.warm_up()
-            searcher = cls(chunks, bm25, clock=clock)
-            searcher.store, searcher.report = store, report
-            cancelled = cancel is not None and cancel.is_set()
-            if not dense:
-                searcher.dense_reason = "dense search is off: it was turned off for this run."
-            elif cancelled:
-                searcher.dense_reason = "dense search is off: loading was cancelled."
-            else:
-                searcher._open_dense(settings, notices, progress, embed_progress, cancel, started)
-            if not (rerank and settings.rerank):
-                searcher.rerank_reason = RERANK_OFF
-            else:
-                from coderag_tui.core.rank.rerank import resolve_reranker
-
-                choice = resolve_reranker(settings)
-                searcher.reranker = choice.reranker
-                if choice.reranker is not None:
-                    choice.reranker.score("warm up", ["warm up"])
-                if choice.reranker is None:
-                    searcher.rerank_reason = choice.reason
-                elif choice.reason:
-                    notices.append(choice.reason)
-            searcher.notices = tuple(dict.fromkeys(notices))  # store and report may repeat one
-            return searcher
-        except BaseException:
-            store.close()
-            raise
-
-    def _open_dense(
-        self,
-        settings: Settings,
-        notices: list[str],
-        progress: Callable[[IndexProgress], None] | None,
-        embed_progress: Callable[[int, int], None] | None,
-        cancel: threading.Event | None,
-        started: float,
-    ) -> None:
-        """Resolve the embedder and load or build the vectors (embeddings cached by text hash)."""
-        from coderag_tui.core.index.indexer import IndexProgress
-        from coderag_tui.core.index.store import EmbeddingCache
-        from coderag_tui.core.rank.dense import DenseIndex, load_or_build_dense
-        from coderag_tui.core.rank.embed import resolve_embedder
-
-        choice = resolve_embedder(settings)
-        if choice.embedder is None:
-            self.dense_reason = choice.reason
-            return
-        if choice.reason:
-            notices.append(choice.reason)
-        report = embed_progress
-        if report is None and progress is not None:
-            n = len(self.chunks)
-
-            def report(done: int, total: int) -> None:
-                progress(IndexProgress("embed", done, total, n, 0, time.perf_counter() - started))
-
-        self.embed_cache = EmbeddingCache.open(settings.embed_cache_path)
-        if self.store is not None:
-            # Saved beside the store and reused while the chunks are unchanged.
-            index = load_or_build_dense(
-                self.store, settings, self.chunks, choice.embedder, self.embed_cache,
-                progress=report, cancel=cancel,
-            )
-        else:
-            index = DenseIndex.build(
-                self.chunks,
-                choice.embedder,
-                self.embed_cache,
-                progress=report,
-                cancel=cancel,
-                batch_size=settings.embed_batch_size,
-                max_stripes=settings.stripe_cap,
-            )
-        if not index.complete:
-            notices.append(
-                "embedding was cancelled: dense search covers only the chunks embedded so far."
-            )
-        # The first call pays for lazy model set-up; pay it here, not in the first query's timing.
-        choice.embedder.embed_query("warm up")
-        self.embedder, self.dense = choice.embedder, index
-
-    def close(self) -> None:
-        """Close the index database and the embedding cache."""
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-        if self.embed_cache is not None:
-            self.embed_cache.close()
-            self.embed_cache = None
 
 
 def query_from_location(root: Path, file: str, line: int, n_lines: int) -> str:

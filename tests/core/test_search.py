@@ -159,33 +159,6 @@ def test_empty_and_numeric_queries_find_nothing_and_say_so() -> None:
     assert any("no indexable words" in n for n in run.notes)
 
 
-def test_searcher_open_indexes_the_repo_and_explains_missing_dense(
-    tiny_repo: Path, index_dir: Path
-) -> None:
-    settings = Settings(repo=tiny_repo, index_dir=index_dir, embed_backend="none", chunk_lines=8)
-    searcher = Searcher.open(settings)
-    try:
-        assert searcher.report is not None and searcher.report.files_indexed >= 5
-        run = searcher.run("transaction_id refund", settings)
-        assert run.final.hits[0].chunk.path == "shop/payment.py"
-        assert not run.rankings["dense"].available
-        assert "embed_backend is none" in run.rankings["dense"].reason
-        note = "fused = BM25 (dense is off: embed_backend is none"
-        assert any(n.startswith(note) for n in run.notes)
-        assert run.files()[0].path == "shop/payment.py"
-    finally:
-        searcher.close()
-    # a second open reuses the saved BM25 index and gives the same answer
-    again = Searcher.open(settings, dense=False)
-    try:
-        assert again.run("transaction_id refund", settings).final.hits[0].chunk.path == (
-            "shop/payment.py"
-        )
-        assert "turned off" in again.dense_reason
-    finally:
-        again.close()
-
-
 def test_query_from_location_takes_the_lines_before(tiny_repo: Path) -> None:
     lines = (tiny_repo / "shop/cart.py").read_text().splitlines()
     query = query_from_location(tiny_repo, "shop/cart.py", 30, 3)

@@ -1,0 +1,577 @@
+"""The engine: the one way a face (CLI, TUI, eval, bench) gets answers.
+
+It opens in stages, each usable as soon as it is ready: the lexical stage (the index brought
+up to date, its chunks and BM25), the dense stage (an embedder and the chunk vectors) and the
+reranker. A stage is opened by a method that returns it as a value and touches nothing else,
+so a face may open stages in worker threads and install them with `use` wherever it keeps its
+state; `open` does all of it in order for one-shot faces. `search` ranks with what is
+installed, `prompt` packs a search into the token budget. Every face asks the same methods,
+so the same request gives the same rankings and the same prompt everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.indexer import IndexProgress, IndexReport
+    from coderag_tui.core.index.store import EmbeddingCache, Store
+    from coderag_tui.core.prompt.pack import Advice
+    from coderag_tui.core.prompt.render import Template
+    from coderag_tui.core.prompt.tokens import TokenCounter
+    from coderag_tui.core.rank.dense import DenseIndex
+    from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.core.rank.lexical import BM25Index
+    from coderag_tui.core.rank.rerank import Reranker
+    from coderag_tui.core.rank.search import Searcher
+    from coderag_tui.settings import Settings
+
+Clock = Callable[[], float]
+ADVICE_SAMPLE = 200  # chunks whose tokens estimate the repository's tokens per line
+CHUNKS_PER_BUDGET = 100  # a prompt looks at least budget/100 hits deep (100-token chunks)
+DENSE_OFF_FOR_RUN = "dense search is off: it was turned off for this run."
+DENSE_CANCELLED = "dense search is off: loading was cancelled."
+EMBEDDING_CANCELLED = (
+    "embedding was cancelled: dense search covers only the chunks embedded so far."
+)
+INDEX_CANCELLED = "indexing was cancelled: searching the files indexed so far."
+
+
+class PromptError(ValueError):
+    """A prompt that cannot be made as asked (budget too small, bad template or encoding)."""
+
+
+# --- what a code-to-code query is ------------------------------------------------------------
+
+
+def code_query(root: Path, file: str, line: int, n_lines: int) -> tuple[str, Origin]:
+    """The N lines before LINE of FILE (LINE excluded) as a query, and where they came from.
+
+    Raises LocationError (one sentence) when FILE:LINE cannot give a query.
+    """
+    from coderag_tui.core.rank.search import query_from_location
+
+    query = query_from_location(root, file, line, n_lines)
+    path = Path(file)
+    if path.is_absolute():
+        with contextlib.suppress(ValueError):  # outside the repository: matches no chunk
+            path = path.resolve().relative_to(root.resolve())
+    return query, Origin(path.as_posix(), max(1, line - n_lines), line)
+
+
+# --- the stages, as values ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lexical:
+    """The lexical stage: the indexed chunks of one chunking and their BM25 index.
+
+    `report` is None when the stage was served from the saved index before checking the
+    repository for changes; `changed` says whether a check found other chunks than the stage
+    it was given (`update_index`'s `current`).
+    """
+
+    chunks: list[Chunk]
+    bm25: BM25Index
+    generation: str
+    report: IndexReport | None = None
+    changed: bool = True
+    notices: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> int:
+        return len({c.path for c in self.chunks})
+
+
+@dataclass(frozen=True)
+class Dense:
+    """The dense stage: an embedder and the chunk vectors, or the reason dense search is off."""
+
+    embedder: Embedder | None = None
+    index: DenseIndex | None = None
+    reason: str = ""
+    notices: tuple[str, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        return self.embedder is not None and self.index is not None
+
+
+@dataclass(frozen=True)
+class Rerank:
+    """The rerank stage: a cross-encoder, or the reason reranking is off."""
+
+    reranker: Reranker | None = None
+    reason: str = ""
+    notices: tuple[str, ...] = ()
+
+
+Stage = Lexical | Dense | Rerank
+
+
+# --- prompts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """What to pack: the task, chunks to put first or leave out, and the template to use."""
+
+    task: str
+    pinned: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    template: str | None = None  # None: settings.template
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    """A packed prompt with the search it came from (deepened when the budget needed it)."""
+
+    run: SearchRun
+    packed: PackedPrompt
+    counter: TokenCounter
+    advice: Advice
+
+
+def prompt_tools(settings: Settings, template: str | None = None) -> tuple[Template, TokenCounter]:
+    """The template and token counter a prompt uses, or PromptError in one sentence (faces may
+    call it before indexing, to fail fast on a bad template or encoding)."""
+    from coderag_tui.core.prompt.render import TemplateError, load_template
+    from coderag_tui.core.prompt.tokens import UnknownEncodingError, token_counter
+
+    try:
+        loaded = load_template(template or settings.template, context_first=settings.context_first)
+        counter = token_counter(settings.encoding, allow_download=settings.allow_download)
+    except (TemplateError, UnknownEncodingError) as exc:
+        raise PromptError(str(exc)) from exc
+    return loaded, counter
+
+
+def search_depth(settings: Settings) -> int:
+    """How deep every list goes: the depth setting, the hits shown, or deep enough that the
+    budget can be filled with whole chunks, whichever is largest (one rule for every face)."""
+    return max(settings.depth, settings.k, settings.budget // CHUNKS_PER_BUDGET, 1)
+
+
+# --- the engine ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Preload:
+    key: tuple[object, ...]
+    future: Future[Lexical | None]
+    started: float
+
+
+def _lexical_key(settings: Settings) -> tuple[object, ...]:
+    """The settings a lexical stage depends on (a theme or budget change does not matter)."""
+    return (
+        settings.index_path,
+        settings.chunking_spec.key,
+        settings.split_identifiers,
+        settings.path_in_text,
+    )
+
+
+@dataclass
+class Engine:
+    """Opens the stages of one repository's index and answers searches and prompts from them."""
+
+    settings: Settings
+    clock: Clock = time.perf_counter
+    _store: Store | None = field(default=None, repr=False)
+    _cache: EmbeddingCache | None = field(default=None, repr=False)
+    _lexical: Lexical | None = field(default=None, repr=False)
+    _dense: Dense | None = field(default=None, repr=False)
+    _rerank: Rerank | None = field(default=None, repr=False)
+    _searcher: Searcher | None = field(default=None, repr=False)
+    _preload: _Preload | None = field(default=None, repr=False)
+    _advice: dict[tuple[object, ...], tuple[float, int]] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    # ---------------------------------------------------------------- one call for one-shot faces
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        dense: bool = True,
+        rerank: bool | None = None,
+        progress: Callable[[IndexProgress], None] | None = None,
+        embed_progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+        clock: Clock = time.perf_counter,
+    ) -> Engine:
+        """Bring the index up to date and open every stage asked for, in order.
+
+        Dense search opens when `dense` is true and a model resolves; the reranker when
+        `rerank` (default: settings.rerank) is true. A missing model never fails the call:
+        the stage carries the reason and `search` shows it in place of that ranking.
+        """
+        engine = cls(settings, clock=clock)
+        try:
+            lexical = engine.update_index(settings, progress=progress, cancel=cancel)
+            engine.use(lexical)
+            cancelled = cancel is not None and cancel.is_set()
+            if not dense:
+                engine.use(Dense(reason=DENSE_OFF_FOR_RUN))
+            elif cancelled:
+                engine.use(Dense(reason=DENSE_CANCELLED))
+            else:
+                if embed_progress is None and progress is not None:
+                    embed_progress = engine._embed_as_index_progress(progress, len(lexical.chunks))
+                engine.use(
+                    engine.open_dense(settings, lexical, progress=embed_progress, cancel=cancel)
+                )
+            if settings.rerank if rerank is None else rerank:
+                engine.use(engine.open_reranker(settings))
+        except BaseException:
+            engine.close()
+            raise
+        return engine
+
+    def _embed_as_index_progress(
+        self, progress: Callable[[IndexProgress], None], n_chunks: int
+    ) -> Callable[[int, int], None]:
+        from coderag_tui.core.index.indexer import IndexProgress
+
+        started = self.clock()
+
+        def report(done: int, total: int) -> None:
+            progress(IndexProgress("embed", done, total, n_chunks, 0, self.clock() - started))
+
+        return report
+
+    # ---------------------------------------------------------------- the lexical stage
+    def store(self, settings: Settings | None = None) -> Store:
+        """The index database of `settings` (default: the engine's), opened once and kept."""
+        from coderag_tui.core.index.store import Store
+
+        path = (settings or self.settings).index_path
+        with self._lock:
+            if self._store is None or self._store.path != path:
+                if self._store is not None:
+                    self._store.close()
+                self._store = Store.open(path)
+            return self._store
+
+    def preload(self) -> None:
+        """Start opening the saved index in a daemon thread (a start-up beside the first paint).
+
+        The collector is paused until the thread ends: what start-up builds (chunks, BM25, a
+        face's first screen) lives as long as the process, and full collections re-scanning
+        it took ~0.2 s of a stdlib start-up; it is then frozen out of later scans.
+        """
+        settings = self.settings
+        future: Future[Lexical | None] = Future()
+        collecting = gc.isenabled()
+
+        def run() -> None:
+            try:
+                future.set_result(self.saved_lexical(settings))
+            except BaseException as exc:  # handed to whoever takes the preload
+                future.set_exception(exc)
+            finally:
+                gc.freeze()
+                if collecting:
+                    gc.enable()
+
+        gc.disable()
+        self._preload = _Preload(_lexical_key(settings), future, self.clock())
+        threading.Thread(target=run, name="coderag-preload", daemon=True).start()
+
+    def take_preload(self, settings: Settings) -> tuple[Lexical | None, float] | None:
+        """The preloaded stage and when loading it started, if a preload serves `settings`."""
+        preload, self._preload = self._preload, None
+        if preload is None or preload.key != _lexical_key(settings):
+            return None
+        return preload.future.result(), preload.started
+
+    def saved_lexical(self, settings: Settings) -> Lexical | None:
+        """What the saved index serves at once, before any check for changed files (or None
+        when this chunking has no chunks yet)."""
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        store = self.store(settings)
+        key = settings.chunking_spec.key
+        if store.chunk_count(key) == 0:
+            return None
+        generation = store.generation(key)
+        chunks = store.chunks(key)
+        bm25 = load_or_build_bm25(store, settings, chunks)
+        notices = (store.notice,) if store.notice else ()
+        return Lexical(chunks, bm25, generation, report=None, changed=True, notices=notices)
+
+    def update_index(
+        self,
+        settings: Settings,
+        *,
+        current: Lexical | None = None,
+        progress: Callable[[IndexProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Lexical:
+        """Bring the index up to date (only changed files are read) and load or build BM25.
+
+        With `current` (a stage already served) and no change found, the same chunks and
+        BM25 come back with the check's report and `changed` false.
+        """
+        from coderag_tui.core.index.indexer import IndexProgress, build_index
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        store = self.store(settings)
+        key = settings.chunking_spec.key
+        report = build_index(settings, store, progress=progress, cancel=cancel)
+        notices = [n for n in (store.notice, report.notice) if n]
+        if report.cancelled:
+            notices.append(INDEX_CANCELLED)
+        generation = store.generation(key)
+        if current is not None and current.generation == generation:
+            return Lexical(
+                current.chunks, current.bm25, generation, report, False,
+                tuple(dict.fromkeys(notices)),
+            )
+        chunks = store.chunks(key)
+        if progress is not None:
+            progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
+        bm25 = load_or_build_bm25(store, settings, chunks)
+        bm25.warm_up()
+        return Lexical(chunks, bm25, generation, report, True, tuple(dict.fromkeys(notices)))
+
+    def lexical_for(self, settings: Settings, lexical: Lexical) -> Lexical:
+        """The same chunks with the BM25 index of `settings`' tokenizer (eval's tokenizer grid)."""
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks)
+        return Lexical(lexical.chunks, bm25, lexical.generation, lexical.report, True, ())
+
+    # ---------------------------------------------------------------- dense and rerank stages
+    def open_dense(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        *,
+        embedder: Embedder | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Dense:
+        """Resolve the embedder (unless given) and load or build the chunk vectors.
+
+        Vectors of unchanged text come from the embedding cache shared by every repository
+        and chunking; only new text is embedded. A cancelled build covers what was embedded.
+        """
+        from coderag_tui.core.rank.dense import load_or_build_dense
+
+        notices: list[str] = []
+        if embedder is None:
+            from coderag_tui.core.rank.embed import resolve_embedder
+
+            choice = resolve_embedder(settings)
+            if choice.embedder is None:
+                return Dense(reason=choice.reason)
+            embedder = choice.embedder
+            if choice.reason:
+                notices.append(choice.reason)
+        try:
+            index = load_or_build_dense(
+                self.store(settings), settings, lexical.chunks, embedder,
+                self._embedding_cache(settings), progress=progress, cancel=cancel,
+            )
+        except Exception as exc:  # a model failing mid-way must not take a face down
+            return Dense(
+                embedder=embedder,
+                reason=f"dense search is off: embedding failed ({exc}) — BM25 still works.",
+            )
+        if not index.complete:
+            notices.append(EMBEDDING_CANCELLED)
+        # The first call pays for lazy model set-up; pay it here, not in the first query's time.
+        embedder.embed_query("warm up")
+        return Dense(embedder, index, "", tuple(notices))
+
+    def _embedding_cache(self, settings: Settings) -> EmbeddingCache:
+        from coderag_tui.core.index.store import EmbeddingCache
+
+        with self._lock:
+            if self._cache is None or self._cache.path != settings.embed_cache_path:
+                if self._cache is not None:
+                    self._cache.close()
+                self._cache = EmbeddingCache.open(settings.embed_cache_path)
+            return self._cache
+
+    def open_reranker(self, settings: Settings) -> Rerank:
+        """Resolve and warm up the cross-encoder, or say why reranking is off."""
+        from coderag_tui.core.rank.rerank import resolve_reranker
+
+        try:
+            choice = resolve_reranker(settings)
+            if choice.reranker is None:
+                return Rerank(reason=choice.reason)
+            choice.reranker.score("warm up", ["warm up"])
+        except Exception as exc:  # a broken model file must not take a face down
+            return Rerank(reason=f"rerank is off: loading failed ({exc}).")
+        return Rerank(choice.reranker, "", (choice.reason,) if choice.reason else ())
+
+    # ---------------------------------------------------------------- installing stages
+    def use(self, stage: Stage) -> None:
+        """Install a stage: later searches rank with it (a new lexical stage drops the dense
+        one built for other chunks)."""
+        from coderag_tui.core.rank.search import Searcher
+
+        with self._lock:
+            if isinstance(stage, Lexical):
+                if self._lexical is None or stage.chunks is not self._lexical.chunks:
+                    self._dense = None
+                self._lexical = stage
+            elif isinstance(stage, Dense):
+                self._dense = stage
+            else:
+                self._rerank = stage
+            lexical, dense, rerank = self._lexical, self._dense, self._rerank
+            if lexical is None:
+                self._searcher = None
+                return
+            self._searcher = Searcher(
+                lexical.chunks,
+                lexical.bm25,
+                dense=dense.index if dense is not None and dense.available else None,
+                embedder=dense.embedder if dense is not None and dense.available else None,
+                reranker=rerank.reranker if rerank is not None else None,
+                dense_reason=dense.reason if dense is not None else "",
+                rerank_reason=rerank.reason if rerank is not None else "",
+                clock=self.clock,
+            )
+
+    @property
+    def lexical(self) -> Lexical | None:
+        return self._lexical
+
+    @property
+    def dense(self) -> Dense | None:
+        return self._dense
+
+    @property
+    def rerank(self) -> Rerank | None:
+        return self._rerank
+
+    @property
+    def ready(self) -> bool:
+        """Can `search` answer (the lexical stage is installed)?"""
+        return self._searcher is not None
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """What the installed stages have to say once (fallbacks, cancellations, repairs)."""
+        found: list[str] = []
+        for stage in (self._lexical, self._dense, self._rerank):
+            if stage is not None:
+                found += stage.notices
+        return tuple(dict.fromkeys(found))
+
+    # ---------------------------------------------------------------- answers
+    def search(
+        self, query: str, settings: Settings | None = None, origin: Origin | None = None
+    ) -> SearchRun:
+        """Rank the chunks for `query` with every installed stage, each stage timed.
+
+        With `origin`, the chunks holding the query's own lines are left out of every ranking
+        (they would trivially rank first). Lists go `search_depth(settings)` deep.
+        """
+        settings = settings or self.settings
+        searcher = self._searcher
+        if searcher is None:
+            raise RuntimeError("the engine has no lexical stage yet: call update_index and use")
+        exclude: frozenset[int] = frozenset()
+        if origin is not None:
+            exclude = searcher.overlapping(origin.path, origin.start_line, origin.end_line)
+        depth = search_depth(settings)
+        run = searcher.run(query, settings.with_(depth=depth), exclude=exclude)
+        return SearchRun(
+            query=run.query, rankings=run.rankings, timings=run.timings, notes=run.notes,
+            depth=depth, origin=origin, left_out=len(exclude),
+        )
+
+    def prompt(
+        self, run: SearchRun, request: PromptRequest, settings: Settings | None = None
+    ) -> PromptResult:
+        """Pack the run's best hits into the budget, most relevant first, and say what fit.
+
+        A run too shallow for the budget (see `search_depth`) is searched again deeper
+        first, so a large budget is filled the same way in every face.
+        """
+        from coderag_tui.core.prompt.pack import BudgetTooSmall, pack, packing_order
+
+        settings = settings or self.settings
+        template, counter = prompt_tools(settings, request.template)
+        if run.depth < search_depth(settings):
+            run = self.search(run.query, settings, run.origin)
+        store = self._store
+        try:
+            packed = pack(
+                packing_order(run),
+                budget=settings.budget,
+                counter=counter,
+                template=template,
+                task=request.task,
+                pinned=request.pinned,
+                excluded=request.excluded,
+                trim_last=settings.trim_last,
+                file_text=store.file_text if store is not None else None,
+            )
+        except BudgetTooSmall as exc:
+            raise PromptError(str(exc)) from exc
+        return PromptResult(run, packed, counter, self.advice(settings, counter))
+
+    def advice(
+        self, settings: Settings | None = None, counter: TokenCounter | None = None
+    ) -> Advice:
+        """Chunk-size advice for the budget, from the tokens per line of a sample of chunks.
+
+        The sample's figures are kept per chunking and encoding, so the advice follows a
+        budget change at no cost.
+        """
+        from coderag_tui.core.prompt.pack import advise
+        from coderag_tui.core.prompt.tokens import token_counter
+
+        settings = settings or self.settings
+        lexical = self._lexical
+        chunks = lexical.chunks if lexical is not None else []
+        key = (lexical.generation if lexical else "", settings.chunking_spec.key, settings.encoding)
+        figures = self._advice.get(key)
+        if figures is None:
+            step = max(1, len(chunks) // ADVICE_SAMPLE)
+            sample = chunks[::step][:ADVICE_SAMPLE]
+            lines = sum(c.n_lines for c in sample)
+            if counter is None:
+                counter = token_counter(settings.encoding, allow_download=settings.allow_download)
+            tokens = sum(counter.count_many([c.text for c in sample])) if sample else 0
+            per_line = tokens / lines if lines else 10.0
+            mean_lines = round(lines / len(sample)) if sample else settings.chunk_lines
+            figures = self._advice[key] = (per_line, max(1, mean_lines))
+        per_line, mean_lines = figures
+        chunk_lines = mean_lines if settings.chunking == "file" else settings.chunk_lines
+        return advise(settings.budget, chunk_lines, per_line)
+
+    # ---------------------------------------------------------------- the end
+    def close(self) -> None:
+        """Close the index database and the embedding cache (stages stay usable for reading)."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
