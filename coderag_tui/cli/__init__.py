@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from types import ModuleType
 
 from coderag_tui import __version__
 from coderag_tui.cli.common import UserError
@@ -24,8 +25,8 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def _available_commands() -> dict[str, object]:
-    modules: dict[str, object] = {}
+def _available_commands() -> dict[str, ModuleType]:
+    modules: dict[str, ModuleType] = {}
     for name, module in COMMANDS.items():
         try:
             modules[name] = import_module(f"coderag_tui.cli.{module}")
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"coderag {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _available_commands().values():
-        module.register(sub)  # type: ignore[attr-defined]
+        module.register(sub)
     return parser
 
 
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
         module = commands[args.command]
         try:
-            return int(module.run(args))  # type: ignore[attr-defined]
+            return int(module.run(args))
         except UserError as exc:
             print(f"coderag: {exc}", file=sys.stderr)
             return exc.exit_code

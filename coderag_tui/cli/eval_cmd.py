@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     spec = settings.chunking_spec
     default_chunking = spec.strategy if spec.strategy == "file" else f"{spec.strategy}:{spec.lines}"
     grid = Grid(
-        modes=_split(args.modes),  # type: ignore[arg-type]
+        modes=_split(args.modes),
         chunkings=_split(args.chunkings) if args.chunkings else (default_chunking,),
         tokenizers=(
             _split(args.tokenizers) if args.tokenizers

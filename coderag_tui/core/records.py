@@ -176,7 +176,7 @@ class SearchRun:
     def final(self) -> Ranking:
         """The best available ranking: reranked, else fused, else BM25."""
         for name in ("rerank", "fused", "bm25"):
-            ranking = self.rankings.get(name)  # type: ignore[call-overload]
+            ranking = self.rankings.get(name)
             if ranking is not None and ranking.available and ranking.hits:
                 return ranking
         return self.rankings.get("bm25", Ranking("bm25"))

@@ -29,7 +29,7 @@ from coderag_tui.core.eval.datasets import (
 )
 from coderag_tui.core.eval.metrics import metric_names, score_chunks, score_files
 from coderag_tui.core.rank.fusion import rrf
-from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, Ranking, SearchRun
 from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
 
 if TYPE_CHECKING:
@@ -379,7 +379,7 @@ def run_eval(
                             dense_stripes=settings.dense_stripes,
                         )
                         if result is None:
-                            ranking = run.rankings.get(mode)  # type: ignore[call-overload]
+                            ranking = _ranking(run, mode)
                             reason = ranking.reason if ranking is not None else ""
                             note = f"{mode} is unavailable: {reason or 'no ranking'}"
                             if note not in notes:
@@ -446,6 +446,11 @@ def _embed_progress(
     return report
 
 
+def _ranking(run: SearchRun, mode: str) -> Ranking | None:
+    """The run's ranking named `mode` (None for an eval-only mode such as fused-files)."""
+    return next((r for name, r in run.rankings.items() if name == mode), None)
+
+
 def _file_ranking(run: SearchRun, mode: str, accepts: Callable[[str], bool]) -> list[str] | None:
     """The candidate files in rank order for a mode, or None when the mode is unavailable."""
     if mode == FILE_RRF:
@@ -453,10 +458,10 @@ def _file_ranking(run: SearchRun, mode: str, accepts: Callable[[str], bool]) -> 
         if any(ranked is None for ranked in lists):
             return None
         return [path for path, _ in rrf([ranked or [] for ranked in lists])]
-    ranking = run.rankings.get(mode)  # type: ignore[call-overload]
+    ranking = _ranking(run, mode)
     if ranking is None or not ranking.available:
         return None
-    return [f.path for f in run.files(mode) if accepts(f.path)]  # type: ignore[arg-type]
+    return [f.path for f in run.files(ranking.name) if accepts(f.path)]
 
 
 def _score(
@@ -475,7 +480,7 @@ def _score(
     files = _file_ranking(run, mode, accepts)
     if files is None:
         return None
-    ranking = run.rankings.get(mode)  # type: ignore[call-overload]
+    ranking = _ranking(run, mode)
     scores = score_files(files, row.gold_files, grid.k)
     gold = set(row.gold_files)
     gold_rank = next((i for i, p in enumerate(files, start=1) if p in gold), None)
@@ -505,7 +510,7 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
         mode, chunking, tok = key
         mode = mode.split(" (first ", 1)[0]  # a stripe cap's label sorts as its mode
         return (
-            grid.modes.index(mode) if mode in grid.modes else 99,  # type: ignore[arg-type]
+            grid.modes.index(mode) if mode in grid.modes else 99,
             grid.chunkings.index(chunking) if chunking in grid.chunkings else 99,
             grid.tokenizers.index(tok) if tok in grid.tokenizers else -1,
         )

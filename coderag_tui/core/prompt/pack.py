@@ -324,7 +324,7 @@ def packing_order(run: SearchRun) -> list[Hit]:
     final = list(run.final.hits)
     seen = {h.chunk.key for h in final}
     for name in ("fused", "bm25"):
-        ranking = run.rankings.get(name)  # type: ignore[call-overload]
+        ranking = run.rankings.get(name)
         if ranking is not None and ranking.available and ranking.hits:
             final += [h for h in ranking.hits if h.chunk.key not in seen]
             break
