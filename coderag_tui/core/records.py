@@ -32,12 +32,18 @@ class SkipReason(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file chosen for indexing; `path` is repository-relative with forward slashes."""
+    """A file chosen for indexing; `path` is repository-relative with forward slashes.
+
+    `device` and `inode` identify the file the walk vetted (a link's target), so reading it
+    later can refuse anything swapped in meanwhile; 0 means unknown (not checked).
+    """
 
     path: str
     size: int
     mtime_ns: int
     language: str | None
+    device: int = 0
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True)

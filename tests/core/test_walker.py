@@ -236,3 +236,23 @@ def test_a_file_name_that_is_not_utf8_is_skipped_not_crashed_on(tmp_path: Path, 
     (skip,) = result.skipped
     assert skip.reason is SkipReason.UNREADABLE and "UTF-8" in skip.detail
     skip.path.encode("utf-8")  # safe to store and print
+
+
+def test_a_link_swapped_in_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "notes.py").write_text("print('mine')\n")
+    secret = tmp_path / "outside-notes.py"
+    secret.write_text("TOKEN = 'not for the index'\n")
+    result = walk(root)
+    [listed] = result.files
+    (root / "notes.py").unlink()
+    (root / "notes.py").symlink_to(secret)  # swapped in between the walk and the read
+    skipped = read_source(root, listed)
+    assert isinstance(skipped, SkippedFile)
+    assert skipped.reason is SkipReason.UNREADABLE
+    assert "replaced while indexing" in skipped.detail
+    # The next walk vets the link itself: it points outside the repository.
+    again = walk(root)
+    assert not again.files
+    assert [s.reason for s in again.skipped] == [SkipReason.SYMLINK_OUTSIDE]

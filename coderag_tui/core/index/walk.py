@@ -174,7 +174,7 @@ def read_source(
     The text is UTF-8 decoded with replacement characters, without a leading BOM, and with
     CRLF line ends turned into LF so line numbers and chunk texts match what editors show.
     """
-    data = _read_bytes(os.path.join(root, file.path), file.path, max_file_bytes)
+    data = _read_bytes(os.path.join(root, file.path), file, max_file_bytes)
     if isinstance(data, SkippedFile):
         return data
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
@@ -424,7 +424,9 @@ class _Collector:
             detail = f"{st.st_size:,} bytes (limit {self.max_file_bytes:,})"
             self.skip(rel, SkipReason.TOO_LARGE, detail)
             return
-        self.files.append(SourceFile(rel, st.st_size, st.st_mtime_ns, language_for(rel)))
+        self.files.append(
+            SourceFile(rel, st.st_size, st.st_mtime_ns, language_for(rel), st.st_dev, st.st_ino)
+        )
 
     def _follow_symlink(self, rel: str) -> os.stat_result | None:
         """The target's stat when the link stays inside the repository on a file; else a skip."""
@@ -471,8 +473,10 @@ def _os_error_text(exc: OSError) -> str:
 # --- reading -----------------------------------------------------------------------------
 
 
-def _read_bytes(path: str, rel: str, max_file_bytes: int | None) -> bytes | SkippedFile:
-    """The file's bytes; a FIFO or directory named like a file is refused, never waited on."""
+def _read_bytes(path: str, file: SourceFile, max_file_bytes: int | None) -> bytes | SkippedFile:
+    """The file's bytes; a FIFO or directory named like a file is refused, never waited on,
+    and so is a file other than the one the walk vetted (say a link swapped in meanwhile)."""
+    rel = file.path
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)  # O_NONBLOCK: opening a FIFO returns at once
@@ -482,6 +486,9 @@ def _read_bytes(path: str, rel: str, max_file_bytes: int | None) -> bytes | Skip
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return SkippedFile(rel, SkipReason.UNREADABLE, _file_type(st.st_mode))
+        if file.inode and (st.st_dev, st.st_ino) != (file.device, file.inode):
+            detail = "replaced while indexing (by another file or a link): run again to read it"
+            return SkippedFile(rel, SkipReason.UNREADABLE, detail)
         if max_file_bytes is not None and st.st_size > max_file_bytes:
             detail = f"{st.st_size:,} bytes (limit {max_file_bytes:,})"
             return SkippedFile(rel, SkipReason.TOO_LARGE, detail)
