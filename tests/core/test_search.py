@@ -154,7 +154,7 @@ def test_excluded_chunks_are_left_out_of_every_ranking(tmp_path: Path) -> None:
 def test_empty_and_numeric_queries_find_nothing_and_say_so() -> None:
     searcher = Searcher(CHUNKS, bm25())
     assert searcher.run("", Settings()).rankings["bm25"].hits == ()
-    run = searcher.run("100 200", Settings())
+    run = searcher.run("1 2", Settings())
     assert run.rankings["fused"].hits == ()
     assert any("no indexable words" in n for n in run.notes)
 
@@ -173,7 +173,7 @@ def test_query_from_location_takes_the_lines_before(tiny_repo: Path) -> None:
         ("shop/nope.py", 5, "does not exist"),
         ("shop/cart.py", 1, "no lines before"),
         ("shop/cart.py", 999, "no lines before"),
-        ("shop", 3, "cannot read"),
+        ("shop", 3, "not a regular file"),
     ],
 )
 def test_query_from_location_errors_name_the_fix(
@@ -181,3 +181,24 @@ def test_query_from_location_errors_name_the_fix(
 ) -> None:
     with pytest.raises(LocationError, match=message):
         query_from_location(tiny_repo, file, line, 5)
+
+
+def test_a_status_code_query_finds_the_chunk_that_raises_it() -> None:
+    from coderag_tui.core.records import Chunk
+
+    chunks = [
+        Chunk("web/errors.py", 1, 3, "lines", "python",
+              "def not_found(request):\n    raise HTTPError(404, 'no such page')\n"),
+        Chunk("web/ok.py", 1, 2, "lines", "python", "def ok(request):\n    return 200\n"),
+    ]
+    index = BM25Index.build(chunks, split_identifiers=True, path_in_text=True)
+    run = Searcher(chunks, index).run("why do I get a 404", Settings())
+    assert run.rankings["bm25"].hits[0].chunk.path == "web/errors.py"
+
+
+def test_a_fifo_as_the_query_location_is_refused_at_once(tiny_repo: Path) -> None:
+    import os
+
+    os.mkfifo(tiny_repo / "pipe.py")
+    with pytest.raises(LocationError, match="not a regular file"):
+        query_from_location(tiny_repo, "pipe.py", 3, 2)

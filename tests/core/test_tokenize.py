@@ -24,8 +24,14 @@ def test_default_splits_on_non_alphanumeric_characters_and_lowercases() -> None:
     ]
 
 
-def test_pure_numerals_are_dropped_but_words_with_digits_stay() -> None:
-    assert tokenize("x = 100 + md5(0x1f) * 2") == ["x", "md5", "0x1f"]
+def test_single_digits_are_dropped_but_numerals_of_two_or_more_digits_stay() -> None:
+    assert tokenize("x = 100 + md5(0x1f) * 2") == ["x", "100", "md5", "0x1f"]
+    assert tokenize("HTTP_404_NOT_FOUND = 404", split_identifiers=True) == [
+        "http_404_not_found", "http", "404", "not", "found", "404",
+    ]
+    assert tokenize("retry 3 times, port 8080", split_identifiers=True) == [
+        "retry", "times", "port", "8080",
+    ]
 
 
 def test_default_splits_snake_case_but_not_camel_case() -> None:
@@ -56,18 +62,18 @@ def test_unicode_letters_are_words() -> None:
 @given(st.text(max_size=200))
 def test_split_identifiers_covers_every_default_word(text: str) -> None:
     """Each default word is there, or (a compound like `0A` or `getUser` inside `x_getUser`)
-    all of its identifier parts are; every token is lowercase and not a numeral."""
+    all of its identifier parts are; every token is lowercase and not a single digit."""
     split = tokenize(text, split_identifiers=True)
     present = set(split)
     for word in re.findall(r"[^\W_]+", text):  # the default words, before lowercasing
-        if word.isdigit():
+        if word.isdigit() and len(word) == 1:
             continue
         parts = {
             p.lower()
             for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_A-Za-z]+", word)
         }
         assert word.lower() in present or parts <= present, (word, split)
-    assert all(t == t.lower() and not t.isdigit() for t in split)
+    assert all(t == t.lower() and not (t.isdigit() and len(t) == 1) for t in split)
 
 
 def test_a_compound_segment_is_covered_by_its_parts() -> None:

@@ -109,7 +109,9 @@ class Searcher:
         t = timed("bm25", t)
         rankings["bm25"] = Ranking("bm25", self._hits(bm25_scored, depth))
         if not tokens and query.strip():
-            notes.append("BM25 found no indexable words in the query (numbers alone are ignored).")
+            notes.append(
+                "BM25 found no indexable words in the query (single digits alone are ignored)."
+            )
 
         dense_scored: list[tuple[int, float]] | None = None
         if self.dense is not None and self.embedder is not None and query.strip():
@@ -159,6 +161,8 @@ def query_from_location(root: Path, file: str, line: int, n_lines: int) -> str:
     if not path.is_absolute():
         path = root / path
     try:
+        if path.exists() and not path.is_file():  # a FIFO would block the read forever
+            raise LocationError(f"{file} is not a regular file: give a source file to query from.")
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise LocationError(
