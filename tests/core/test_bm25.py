@@ -175,11 +175,11 @@ def test_empty_corpus_and_chunks_without_words() -> None:
     empty = BM25Index.build([], split_identifiers=False, path_in_text=False)
     assert empty.search("anything", 5) == []
     blank = BM25Index.build(
-        [Chunk("a.txt", 1, 1, "lines", None, "123 456\n")],
+        [Chunk("a.txt", 1, 1, "lines", None, "1 2 = 3\n")],
         split_identifiers=False,
         path_in_text=False,
     )
-    assert blank.search("123", 5) == []
+    assert blank.search("1", 5) == []
 
 
 def test_save_and_load_give_the_same_results(tmp_path: Path) -> None:
