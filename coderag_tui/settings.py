@@ -1,25 +1,38 @@
-"""Settings: one typed object with every default, read from TOML, CODERAG_* variables and flags.
+"""Settings: one typed schema with every default, read from TOML, CODERAG_* variables and flags.
 
 Precedence, lowest first: the defaults below, the user config file
 (`<user config dir>/coderag/config.toml`), a `.coderag.toml` in the repository,
 `CODERAG_<FIELD>` environment variables, then command-line flags. No other module reads
 the environment.
+
+Every value is checked once, where it comes from: a wrong one raises `SettingsError` with one
+sentence naming the key and its source (`/repo/.coderag.toml: rrf_k must be ≥ 1, got -60.`,
+`--rrf-k: must be ≥ 1, got -60.`); an unknown key is a warning that names the closest known
+one. A repository's own `.coderag.toml` is someone else's text: it may tune retrieval and
+prompts, never point coderag at a path outside the repository or allow a download.
+
+The schema is a frozen dataclass whose fields carry their docstring and limits
+(`SCHEMA[name]`), not a pydantic model: measured here, pydantic made importing this module
+~75 ms slower (about +50 ms to import pydantic, +25 ms to build the model), and the TUI
+imports it at start-up; these checks cost microseconds per `Settings`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import hashlib
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+import types
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import platformdirs
 
-from coderag_tui.core.records import ChunkingSpec
+from coderag_tui.core.records import ChunkingSpec, ChunkStrategy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,6 +40,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 APP_NAME = "coderag"
+ENV_PREFIX = "CODERAG_"
+REPO_FILE = ".coderag.toml"
 
 
 def user_config_dir() -> Path:
@@ -37,71 +52,272 @@ def user_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def user_config_file() -> Path:
+    """The user's own config file, read before the repository's."""
+    return user_config_dir() / "config.toml"
+
+
 DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe_cap`)
+
+ModelBackend = Literal["auto", "fastembed", "sentence-transformers", "none"]
+Fusion = Literal["rrf", "weighted"]
+
+
+class SettingsError(ValueError):
+    """A setting cannot be used; the message is one sentence naming the key and its source."""
+
+
+class SettingsWarning(UserWarning):
+    """A setting was ignored (an unknown key); the message names the source and a close key."""
+
+
+# What a repository's own .coderag.toml may do with a key (see `_from_repo_file`).
+RepoFilePolicy = Literal["free", "refused", "inside"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Meta:
+    """The schema facts a type annotation cannot hold; stored in each field's metadata."""
+
+    doc: str
+    ge: int | None = None
+    le: int | None = None
+    auto: int | None = None  # a whole number that also takes "auto", stored as this value
+    limits: str = ""  # the limits in words, when `ge`/`le` do not say it all
+    names: tuple[str, ...] = ()  # values that are names, not paths (the template's)
+    metavar: str | None = None
+    shown_default: str | None = None
+    repo_file: RepoFilePolicy = "free"
+    why_refused: str = ""
+
+
+def _about(doc: str, **facts: Any) -> dict[str, _Meta]:
+    """A Settings field's metadata: its one-sentence docstring and limits (see `_Meta`)."""
+    return {"coderag": _Meta(doc=doc, **facts)}
+
+
+_PATH_REFUSED = "it names a path, and a repository may not point coderag outside itself"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob of coderag, with its default; the docstring of each field is in a comment."""
+    """Every knob of coderag with its default, type, limits and a docstring (`SCHEMA[name].doc`).
+
+    Constructing or copying one (`with_`) checks every value, so a Settings is always usable.
+    """
 
     # --- repository and index ---
-    repo: Path = field(default_factory=Path.cwd)  # the repository to index and search
-    index_dir: Path | None = None  # where the index lives; default: the user cache dir
-    max_file_bytes: int = 1024 * 1024  # files larger than this are skipped
-    max_line_chars: int = 1000  # a file whose longest line is longer counts as minified
+    repo: Path = field(
+        default_factory=Path.cwd,
+        metadata=_about(
+            "The repository to index and search.",
+            metavar="PATH",
+            shown_default="the current folder",
+            repo_file="refused",
+            why_refused=_PATH_REFUSED,
+        ),
+    )
+    index_dir: Path | None = field(
+        default=None,
+        metadata=_about(
+            "Where the index lives, outside the repository unless you say otherwise.",
+            metavar="DIR",
+            shown_default="the user cache directory",
+            repo_file="refused",
+            why_refused=_PATH_REFUSED,
+        ),
+    )
+    max_file_bytes: int = field(
+        default=1024 * 1024,
+        metadata=_about(
+            "Files larger than this many bytes are skipped.", ge=1, shown_default="1048576 = 1 MiB"
+        ),
+    )
+    max_line_chars: int = field(
+        default=1000,
+        metadata=_about(
+            "A file whose longest line is longer than this counts as minified and is skipped.", ge=1
+        ),
+    )
 
     # --- chunking ---
-    chunking: str = "lines"  # lines | ast | file
-    chunk_lines: int = 64  # window size for `lines`, size limit for `ast`
-    chunk_overlap: int = 0  # lines shared by neighbouring `lines` windows
+    chunking: ChunkStrategy = field(
+        default="lines",
+        metadata=_about(
+            "How files are cut into chunks: line windows, syntax units (ast) or whole files."
+        ),
+    )
+    chunk_lines: int = field(
+        default=64,
+        metadata=_about(
+            "Lines per window for lines chunking, and the size limit of an ast chunk.", ge=1
+        ),
+    )
+    chunk_overlap: int = field(
+        default=0,
+        metadata=_about(
+            "Lines shared by neighbouring windows of lines chunking.",
+            ge=0,
+            limits="≥ 0 and below chunk_lines",
+        ),
+    )
 
     # --- BM25 ---
     # Both on: on the SWE-bench Lite dev split they raised BM25's MRR at every chunking
-    # (README, "Retrieval quality"); --no-split-identifiers / --no-path-in-text turn them off.
-    split_identifiers: bool = True  # also index getUserName as get, user, name
-    path_in_text: bool = True  # index each chunk's file path with its text
+    # (README, "Retrieval quality").
+    split_identifiers: bool = field(
+        default=True,
+        metadata=_about(
+            "BM25 also indexes identifiers split into words: getUserName as get, user, name."
+        ),
+    )
+    path_in_text: bool = field(
+        default=True, metadata=_about("BM25 also indexes each chunk's file path with its text.")
+    )
 
     # --- dense ---
-    embed_backend: str = "auto"  # auto | fastembed | sentence-transformers | none
-    embed_model: str = ""  # model name or local path; empty: the backend's default
-    allow_download: bool = False  # may a missing model be downloaded (in the background)?
-    embed_batch_size: int = 8  # stripes per embedding batch (8 beat 16 and 32 on 2 cores)
-    # Stripes (model windows) embedded per chunk: N >= 1 embeds each chunk's first N, 0 every
-    # stripe (the chunk scores as its best), "auto" (-1) picks by measurement on the
-    # 22-instance dev benchmark (see `stripe_cap`).
-    dense_stripes: int = DENSE_STRIPES_AUTO
+    embed_backend: ModelBackend = field(
+        default="auto",
+        metadata=_about("Which library runs the embedding model; none turns dense search off."),
+    )
+    embed_model: str = field(
+        default="",
+        metadata=_about(
+            "Embedding model: a name or a local folder; empty picks the backend's default.",
+            metavar="NAME|DIR",
+            shown_default="empty",
+            repo_file="inside",
+        ),
+    )
+    allow_download: bool = field(
+        default=False,
+        metadata=_about(
+            "Whether a missing model may be downloaded in the background; off stays offline.",
+            repo_file="refused",
+            why_refused="downloads are the user's choice",
+        ),
+    )
+    embed_batch_size: int = field(
+        default=8,
+        metadata=_about("Stripes per embedding batch; 8 beat 16 and 32 on 2 cores.", ge=1),
+    )
+    # Measured on the 22-instance dev benchmark, see `stripe_cap`.
+    dense_stripes: int = field(
+        default=DENSE_STRIPES_AUTO,
+        metadata=_about(
+            "Model windows embedded per chunk: the first N, 0 for every window (the chunk "
+            "scores as its best), or auto to pick by chunking.",
+            ge=0,
+            auto=DENSE_STRIPES_AUTO,
+            metavar="auto|N",
+            shown_default="auto",
+        ),
+    )
 
     # --- fusion and rerank ---
-    rrf_k: int = 60  # Reciprocal Rank Fusion constant
-    depth: int = 100  # how deep each list goes into fusion
-    fusion: str = "rrf"  # rrf | weighted
-    bm25_weight: float = 0.5  # weight of BM25 in weighted fusion (dense gets 1 - this)
-    rerank: bool = False  # rerank the fused top candidates with a cross-encoder
-    rerank_backend: str = "auto"  # auto | fastembed | sentence-transformers | none
-    rerank_model: str = ""  # cross-encoder name or local path; empty: the default
-    rerank_candidates: int = 20  # how many fused candidates the cross-encoder sees
-    rerank_keep: int = 5  # how many reranked chunks are kept
-    k: int = 20  # hits shown per ranking
+    rrf_k: int = field(
+        default=60,
+        metadata=_about(
+            "The constant k of Reciprocal Rank Fusion, score = sum of 1 / (k + rank).", ge=1
+        ),
+    )
+    depth: int = field(
+        default=100, metadata=_about("How deep each ranking goes into fusion.", ge=1)
+    )
+    fusion: Fusion = field(
+        default="rrf",
+        metadata=_about("How BM25 and dense are fused: reciprocal ranks (rrf) or weighted scores."),
+    )
+    bm25_weight: float = field(
+        default=0.5,
+        metadata=_about(
+            "Weight of BM25 in weighted fusion; dense gets 1 minus this.", ge=0, le=1, metavar="W"
+        ),
+    )
+    rerank: bool = field(
+        default=False, metadata=_about("Rerank the fused top candidates with a cross-encoder.")
+    )
+    rerank_backend: ModelBackend = field(
+        default="auto",
+        metadata=_about("Which library runs the cross-encoder; none turns reranking off."),
+    )
+    rerank_model: str = field(
+        default="",
+        metadata=_about(
+            "Cross-encoder: a name or a local folder; empty picks the backend's default.",
+            metavar="NAME|DIR",
+            shown_default="empty",
+            repo_file="inside",
+        ),
+    )
+    rerank_candidates: int = field(
+        default=20, metadata=_about("How many fused candidates the cross-encoder sees.", ge=1)
+    )
+    rerank_keep: int = field(default=5, metadata=_about("How many reranked chunks are kept.", ge=1))
+    k: int = field(default=20, metadata=_about("Hits shown per ranking.", ge=1))
 
     # --- prompt ---
-    budget: int = 8000  # token budget of the whole prompt
-    encoding: str = "o200k_base"  # tiktoken encoding used to count tokens
-    template: str = "markdown"  # markdown | xml | path to a template file
-    context_first: bool = True  # relevant context before the task (False: after)
-    trim_last: bool = False  # cut the last chunk at a line boundary to fill the budget
+    budget: int = field(
+        default=8000, metadata=_about("Token budget of the whole prompt.", ge=1, metavar="TOKENS")
+    )
+    encoding: str = field(
+        default="o200k_base",
+        metadata=_about("The tiktoken encoding that counts tokens.", metavar="NAME"),
+    )
+    template: str = field(
+        default="markdown",
+        metadata=_about(
+            "Prompt layout: markdown, xml or the path of a template file.",
+            names=("markdown", "md", "xml"),
+            metavar="markdown|xml|FILE",
+            repo_file="inside",
+        ),
+    )
+    context_first: bool = field(
+        default=True,
+        metadata=_about("Put the code context before the task (models attend best to the start)."),
+    )
+    trim_last: bool = field(
+        default=False, metadata=_about("Cut the last chunk at a line boundary to fill the budget.")
+    )
 
     # --- TUI ---
-    theme: str = "coderag-dark"  # a bundled theme or one from the user theme folder
-    theme_dir: Path = field(default_factory=lambda: user_config_dir() / "themes")
+    theme: str = field(
+        default="coderag-dark",
+        metadata=_about(
+            "A bundled theme (coderag-dark, coderag-light, coderag-high-contrast) "
+            "or one from the theme folder.",
+            metavar="NAME",
+        ),
+    )
+    theme_dir: Path = field(
+        default_factory=lambda: user_config_dir() / "themes",
+        metadata=_about(
+            "Folder of your own YAML themes (the same schema as the bundled ones).",
+            metavar="DIR",
+            shown_default="themes in the user config folder",
+            repo_file="refused",
+            why_refused=_PATH_REFUSED,
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        for info in _SCHEMA_ORDER:
+            value = getattr(self, info.name)
+            try:
+                fixed = info.check(value)
+            except _Invalid as exc:
+                raise SettingsError(f"{info.name} {exc.reason}.") from None
+            if fixed is not value:
+                object.__setattr__(self, info.name, fixed)
+        problem = _overlap_problem(self.chunking, self.chunk_lines, self.chunk_overlap)
+        if problem:
+            raise SettingsError(f"chunk_overlap {problem}.")
 
     @property
     def chunking_spec(self) -> ChunkingSpec:
         overlap = self.chunk_overlap if self.chunking == "lines" else 0
-        return ChunkingSpec(
-            strategy=self.chunking,  # type: ignore[arg-type]
-            lines=self.chunk_lines,
-            overlap=overlap,
-        )
+        return ChunkingSpec(strategy=self.chunking, lines=self.chunk_lines, overlap=overlap)
 
     @property
     def repo_root(self) -> Path:
@@ -132,33 +348,231 @@ class Settings:
         return 0 if self.chunking == "file" else 1
 
     def with_(self, **changes: Any) -> Settings:
+        """A copy with `changes`, checked like any new Settings (SettingsError if one is wrong)."""
+        for name in changes:
+            if name not in SCHEMA:
+                raise SettingsError(f"unknown setting {name!r}{_did_you_mean(name)}.")
         return replace(self, **changes)
 
 
-def _coerce(name: str, kind: Any, value: Any) -> Any:
-    """Turn a TOML or environment value into the field's type, or say which field is wrong."""
-    text = str(kind)
-    try:
-        if "Path" in text:
-            return None if value in ("", None) else Path(str(value)).expanduser()
-        if "bool" in text:
-            if isinstance(value, bool):
+# ----------------------------------------------------------------------------- the schema
+
+
+class _Invalid(Exception):
+    """A value that does not fit its setting; `reason` reads after the name ("must be ≥ 1 …")."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: repr (control characters escaped), kept short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingInfo:
+    """What the schema says about one setting: type, choices, limits, default and docstring."""
+
+    name: str
+    kind: type  # bool, int, float, str or Path
+    choices: tuple[str, ...]  # the values of a Literal; empty for free values
+    optional: bool  # None is allowed (and means "not set")
+    default: Any  # the default value, or MISSING when a factory makes it
+    meta: _Meta
+
+    @property
+    def doc(self) -> str:
+        return self.meta.doc
+
+    @property
+    def env_var(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def limits(self) -> str:
+        """The limits in words ("≥ 1", "between 0 and 1", "auto or ≥ 0"); empty if none."""
+        meta = self.meta
+        if meta.limits:
+            return meta.limits
+        if meta.ge is not None and meta.le is not None:
+            return f"between {meta.ge} and {meta.le}"
+        if meta.ge is not None:
+            return f"auto or ≥ {meta.ge}" if meta.auto is not None else f"≥ {meta.ge}"
+        return ""
+
+    @property
+    def shown_default(self) -> str:
+        """The default in words, as help texts show it."""
+        if self.meta.shown_default is not None:
+            return self.meta.shown_default
+        if self.kind is bool:
+            return "on" if self.default else "off"
+        return str(self.default)
+
+    def check(self, value: Any) -> Any:
+        """The value in the setting's type (text is parsed), or _Invalid saying why not."""
+        if self.choices:
+            text = value.strip() if isinstance(value, str) else value
+            if text in self.choices:
+                return text
+            raise _Invalid(f"must be one of {', '.join(self.choices)}, got {_shown(value)}")
+        kind = self.kind
+        if kind is bool:
+            return self._boolean(value)
+        if kind is int:
+            return self._whole(value)
+        if kind is float:
+            return self._number(value)
+        if kind is str:
+            if isinstance(value, str):
                 return value
-            low = str(value).strip().lower()
-            if low in ("1", "true", "yes", "on"):
+            raise _Invalid(f"must be text, got {_shown(value)}")
+        return self._path(value)
+
+    def _boolean(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            low = value.strip().lower()
+            if low in _TRUE:
                 return True
-            if low in ("0", "false", "no", "off"):
+            if low in _FALSE:
                 return False
-            raise ValueError(value)
-        if "int" in text:
-            if name == "dense_stripes" and str(value).strip().lower() == "auto":
-                return DENSE_STRIPES_AUTO
-            return int(value)
-        if "float" in text:
-            return float(value)
-        return str(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"setting {name!r} cannot be {value!r}") from exc
+        raise _Invalid(f"must be true or false, got {_shown(value)}")
+
+    def _whole(self, value: Any) -> int:
+        auto = self.meta.auto
+        if isinstance(value, str):
+            if auto is not None and value.strip().lower() == "auto":
+                return auto
+            with contextlib.suppress(ValueError):
+                value = int(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int):
+            what = "auto or a whole number" if auto is not None else "a whole number"
+            raise _Invalid(f"must be {what}, got {_shown(value)}")
+        if value != auto:
+            self._within(value)
+        return value
+
+    def _number(self, value: Any) -> float:
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = float(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _Invalid(f"must be a number, got {_shown(value)}")
+        number = float(value)
+        self._within(number)
+        return number
+
+    def _within(self, value: float) -> None:
+        ge, le = self.meta.ge, self.meta.le
+        # Written so that NaN is out of every range.
+        if not ((ge is None or value >= ge) and (le is None or value <= le)):
+            raise _Invalid(f"must be {self.limits}, got {_shown(value)}")
+
+    def _path(self, value: Any) -> Path | None:
+        if isinstance(value, Path):
+            return value
+        if value is None and self.optional:
+            return None
+        if isinstance(value, str):
+            if value.strip():
+                return Path(value).expanduser()
+            if self.optional:
+                return None
+        elif isinstance(value, os.PathLike):
+            return Path(value)
+        raise _Invalid(f"must be a path, got {_shown(value)}")
+
+
+def _build_schema() -> dict[str, SettingInfo]:
+    hints = get_type_hints(Settings)
+    schema: dict[str, SettingInfo] = {}
+    for f in fields(Settings):
+        kind: Any = hints[f.name]
+        optional = False
+        if get_origin(kind) in (Union, types.UnionType):
+            parts = [a for a in get_args(kind) if a is not type(None)]
+            optional = len(parts) < len(get_args(kind))
+            (kind,) = parts
+        choices: tuple[str, ...] = ()
+        if get_origin(kind) is Literal:
+            choices = tuple(get_args(kind))
+            kind = str
+        schema[f.name] = SettingInfo(
+            name=f.name,
+            kind=kind,
+            choices=choices,
+            optional=optional,
+            default=f.default,
+            meta=f.metadata["coderag"],
+        )
+    return schema
+
+
+SCHEMA: Mapping[str, SettingInfo] = _build_schema()
+"""Every setting by name, in declaration order: its type, limits, default and docstring."""
+_SCHEMA_ORDER = tuple(SCHEMA.values())
+
+
+def _overlap_problem(
+    chunking: str, chunk_lines: int, chunk_overlap: int, lines_named: str = "chunk_lines"
+) -> str:
+    """Why chunk_overlap does not fit chunk_lines (it only matters for line windows), or ''."""
+    if chunking == "lines" and chunk_overlap >= chunk_lines:
+        return (
+            f"must be below {lines_named} ({chunk_lines}) for lines chunking, got {chunk_overlap}"
+        )
+    return ""
+
+
+def _did_you_mean(key: str, spell: Callable[[str], str] = repr) -> str:
+    """' (did you mean 'chunk_overlap'?)' for the known setting closest to `key`, or ''."""
+    import difflib  # only when a key is unknown: it is not needed to start
+
+    names = list(SCHEMA)
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if not close:
+        close = [name for name in names if len(key) >= 3 and key in name][:1]
+    return f" (did you mean {spell(close[0])}?)" if close else ""
+
+
+def settings_fields() -> tuple[Field[Any], ...]:
+    return fields(Settings)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+class LoadedSettings(NamedTuple):
+    """Settings read from every source, and the warnings a face should show (unknown keys)."""
+
+    settings: Settings
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Where values come from, as messages name it: a file, an environment variable, a flag."""
+
+    label: str
+    is_flag: bool = False
+
+    def error(self, name: str, reason: str) -> SettingsError:
+        if self.is_flag:  # the flag names the setting already
+            return SettingsError(f"{self.label}: {reason}.")
+        return SettingsError(f"{self.label}: {name} {reason}.")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -167,10 +581,150 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"cannot read the config file {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML ({exc}); fix or remove the file.") from exc
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror}); fix or remove it.") from exc
     section = data.get("coderag", data)
     return dict(section) if isinstance(section, dict) else {}
+
+
+def _file_items(path: Path, source: _Source, notes: list[str]) -> Iterator[tuple[str, Any]]:
+    """The known settings of a TOML file (dashes read as underscores); unknown keys noted."""
+    for key, value in _read_toml(path).items():
+        name = key.replace("-", "_")
+        if name in SCHEMA:
+            yield name, value
+        else:
+            notes.append(
+                f"{source.label}: unknown setting {_shown(key)}{_did_you_mean(name)}; ignored."
+            )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _from_repo_file(
+    info: SettingInfo, value: Any, repo: Path, source: _Source, user_file: Path
+) -> Any:
+    """A value from the repository's own .coderag.toml, or SettingsError if it may not set it.
+
+    Paths a repository names are read inside it: a relative one is taken from the repository
+    root (not the current folder), and one that leads outside it is refused.
+    """
+    policy = info.meta.repo_file
+    elsewhere = f"set it in {user_file}, {info.env_var} or {info.flag} instead"
+    if policy == "refused":
+        raise SettingsError(
+            f"{source.label}: {info.name} cannot be set by the repository's own {REPO_FILE} "
+            f"because {info.meta.why_refused}; {elsewhere}."
+        )
+    if policy == "free" or not isinstance(value, str) or not value.strip():
+        return value
+    if value.strip().lower() in info.meta.names:
+        return value
+    root = repo.resolve()
+    raw = Path(value).expanduser()
+    in_repo = raw if raw.is_absolute() else root / raw
+    path_like = (
+        bool(info.meta.names)  # the template: anything but a name is a file
+        or raw.is_absolute()
+        or value.startswith(("~", "."))
+        or ".." in raw.parts
+        or in_repo.exists()
+    )
+    if not path_like:
+        # A hub name (org/model), unless it names a folder outside the repository here.
+        if raw.exists() and not _inside(raw.resolve(), root):
+            raise SettingsError(
+                f"{source.label}: {info.name} {_shown(value)} is a folder outside the "
+                f"repository, which the repository's own {REPO_FILE} may not name; {elsewhere}."
+            )
+        return value
+    resolved = in_repo.resolve()
+    if not _inside(resolved, root):
+        raise SettingsError(
+            f"{source.label}: {info.name} {_shown(value)} lies outside the repository, which "
+            f"the repository's own {REPO_FILE} may not name; {elsewhere}."
+        )
+    return str(resolved)
+
+
+def read_settings(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> LoadedSettings:
+    """Settings from defaults, config files, CODERAG_* variables and flag overrides, checked.
+
+    Overrides whose value is None are ignored and so are keys that are not settings, so
+    argparse namespaces can be passed as-is; `flags` names the flag each override came from
+    (default: `--<name>`). A wrong value raises SettingsError naming the key and its source;
+    unknown keys in a file and unknown CODERAG_* variables become warnings.
+    """
+    env = os.environ if environ is None else environ
+    given = {k: v for k, v in (overrides or {}).items() if v is not None and k in SCHEMA}
+    user_file = config_file or user_config_file()
+    values: dict[str, Any] = {}
+    origin: dict[str, _Source] = {}
+    notes: list[str] = []
+
+    def put(name: str, value: Any, source: _Source) -> None:
+        try:
+            values[name] = SCHEMA[name].check(value)
+        except _Invalid as exc:
+            raise source.error(name, exc.reason) from None
+        origin[name] = source
+
+    user_source = _Source(str(user_file))
+    for name, value in list(_file_items(user_file, user_source, notes)):
+        put(name, value, user_source)
+
+    env_source = {name: _Source(info.env_var) for name, info in SCHEMA.items()}
+    if "repo" in given:
+        put("repo", given["repo"], _Source((flags or {}).get("repo", "--repo"), is_flag=True))
+    elif SCHEMA["repo"].env_var in env:
+        put("repo", env[SCHEMA["repo"].env_var], env_source["repo"])
+    repo = values.get("repo") or Path.cwd()
+
+    repo_file = repo / REPO_FILE
+    repo_source = _Source(str(repo_file))
+    for name, value in list(_file_items(repo_file, repo_source, notes)):
+        put(name, _from_repo_file(SCHEMA[name], value, repo, repo_source, user_file), repo_source)
+
+    for var in sorted(k for k in env if k.startswith(ENV_PREFIX)):
+        name = var[len(ENV_PREFIX) :].lower()
+        if name in SCHEMA:
+            put(name, env[var], env_source[name])
+        else:
+            hint = _did_you_mean(name, lambda known: ENV_PREFIX + known.upper())
+            notes.append(f"{var}: unknown setting{hint}; ignored.")
+
+    for name, value in given.items():
+        label = (flags or {}).get(name) or SCHEMA[name].flag
+        put(name, value, _Source(label, is_flag=True))
+
+    # The one check across settings, said by chunk_overlap's source; chunk_lines is named as
+    # its own source spells it (`--chunk-lines`) when that is another one.
+    overlap_from = origin.get("chunk_overlap", _Source("the default"))
+    lines_from = origin.get("chunk_lines", overlap_from)
+    lines_named = "chunk_lines"
+    if lines_from.is_flag:
+        lines_named = lines_from.label
+    elif lines_from != overlap_from:
+        lines_named = f"chunk_lines (from {lines_from.label})"
+    problem = _overlap_problem(
+        values.get("chunking", SCHEMA["chunking"].default),
+        values.get("chunk_lines", SCHEMA["chunk_lines"].default),
+        values.get("chunk_overlap", SCHEMA["chunk_overlap"].default),
+        lines_named,
+    )
+    if problem:
+        raise overlap_from.error("chunk_overlap", problem)
+    return LoadedSettings(Settings(**values), tuple(notes))
 
 
 def load_settings(
@@ -179,41 +733,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     config_file: Path | None = None,
 ) -> Settings:
-    """Build Settings from defaults, config files, CODERAG_* variables and flag overrides.
-
-    Overrides whose value is None are ignored, so argparse namespaces can be passed as-is.
-    """
-    env = os.environ if environ is None else environ
-    hints = get_type_hints(Settings)
-    names = {f.name for f in fields(Settings)}
-    values: dict[str, Any] = {}
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None and k in names}
-
-    repo = Path(overrides.get("repo") or env.get("CODERAG_REPO") or Path.cwd())
-    sources = [
-        _read_toml(config_file or (user_config_dir() / "config.toml")),
-        _read_toml(repo / ".coderag.toml"),
-    ]
-    for source in sources:
-        for key, value in source.items():
-            key = key.replace("-", "_")
-            if key in names:
-                values[key] = _coerce(key, hints[key], value)
-    for name in names:
-        raw = env.get(f"CODERAG_{name.upper()}")
-        if raw is not None:
-            values[name] = _coerce(name, hints[name], raw)
-    for key, value in overrides.items():
-        values[key] = _coerce(key, hints[key], value) if isinstance(value, str) else value
-    if "repo" in values and values["repo"] is None:
-        del values["repo"]
-    if values.get("dense_stripes", 0) < DENSE_STRIPES_AUTO:
-        raise ValueError(
-            f"dense_stripes cannot be {values['dense_stripes']}: use auto, 0 to embed every "
-            "stripe of a chunk or N >= 1 to embed only its first N (--dense-stripes N)."
-        )
-    return Settings(**values)
-
-
-def settings_fields() -> tuple[dataclasses.Field[Any], ...]:
-    return fields(Settings)
+    """`read_settings` for callers with no face of their own: warnings go to `warnings.warn`."""
+    loaded = read_settings(overrides, environ=environ, config_file=config_file)
+    for message in loaded.warnings:
+        warnings.warn(message, SettingsWarning, stacklevel=2)
+    return loaded.settings

@@ -42,7 +42,7 @@ def test_a_negative_cap_is_refused_with_one_sentence(
     code = main([*_argv(command, tiny_repo, index_dir), "--dense-stripes", "-3"])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
-    assert "dense_stripes cannot be -3" in err and "--dense-stripes N" in err
+    assert "--dense-stripes: must be auto or ≥ 0, got -3." in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -51,7 +51,7 @@ def test_the_tui_refuses_a_negative_cap_before_it_starts(tiny_repo: Path, index_
     args = tui_cmd.build_parser().parse_args(
         [*_argv("tui", tiny_repo, index_dir), "--dense-stripes", "-3"]
     )
-    with pytest.raises(UserError, match="dense_stripes cannot be -3"):
+    with pytest.raises(UserError, match="--dense-stripes: must be auto or ≥ 0, got -3"):
         settings_from_args(args)
 
 
@@ -61,7 +61,7 @@ def test_the_environment_and_the_config_file_set_the_cap(tmp_path: Path) -> None
     assert load_settings({"repo": tmp_path}, environ={}, config_file=config).dense_stripes == 1
     env = {"CODERAG_DENSE_STRIPES": "3"}
     assert load_settings({"repo": tmp_path}, environ=env, config_file=config).dense_stripes == 3
-    with pytest.raises(ValueError, match="dense_stripes cannot be -2"):
+    with pytest.raises(ValueError, match="CODERAG_DENSE_STRIPES: dense_stripes must be auto"):
         load_settings(
             {"repo": tmp_path}, environ={"CODERAG_DENSE_STRIPES": "-2"}, config_file=config
         )

@@ -114,7 +114,7 @@ def test_xml_template_context_last_and_exclusions(
         (["--template", "nope.tmpl"], "is neither markdown, xml nor a readable file"),
         (["--encoding", "o300k"], "unknown token encoding 'o300k'"),
         (["--budget", "20"], "raise the budget or shorten the task"),
-        (["--budget", "0"], "--budget must be a positive number of tokens"),
+        (["--budget", "0"], "--budget: must be ≥ 1, got 0."),
     ],
 )
 def test_mistakes_end_in_one_sentence(

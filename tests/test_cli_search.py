@@ -90,7 +90,7 @@ def test_from_location_queries_with_the_lines_before(
         ([], ["--from", "shop/cart.py"], "--from needs FILE:LINE"),
         ([], ["--from", "shop/nope.py:3"], "does not exist"),
         ([], ["--from", "shop/cart.py:1"], "no lines before"),
-        (["cart"], ["--k", "0"], "--k must be at least 1"),
+        (["cart"], ["--k", "0"], "--k: must be ≥ 1, got 0."),
         (["cart"], ["--from", "shop/cart.py:9"], "not both"),
         (["  "], [], "give a QUERY"),
     ],

@@ -29,24 +29,38 @@ def test_precedence(tmp_path: Path) -> None:
 
 
 def test_bad_value_names_the_setting(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="'budget'"):
-        load_settings({"repo": tmp_path}, environ={"CODERAG_BUDGET": "lots"},
-                      config_file=tmp_path / "none.toml")
+    with pytest.raises(ValueError, match="CODERAG_BUDGET: budget must be a whole number"):
+        load_settings(
+            {"repo": tmp_path},
+            environ={"CODERAG_BUDGET": "lots"},
+            config_file=tmp_path / "none.toml",
+        )
 
 
 def test_index_path_is_per_repository(tmp_path: Path) -> None:
-    a = load_settings({"repo": tmp_path / "a", "index_dir": tmp_path / "ix"}, environ={},
-                      config_file=tmp_path / "none.toml")
-    b = load_settings({"repo": tmp_path / "b", "index_dir": tmp_path / "ix"}, environ={},
-                      config_file=tmp_path / "none.toml")
+    a = load_settings(
+        {"repo": tmp_path / "a", "index_dir": tmp_path / "ix"},
+        environ={},
+        config_file=tmp_path / "none.toml",
+    )
+    b = load_settings(
+        {"repo": tmp_path / "b", "index_dir": tmp_path / "ix"},
+        environ={},
+        config_file=tmp_path / "none.toml",
+    )
     assert a.index_path != b.index_path
     assert a.embed_cache_path == b.embed_cache_path  # embeddings are shared by every repository
 
 
 @pytest.mark.parametrize(
     ("text", "key"),
-    [("lines", "lines:64:0"), ("lines:32", "lines:32:0"), ("lines:64:8", "lines:64:8"),
-     ("ast", "ast:64"), ("file", "file")],
+    [
+        ("lines", "lines:64:0"),
+        ("lines:32", "lines:32:0"),
+        ("lines:64:8", "lines:64:8"),
+        ("ast", "ast:64"),
+        ("file", "file"),
+    ],
 )
 def test_chunking_spec_parse(text: str, key: str) -> None:
     assert ChunkingSpec.parse(text).key == key

@@ -14,6 +14,7 @@ from types import ModuleType
 
 from coderag_tui import __version__
 from coderag_tui.cli.common import UserError
+from coderag_tui.core.visible import visible
 
 # subcommand name -> module under coderag_tui.cli
 COMMANDS: dict[str, str] = {
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(module.run(args))
         except UserError as exc:
-            print(f"coderag: {exc}", file=sys.stderr)
+            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             print("coderag: interrupted; what was already indexed is kept.", file=sys.stderr)

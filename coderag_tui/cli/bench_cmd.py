@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
     UserError,
-    add_dense_stripes_arg,
     add_repo_args,
+    add_setting_flags,
     print_json,
     settings_from_args,
 )
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
                         help="default | split | path | split+path (default: the settings')")
     parser.add_argument("--dense", action="store_true",
                         help="also embed the corpus and time the dense stages (slow on CPU)")
-    add_dense_stripes_arg(parser)
+    add_setting_flags(parser, ["dense_stripes"])
     parser.add_argument("--reuse-index", action="store_true",
                         help="use --index-dir as is instead of a fresh temporary index")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")

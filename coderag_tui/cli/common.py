@@ -1,14 +1,16 @@
-"""Arguments and helpers shared by the subcommands: repository path, index location, output."""
+"""Arguments and helpers shared by the subcommands: settings flags, repository path, output."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings, load_settings
+from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
 
 
 class UserError(Exception):
@@ -21,77 +23,167 @@ def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = Tr
     """PATH (default: current directory) and --index-dir, common to every subcommand."""
     if path_positional:
         parser.add_argument(
-            "path", nargs="?", default=None, metavar="PATH",
+            "path",
+            nargs="?",
+            default=None,
+            metavar="PATH",
             help="repository to index (default: the current directory)",
         )
-    parser.add_argument(
-        "--index-dir", type=Path, default=None,
-        help="where to keep the index (default: the user cache directory)",
-    )
+    add_setting_flags(parser, ["index_dir"])
 
 
-def add_chunking_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chunking", choices=["lines", "ast", "file"], default=None,
-                        help="how files are cut into chunks (default: lines)")
-    parser.add_argument("--chunk-lines", type=int, default=None, metavar="N",
-                        help="lines per window for `lines`, size limit for `ast` (default: 64)")
-    parser.add_argument("--overlap", dest="chunk_overlap", type=int, default=None, metavar="N",
-                        help="lines shared by neighbouring windows (default: 0)")
+# The settings each face offers as flags, grouped by stage; every flag is generated from the
+# schema (`add_setting_flags`), so a setting has one spelling, type, limit and help everywhere.
+INDEX_SETTINGS = ("chunking", "chunk_lines", "chunk_overlap", "max_file_bytes", "max_line_chars")
+LEXICAL_SETTINGS = ("split_identifiers", "path_in_text")
+DENSE_SETTINGS = (
+    "embed_backend",
+    "embed_model",
+    "dense_stripes",
+    "embed_batch_size",
+    "allow_download",
+)
+FUSION_SETTINGS = ("fusion", "rrf_k", "bm25_weight", "depth")
+RERANK_SETTINGS = ("rerank", "rerank_backend", "rerank_model", "rerank_candidates", "rerank_keep")
+RANKING_SETTINGS = (*LEXICAL_SETTINGS, *DENSE_SETTINGS, *FUSION_SETTINGS, *RERANK_SETTINGS)
+PROMPT_SETTINGS = ("budget", "template", "encoding", "context_first", "trim_last")
+
+# Older spellings that keep working, and flags that set a boolean setting to False.
+FLAG_ALIASES: dict[str, tuple[str, ...]] = {"chunk_overlap": ("--overlap",)}
+INVERSE_FLAGS: dict[str, tuple[str, str]] = {
+    "context_first": ("--context-last", "put the task before the code context"),
+}
+FLAG_SPELLINGS = "_setting_flags"  # Namespace attribute: setting -> the flag spelling used
 
 
-def add_bm25_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The BM25 tokenizer switches; both are on by default (measured in the README)."""
-    parser.add_argument(
-        "--split-identifiers", action=argparse.BooleanOptionalAction, default=None,
-        help="BM25 also indexes getUserName as get, user, name (default: on)",
-    )
-    parser.add_argument(
-        "--path-in-text", action=argparse.BooleanOptionalAction, default=None,
-        help="BM25 also indexes each chunk's file path (default: on)",
-    )
+def _remember(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
+    """Note which spelling set `dest`, so an error about its value names the flag as typed."""
+    if option_string:
+        spelled = dict(getattr(namespace, FLAG_SPELLINGS, None) or {})
+        spelled[dest] = option_string
+        setattr(namespace, FLAG_SPELLINGS, spelled)
 
 
-def add_dense_stripes_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """--dense-stripes N, for every command that builds a dense index (speed vs coverage)."""
-    parser.add_argument(
-        "--dense-stripes", type=_stripes, default=None, metavar="auto|N",
-        help="embed each chunk's first N model windows; 0 embeds every window and scores the "
-        "best (default: auto, the first window of line and ast chunks, every window of whole "
-        "files: what ranked best on the dev benchmark)",
-    )
+class _SettingFlag(argparse.Action):
+    """Store a setting's value (or `const` for a flag without one) and remember the spelling."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+        _remember(namespace, self.dest, option_string)
 
 
-def _stripes(text: str) -> int:
-    """`auto` or a whole number (checked by load_settings)."""
-    if text.strip().lower() == "auto":
-        return DENSE_STRIPES_AUTO
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not auto or a whole number") from None
+class _SettingSwitch(argparse.BooleanOptionalAction):
+    """--x / --no-x for a boolean setting, remembering the spelling."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        _remember(namespace, self.dest, option_string)
 
 
-def add_ranking_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+@functools.cache
+def _flag_type(info: SettingInfo) -> Callable[[str], Any]:
+    """The argparse type of a setting: parses the text; limits are checked by the schema.
+
+    One function per setting, shared by every subcommand's flag.
+    """
+    if info.kind is Path:
+        return Path
+    if info.kind not in (int, float):
+        return str
+    what = {int: "a whole number", float: "a number"}[info.kind]
+    if info.meta.auto is not None:
+        what = f"auto or {what}"
+
+    def parse(text: str) -> Any:
+        if info.meta.auto is not None and text.strip().lower() == "auto":
+            return info.meta.auto
+        try:
+            return info.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+
+    return parse
+
+
+def setting_help(info: SettingInfo) -> str:
+    """A flag's help: the setting's docstring, its limits and its default.
+
+    Written like the other flags' help: no final period, and a lower-case first word unless
+    it is a name such as BM25.
+    """
+    doc = info.doc.rstrip(".")
+    first = doc.split(" ", 1)[0]
+    if first[1:].islower():
+        doc = doc[0].lower() + doc[1:]
+    facts = [info.limits] if info.limits else []
+    facts.append(f"default: {info.shown_default}")
+    return f"{doc} ({'; '.join(facts)})".replace("%", "%%")  # argparse formats help with %
+
+
+def add_setting_flags(parser: argparse._ActionsContainer, names: Sequence[str]) -> None:
+    """One flag per setting, generated from the schema: `--chunk-lines N`, `--rerank/--no-rerank`.
+
+    The type and choices come from the field's annotation, the help from its docstring, with
+    its limits and default; a flag left out is None, so config files and CODERAG_* keep their
+    say. Values are checked by the schema, so a bad one reads `--rrf-k: must be ≥ 1, got -60.`.
+    """
+    for name in names:
+        info = SCHEMA[name]
+        spellings = (info.flag, *FLAG_ALIASES.get(name, ()))
+        if info.kind is bool:
+            parser.add_argument(
+                *spellings,
+                dest=name,
+                action=_SettingSwitch,
+                default=None,
+                help=setting_help(info),
+            )
+        else:
+            parser.add_argument(
+                *spellings,
+                dest=name,
+                action=_SettingFlag,
+                default=None,
+                type=_flag_type(info),
+                choices=info.choices or None,
+                metavar=None if info.choices else (info.meta.metavar or "N"),
+                help=setting_help(info),
+            )
+        if name in INVERSE_FLAGS:
+            flag, help_text = INVERSE_FLAGS[name]
+            parser.add_argument(
+                flag,
+                dest=name,
+                action=_SettingFlag,
+                nargs=0,
+                const=False,
+                default=None,
+                help=help_text,
+            )
+
+
+def add_ranking_args(parser: argparse._ActionsContainer) -> None:
     """The options of the ranking stages, shared by `search` and `prompt`."""
-    parser.add_argument("--no-dense", dest="dense", action="store_false", default=True,
-                        help="rank with BM25 only (no embedding model is loaded)")
-    parser.add_argument("--rerank", action="store_true", default=None,
-                        help="rerank the fused top candidates with a cross-encoder")
-    parser.add_argument("--embed-model", default=None, metavar="M",
-                        help="embedding model name or local folder")
-    add_dense_stripes_arg(parser)
-    parser.add_argument("--embed-backend", default=None,
-                        choices=["auto", "fastembed", "sentence-transformers", "none"],
-                        help="which library runs the embedding model (default: auto)")
-    parser.add_argument("--rerank-model", default=None, metavar="M",
-                        help="cross-encoder name or local folder")
-    parser.add_argument("--allow-download", action=argparse.BooleanOptionalAction, default=None,
-                        help="may a missing model be downloaded (default: no, offline-first)")
-    parser.add_argument("--fusion", choices=["rrf", "weighted"], default=None,
-                        help="how BM25 and dense are fused (default: rrf)")
-    parser.add_argument("--depth", type=int, default=None, metavar="N",
-                        help="how deep each ranking goes into fusion (default: 100)")
-    add_bm25_args(parser)
+    parser.add_argument(
+        "--no-dense",
+        dest="dense",
+        action="store_false",
+        default=True,
+        help="rank with BM25 only (no embedding model is loaded)",
+    )
+    add_setting_flags(parser, RANKING_SETTINGS)
 
 
 def resolve_repo(path: str | None) -> Path:
@@ -105,16 +197,24 @@ def resolve_repo(path: str | None) -> Path:
 
 
 def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
-    """Settings from config files and environment, overridden by the flags that were given."""
+    """Settings from config files and environment, overridden by the flags that were given.
+
+    A wrong value becomes a UserError (one sentence naming the key and its source); warnings
+    about unknown keys go to stderr as `coderag: …` lines.
+    """
     values = dict(vars(args))
     values.pop("command", None)
+    spelled = values.pop(FLAG_SPELLINGS, None) or {}
     repo = resolve_repo(values.pop("path", None))
     values.update(extra)
     values["repo"] = repo
     try:
-        return load_settings(values)
-    except ValueError as exc:
+        loaded = read_settings(values, flags={"repo": "PATH", **spelled})
+    except SettingsError as exc:
         raise UserError(str(exc)) from exc
+    for warning in loaded.warnings:
+        print(f"coderag: {warning}", file=sys.stderr)
+    return loaded.settings
 
 
 def print_json(data: Any) -> None:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
     UserError,
-    add_dense_stripes_arg,
     add_repo_args,
+    add_setting_flags,
     print_json,
     settings_from_args,
 )
@@ -23,9 +23,20 @@ from coderag_tui.core.records import RANKING_NAMES
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from coderag_tui.core.eval.evaluation import EvalProgress, EvalReport
+    from coderag_tui.core.eval.evaluation import (
+        ConfigSummary,
+        EvalProgress,
+        EvalReport,
+        Grid,
+        GroupScore,
+    )
 
 DEFAULT_MODES = "bm25,dense,fused"
+SEMBLE_NDCG_TITLE = "NDCG@10 (semble)"
+SEMBLE_NOTE = (
+    "NDCG@10 (semble): the top 10 chunks against the relevant and secondary targets; a "
+    "repository's score is the mean over its queries, every other row the mean over repositories."
+)
 
 
 def register(sub: Any) -> None:
@@ -66,11 +77,8 @@ def register(sub: Any) -> None:
                         help="do not rank test files (tests/ folders, test_*.py, conftest.py)")
     parser.add_argument("--tree-cache", type=Path, default=None, metavar="DIR",
                         help="where trees at base_commit are extracted (default: user cache)")
-    parser.add_argument("--embed-model", default=None, help="embedding model name or path")
-    parser.add_argument("--embed-backend", default=None,
-                        help="auto | fastembed | sentence-transformers | none")
-    add_dense_stripes_arg(parser)
-    parser.add_argument("--rerank-model", default=None, help="cross-encoder name or path")
+    # The settings run() reads from the flags (the rest come from config files and CODERAG_*).
+    add_setting_flags(parser, ["embed_model", "embed_backend", "dense_stripes", "rerank_model"])
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--csv", type=Path, default=None, metavar="FILE",
                         help="also write one row per configuration to FILE")
@@ -79,6 +87,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--markdown", type=Path, default=None, metavar="FILE",
                         help="also write the summary as a markdown table to FILE")
     add_repo_args(parser, path_positional=False)
+    parser.add_argument("--baseline", default=None, metavar="CONFIG",
+                        help="compare every configuration with this one by a paired bootstrap, "
+                             "e.g. 'bm25' or 'fused lines:64 split+path' (default: the first)")
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -148,13 +159,14 @@ def run(args: argparse.Namespace) -> int:
         grid.validate()
     except ValueError as exc:
         raise UserError(f"{exc}.") from exc
+    baseline = _baseline(getattr(args, "baseline", None), grid, settings.dense_stripes)
 
     cancel = threading.Event()
     try:
         with _ProgressView(enabled=True) as view:
             report = run_eval(
                 rows, settings, grid, repos_dir=args.repos, tree_cache=args.tree_cache,
-                progress=view.update, cancel=cancel,
+                progress=view.update, cancel=cancel, baseline=baseline,
             )
     except KeyboardInterrupt:
         cancel.set()
@@ -177,6 +189,34 @@ def run(args: argparse.Namespace) -> int:
         print("coderag: no row could be evaluated (see the notes above).", file=sys.stderr)
         return 1
     return 0
+
+
+def _baseline(text: str | None, grid: Grid, dense_stripes: int) -> tuple[str, str, str] | None:
+    """The configuration --baseline names (mode, chunking, tokenizer; the grid's first where
+    left out), checked against the grid before anything runs."""
+    from coderag_tui.core.eval.evaluation import ANY_TOKENIZER, mode_label
+
+    if not text:
+        return None
+    parts = text.replace(",", " ").replace("·", " ").split()
+    mode, chunking, tokenizer = grid.modes[0], grid.chunkings[0], grid.tokenizers[0]
+    for part in parts:
+        if part in grid.modes:
+            mode = part
+        elif part in grid.chunkings:
+            chunking = part
+        elif part in grid.tokenizers:
+            tokenizer = part
+        else:
+            known = ", ".join(dict.fromkeys((*grid.modes, *grid.chunkings, *grid.tokenizers)))
+            raise UserError(
+                f"--baseline {text!r}: {part!r} is not a mode, chunking or tokenizer of this "
+                f"run; use some of {known}."
+            )
+    return (
+        mode_label(mode, dense_stripes), chunking,
+        ANY_TOKENIZER if mode == "dense" else tokenizer,
+    )
 
 
 class _ProgressView:
@@ -231,6 +271,84 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}"
 
 
+def _config_labels(summaries: list[ConfigSummary]) -> list[str]:
+    """A short name per configuration: the parts (mode, chunking, tokenizer) that vary."""
+    varying = [len({s.config[i] for s in summaries}) > 1 for i in range(3)]
+    if not any(varying):
+        varying[0] = True
+    return [" ".join(p for p, v in zip(s.config, varying, strict=True) if v) for s in summaries]
+
+
+def _semble_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """semble's NDCG@10 per repository, category and language: (title, header, rows) each,
+    one column per configuration. A repository's score is the mean over its queries; every
+    other row (all, a category, a language) is the plain mean over repositories."""
+    summaries = [s for s in report.summaries if s.semble is not None]
+    if not summaries:
+        return []
+    labels = _config_labels(summaries)
+    languages: dict[str, str] = {}
+    for r in report.instances:
+        if r.ndcg10_semble is not None and r.language:
+            languages.setdefault(r.repo, r.language)
+    tables = []
+    for title, attr in (("repository", "by_repo"), ("category", "by_category"),
+                        ("language", "by_language")):
+        groups: dict[str, None] = {}
+        for s in summaries:
+            groups.update(dict.fromkeys(getattr(s.semble, attr)))
+        extra = ["language"] if attr == "by_repo" else []
+        head = [title, *extra, "queries", "repos", *labels]
+        rows: list[list[str]] = []
+        overall: list[GroupScore] = [s.semble.overall for s in summaries if s.semble]
+        rows.append(["all (mean of repositories)", *([""] * len(extra)),
+                     str(overall[0].queries), str(overall[0].repos),
+                     *(f"{g.ndcg10:.3f}" for g in overall)])
+        for group in groups:
+            scores = [getattr(s.semble, attr).get(group) for s in summaries]
+            first = next(g for g in scores if g is not None)
+            rows.append([
+                group, *([languages.get(group, "")] if extra else []),
+                str(first.queries), str(first.repos),
+                *(f"{g.ndcg10:.3f}" if g is not None else "" for g in scores),
+            ])
+        tables.append((f"{SEMBLE_NDCG_TITLE} per {title}", head, rows))
+    return tables
+
+
+def _comparison_rows(report: EvalReport) -> tuple[str, list[str], list[list[str]]] | None:
+    """The bootstrap comparisons as (title, header, rows), or None when there are none."""
+    if not report.comparisons:
+        return None
+    first = report.comparisons[0]
+    labels = {s.config: label for s, label in
+              zip(report.summaries, _config_labels(list(report.summaries)), strict=True)}
+    def name(metric: str) -> str:
+        return {"mrr": "MRR (files)"}.get(metric, SEMBLE_NDCG_TITLE)
+
+    # fused-files has no chunk ranking, so on semble's format it is compared on MRR instead
+    mixed = len({c.metric for c in report.comparisons}) > 1
+    title = (
+        f"paired bootstrap vs {labels.get(first.baseline, ' '.join(first.baseline))}: "
+        f"difference in {'the metric shown' if mixed else name(first.metric)}, "
+        f"{100 * first.interval.confidence:.0f}% interval, "
+        f"{first.interval.resamples} resamples of queries"
+    )
+    head = ["configuration", *(["metric"] if mixed else []), "queries", "baseline", "score",
+            "difference", "interval", "verdict"]
+    rows = [
+        [
+            labels.get(c.candidate, " ".join(c.candidate)),
+            *([name(c.metric)] if mixed else []), str(c.interval.n),
+            f"{c.baseline_score:.3f}", f"{c.candidate_score:.3f}",
+            f"{c.interval.mean_diff:+.3f}", f"[{c.interval.low:+.3f}, {c.interval.high:+.3f}]",
+            c.interval.verdict,
+        ]
+        for c in report.comparisons
+    ]
+    return title, head, rows
+
+
 def _print_report(report: EvalReport, console: Console | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -240,6 +358,7 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
         if not console.is_terminal:  # a file or pipe: do not squeeze the table to 80 columns
             console = Console(width=220)
     names = report.metric_names
+    with_semble = any(s.semble is not None for s in report.summaries)
     for level in ("files", "chunks"):
         summaries = [
             s for s in report.summaries if level == "files" or s.chunk_scores is not None
@@ -252,6 +371,9 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
         for name in names:
             table.add_column(name.replace("acc", "Acc").replace("ndcg", "NDCG")
                              .replace("mrr", "MRR"), justify="right")
+        semble_column = with_semble and level == "files"
+        if semble_column:
+            table.add_column(SEMBLE_NDCG_TITLE, justify="right")
         table.add_column("median ms", justify="right")
         table.add_column("per stage (median ms)")
         for s in summaries:
@@ -260,10 +382,22 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
                 f"{scores.get(n, 0.0):.3f}" if n in ("mrr", "ndcg@10") else _pct(scores.get(n, 0))
                 for n in names
             ]
+            if semble_column:
+                cells.append(f"{s.semble.overall.ndcg10:.3f}" if s.semble is not None else "")
             stages = " · ".join(f"{st} {ms:.1f}" for st, ms in s.stage_ms.items())
             table.add_row(s.mode, s.chunking, s.tokenizer, str(s.n), *cells,
                           f"{s.search_ms:.1f}", stages)
         console.print(table)
+    comparison = _comparison_rows(report)
+    for title, head, rows in [*_semble_tables(report), *([comparison] if comparison else [])]:
+        table = Table(title=title)
+        for i, col in enumerate(head):
+            table.add_column(col, justify="left" if i == 0 or col == "language" else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    if with_semble:
+        console.print(f"note: {SEMBLE_NOTE}")
     for row_id, reason in report.skipped:
         console.print(f"skipped {row_id}: {reason}")
     for note in report.notes:
@@ -272,18 +406,33 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
 
 
 def markdown_table(report: EvalReport) -> str:
-    """The file-level summary as a markdown table (Acc and recall in %, MRR and NDCG 0-1)."""
+    """The file-level summary as a markdown table (Acc and recall in %, MRR and NDCG 0-1),
+    then semble's NDCG@10 per repository, category and language and the bootstrap
+    comparisons, when the run has them."""
     names = report.metric_names
-    head = ["mode", "chunking", "tokenizer", "n", *names, "median ms"]
+    with_semble = any(s.semble is not None for s in report.summaries)
+    head = ["mode", "chunking", "tokenizer", "n", *names,
+            *([SEMBLE_NDCG_TITLE] if with_semble else []), "median ms"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in report.summaries:
         cells = [
             f"{s.scores.get(n, 0.0):.3f}" if n in ("mrr", "ndcg@10") else _pct(s.scores.get(n, 0))
             for n in names
         ]
+        if with_semble:
+            cells.append(f"{s.semble.overall.ndcg10:.3f}" if s.semble is not None else "")
         lines.append("| " + " | ".join(
             [s.mode, s.chunking, s.tokenizer, str(s.n), *cells, f"{s.search_ms:.1f}"]
         ) + " |")
+    if with_semble:
+        lines += ["", SEMBLE_NOTE]
+    comparison = _comparison_rows(report)
+    for title, table_head, rows in [
+        *_semble_tables(report), *([comparison] if comparison else []),
+    ]:
+        lines += ["", f"**{title}**", "", "| " + " | ".join(table_head) + " |",
+                  "|" + "---|" * len(table_head)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 

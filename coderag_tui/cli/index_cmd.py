@@ -13,15 +13,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from coderag_tui.cli.common import (
+    INDEX_SETTINGS,
     UserError,
-    add_chunking_args,
     add_repo_args,
+    add_setting_flags,
     print_json,
     settings_from_args,
 )
 from coderag_tui.core.engine import Engine
 from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport
 from coderag_tui.core.index.store import StoreError
+from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings
 
 
@@ -36,31 +38,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_repo_args(parser)
-    add_chunking_args(parser)
-    parser.add_argument("--max-file-bytes", type=int, default=None, metavar="N",
-                        help="skip files larger than N bytes (default: 1 MiB)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object with the full report (no progress bar)")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="list every skipped file with its reason")
-
-
-def _check(settings: Settings) -> None:
-    """Reject impossible settings with one sentence each."""
-    if settings.chunking not in ("lines", "ast", "file"):
-        raise UserError(
-            f"unknown chunking {settings.chunking!r} (from a config file or CODERAG_CHUNKING): "
-            "use lines, ast or file."
-        )
-    if settings.chunk_lines < 1:
-        raise UserError(f"--chunk-lines must be at least 1, not {settings.chunk_lines}.")
-    if settings.chunking == "lines" and not 0 <= settings.chunk_overlap < settings.chunk_lines:
-        raise UserError(
-            f"--overlap must be between 0 and {settings.chunk_lines - 1} "
-            f"(below --chunk-lines), not {settings.chunk_overlap}."
-        )
-    if settings.max_file_bytes < 1:
-        raise UserError(f"--max-file-bytes must be positive, not {settings.max_file_bytes}.")
+    add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
 
 
 @contextmanager
@@ -125,10 +107,10 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
         lines.append("Skipped files:")
         for skip in report.skipped:
             detail = f" ({skip.detail})" if skip.detail else ""
-            lines.append(f"  {skip.path}: {skip.reason.value}{detail}")
+            lines.append(f"  {one_line(skip.path)}: {skip.reason.value}{one_line(detail)}")
     if verbose and report.invalid_utf8:
         lines.append("Files with invalid UTF-8:")
-        lines.extend(f"  {path}" for path in report.invalid_utf8)
+        lines.extend(f"  {one_line(path)}" for path in report.invalid_utf8)
     if report.cancelled:
         lines.append(f"Cancelled with {report.files_left} files left; run again to finish.")
     if report.notice:
@@ -138,7 +120,6 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    _check(settings)
     engine = Engine(settings)
     show_bar = not args.json and sys.stderr.isatty()
     try:
@@ -157,5 +138,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"repo": str(settings.repo_root), **report.as_dict()})
     else:
-        print("\n".join(_summary(settings, report, verbose=args.verbose)))
+        print(visible("\n".join(_summary(settings, report, verbose=args.verbose))))
     return 0

@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui.cli.common import (
+    INDEX_SETTINGS,
+    PROMPT_SETTINGS,
     UserError,
-    add_chunking_args,
     add_ranking_args,
     add_repo_args,
+    add_setting_flags,
     print_json,
     settings_from_args,
 )
+from coderag_tui.cli.render import say
 from coderag_tui.core.engine import PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
@@ -32,6 +35,7 @@ from coderag_tui.core.prompt.pack import (
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
 from coderag_tui.core.records import PackedPrompt
+from coderag_tui.core.visible import control_count, visible
 from coderag_tui.settings import Settings
 
 
@@ -48,29 +52,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("task", metavar="TASK",
                         help="what the model should do; also the search query ('-' reads stdin)")
     add_repo_args(parser)
-    parser.add_argument("--budget", type=int, default=None, metavar="TOKENS",
-                        help="token budget of the whole prompt (default: 8000)")
-    parser.add_argument("--template", default=None, metavar="markdown|xml|FILE",
-                        help="prompt layout: markdown (default), xml, or a template file")
-    parser.add_argument("--encoding", default=None, metavar="NAME",
-                        help="tiktoken encoding for counting (default: o200k_base)")
     parser.add_argument("--copy", action="store_true",
                         help="copy the prompt to the clipboard (pyperclip, else OSC 52)")
     parser.add_argument("--out", type=Path, default=None, metavar="FILE",
                         help="write the prompt to FILE")
     parser.add_argument("--json", action="store_true",
                         help="print the prompt with its token account as one JSON object")
-    parser.add_argument("--context-last", dest="context_first", action="store_false",
-                        default=None, help="put the task before the code context")
-    parser.add_argument("--trim-last", action="store_true", default=None,
-                        help="cut the last chunk at a line boundary to fill the budget")
     parser.add_argument("--pin", action="append", default=[], metavar="PATH:A-B",
                         help="put this chunk first (repeatable; keys as `coderag search` shows)")
     parser.add_argument("--exclude", action="append", default=[], metavar="PATH:A-B",
                         help="never include this chunk (repeatable)")
-    search = parser.add_argument_group("ranking (the same options as `coderag search`)")
-    add_ranking_args(search)
-    add_chunking_args(parser)
+    add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
+    add_ranking_args(parser.add_argument_group("ranking (the same options as `coderag search`)"))
+    add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
 
 
 @contextmanager
@@ -195,12 +189,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_json(packed, counter, advice, copy))
     elif copy is None:
-        sys.stdout.write(packed.text)
+        # On a terminal, escape sequences from the repository are shown, not obeyed; a pipe
+        # or a file gets the exact text.
+        sys.stdout.write(visible(packed.text) if sys.stdout.isatty() else packed.text)
         sys.stdout.flush()
-    for line in (*notes, *_status(packed, counter, advice)):
-        print(f"coderag: {line}", file=sys.stderr)
+    lines = [*notes, *_status(packed, counter, advice)]
+    controls = control_count(packed.text)
+    if controls:
+        lines.append(
+            f"the prompt holds {controls} control character(s) from the repository: written "
+            "out (\\x1b …) on a terminal, kept as they are in files, pipes, --json and copies."
+        )
+    for line in lines:
+        say(line)
     if copy is not None:
-        print(f"coderag: {copy.message}", file=sys.stderr)
+        say(copy.message)
         if not copy.ok:
             return 1
     return 0

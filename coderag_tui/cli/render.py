@@ -1,11 +1,13 @@
-"""Rich renderings of search results shared by the CLI commands: rankings, files, timings.
+"""What the CLI shows: rankings, files and timings as Rich tables, and status lines.
 
 `coderag search` prints the rankings side by side; `coderag prompt` and others can reuse the
-same tables so every face shows a ranking the same way.
+same tables so every face shows a ranking the same way. Repository text (paths, notices that
+quote them) reaches the terminal only through `visible`, as plain text, never as markup.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from coderag_tui.core.records import Chunk, FileHit, Hit, RankingName, SearchRun
+from coderag_tui.core.visible import one_line, visible
 
 # One colour per ranking, so a chunk's column is recognisable at a glance.
 RANKING_STYLES: dict[str, str] = {
@@ -29,9 +32,15 @@ RANKING_TITLES: dict[str, str] = {
 }
 
 
-def chunk_label(chunk: Chunk) -> str:
-    """`path:start-end`, the one way a chunk is named on screen."""
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+def say(message: str) -> None:
+    """One status line on stderr, `coderag: …`, with control characters written out."""
+    print(f"coderag: {visible(message)}", file=sys.stderr)
+
+
+def chunk_label(chunk: Chunk) -> Text:
+    """`path:start-end`, the one way a chunk is named on screen (plain text, never markup;
+    control characters in the path written out)."""
+    return Text(f"{one_line(chunk.path)}:{chunk.start_line}-{chunk.end_line}")
 
 
 def score_text(score: float) -> str:
@@ -81,11 +90,12 @@ def files_table(
         table.add_column("best lines", no_wrap=True)
         columns.append(run.files(name))
     for i in range(min(k, max((len(c) for c in columns), default=0))):
-        row: list[str] = []
+        row: list[str | Text] = []
         for files in columns:
             if i < len(files):
                 f = files[i]
-                row += [str(f.rank), f.path, f"{f.best_chunk.start_line}-{f.best_chunk.end_line}"]
+                lines = f"{f.best_chunk.start_line}-{f.best_chunk.end_line}"
+                row += [str(f.rank), Text(one_line(f.path)), lines]
             else:
                 row += ["", "", ""]
         table.add_row(*row)

@@ -14,10 +14,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from coderag_tui.cli.common import (
+    INDEX_SETTINGS,
     UserError,
-    add_chunking_args,
     add_ranking_args,
     add_repo_args,
+    add_setting_flags,
     print_json,
     settings_from_args,
 )
@@ -25,10 +26,12 @@ from coderag_tui.cli.render import (
     files_table,
     rankings_table,
     run_record,
+    say,
     timings_table,
     unavailable_lines,
 )
 from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
+from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings
 
 MODES = ("bm25", "dense", "fused", "rerank", "all")
@@ -48,9 +51,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("query", nargs="?", default=None, metavar="QUERY",
                         help="what to look for (omit it with --from)")
     add_repo_args(parser)
-    add_chunking_args(parser)
-    parser.add_argument("--k", type=int, default=None, metavar="N",
-                        help="hits shown per ranking (default: 20)")
+    add_setting_flags(parser, ["k"])
     parser.add_argument("--mode", choices=MODES, default="all",
                         help="which ranking to show (default: all of them side by side)")
     parser.add_argument("--files", action="store_true",
@@ -60,7 +61,8 @@ def register(subparsers: Any) -> None:
                         help="query with the lines before LINE of FILE (LINE excluded)")
     parser.add_argument("--query-lines", type=int, default=DEFAULT_QUERY_LINES, metavar="N",
                         help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})")
-    add_ranking_args(parser)
+    add_ranking_args(parser.add_argument_group("ranking"))
+    add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
 
 
 def _parse_location(text: str) -> tuple[str, int]:
@@ -72,20 +74,9 @@ def _parse_location(text: str) -> tuple[str, int]:
 
 
 def _check(settings: Settings, args: argparse.Namespace) -> None:
-    """Reject impossible numbers with one sentence each."""
-    if settings.k < 1:
-        raise UserError(f"--k must be at least 1, not {settings.k}.")
-    if settings.depth < 1:
-        raise UserError(f"--depth must be at least 1, not {settings.depth}.")
+    """Reject impossible search-only numbers (the schema checked the settings already)."""
     if args.query_lines < 1:
         raise UserError(f"--query-lines must be at least 1, not {args.query_lines}.")
-    if settings.chunk_lines < 1:
-        raise UserError(f"--chunk-lines must be at least 1, not {settings.chunk_lines}.")
-    if settings.chunking == "lines" and not 0 <= settings.chunk_overlap < settings.chunk_lines:
-        raise UserError(
-            f"--overlap must be between 0 and {settings.chunk_lines - 1}, "
-            f"not {settings.chunk_overlap}."
-        )
 
 
 @contextmanager
@@ -154,19 +145,17 @@ def run(args: argparse.Namespace) -> int:
     with engine:
         result = engine.search(query, settings, origin)
     if origin is not None and result.left_out:
-        print(
-            f"coderag: left out {result.left_out} chunk(s) of {origin.path} that hold the query "
-            "lines (they would trivially rank first).",
-            file=sys.stderr,
+        say(
+            f"left out {result.left_out} chunk(s) of {origin.path} that hold the query "
+            "lines (they would trivially rank first)."
         )
 
     notes = list(dict.fromkeys((*engine.notices, *result.notes)))
     for note in notes:
-        print(f"coderag: {note}", file=sys.stderr)
+        say(note)
     names = _shown(result, args.mode)
     if args.mode not in ("all", *names):
-        print(f"coderag: showing the {names[0]} ranking, because {args.mode} is unavailable.",
-              file=sys.stderr)
+        say(f"showing the {names[0]} ranking, because {args.mode} is unavailable.")
     if args.json:
         record = run_record(result, list(RANKING_NAMES) if args.mode == "all" else names,
                             settings.k, files=args.files)
@@ -191,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         console = Console(width=max(80, console.measure(body).maximum))
     if args.from_location is not None:
         console.print(
-            f"query: the {args.query_lines} lines before {args.from_location}",
+            f"query: the {args.query_lines} lines before {one_line(args.from_location)}",
             style="dim", markup=False, highlight=False,
         )
     console.print(body)
@@ -199,6 +188,6 @@ def run(args: argparse.Namespace) -> int:
         for reason in unavailable_lines(result, list(RANKING_NAMES)):
             detail = reason.split(": ", 1)[-1]  # the why, without the "dense search is off" lead
             if not any(detail in note for note in notes):  # already said on stderr
-                console.print(reason, style="dim", soft_wrap=True, markup=False)
+                console.print(visible(reason), style="dim", soft_wrap=True, markup=False)
     console.print(timings_table(result))
     return 0

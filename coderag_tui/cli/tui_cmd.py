@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from coderag_tui.cli.common import (
+    INDEX_SETTINGS,
+    PROMPT_SETTINGS,
+    RANKING_SETTINGS,
     UserError,
-    add_bm25_args,
-    add_chunking_args,
-    add_dense_stripes_arg,
     add_repo_args,
+    add_setting_flags,
     settings_from_args,
 )
 
@@ -26,60 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     add_repo_args(parser)
-    add_chunking_args(parser)
-    parser.add_argument(
-        "--theme",
-        default=None,
-        metavar="NAME",
-        help="coderag-dark (default), coderag-light, coderag-high-contrast, "
-        "or a theme from your theme folder; remembered when chosen in the app",
-    )
-    parser.add_argument(
-        "--theme-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="folder of your own YAML themes (same schema as the bundled ones)",
-    )
-    parser.add_argument(
-        "--budget",
-        type=int,
-        default=None,
-        metavar="TOKENS",
-        help="token budget of the prompt (default: 8000)",
-    )
-    parser.add_argument(
-        "--template",
-        default=None,
-        metavar="NAME|FILE",
-        help="prompt template: markdown, xml or a template file",
-    )
-    parser.add_argument(
-        "--rerank",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="rerank the fused top candidates with a cross-encoder",
-    )
-    parser.add_argument(
-        "--embed-backend",
-        default=None,
-        choices=["auto", "fastembed", "sentence-transformers", "none"],
-        help="dense embedding backend (none: BM25 only)",
-    )
-    parser.add_argument(
-        "--embed-model",
-        default=None,
-        metavar="NAME|PATH",
-        help="embedding model name or local folder",
-    )
-    add_dense_stripes_arg(parser)
-    parser.add_argument(
-        "--allow-download",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="allow downloading a missing model in the background",
-    )
-    add_bm25_args(parser)
+    add_setting_flags(parser, ["theme", "theme_dir", "k"])
+    add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
+    add_setting_flags(parser.add_argument_group("ranking"), RANKING_SETTINGS)
+    add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
     return parser
 
 
@@ -87,6 +37,7 @@ def run_tui(argv: list[str]) -> int:
     """Run the TUI with these arguments; returns the process exit code."""
     args = build_parser().parse_args(argv)
     try:
+        # Warnings about unknown keys go to stderr here, before the app takes the screen.
         settings = settings_from_args(args)
     except UserError as exc:
         print(f"coderag: {exc}", file=sys.stderr)

@@ -20,7 +20,7 @@ from coderag_tui.core.rank.embed import (
     prefixes_for,
     resolve_embedder,
 )
-from coderag_tui.settings import Settings
+from coderag_tui.settings import Settings, SettingsError
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     MAX_POSITIONS,
     no_cached_models,
@@ -166,9 +166,9 @@ def test_backend_none_turns_dense_off(tiny_st_embedder: Path, tmp_path: Path) ->
 
 
 def test_unknown_backend_names_the_choices(tmp_path: Path) -> None:
-    choice = _resolve(tmp_path, embed_backend="tensorflow")
-    assert choice.embedder is None
-    assert "use auto, fastembed, sentence-transformers or none" in choice.reason
+    # The settings schema refuses it before a resolver could see it.
+    with pytest.raises(SettingsError, match="one of auto, fastembed, sentence-transformers, none"):
+        _resolve(tmp_path, embed_backend="tensorflow")
 
 
 def test_a_missing_explicit_model_falls_back_to_the_offline_package_with_a_notice(
