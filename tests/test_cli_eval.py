@@ -1,4 +1,5 @@
-"""`coderag eval` end to end on the tiny repository: JSON, CSV, git history, bad input."""
+"""`coderag eval` end to end on the tiny repository: JSON, CSV, git history, bad input, and
+semble's annotation format with its per-repository tables and bootstrap comparisons."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
+from tests.core.test_eval_semble import make_semble_fixture
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -107,3 +109,70 @@ def test_bad_input_is_one_sentence(
     assert code == 2
     assert message in err
     assert err.count("\n") == 1
+
+
+def test_eval_semble_format_reports_ndcg_per_repository_category_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repos, dataset = make_semble_fixture(tmp_path)
+    common = ["eval", str(dataset), "--repos", str(repos), "--modes", "bm25",
+              "--index-dir", str(tmp_path / "index"), "--tree-cache", str(tmp_path / "trees")]
+    code = main([*common, "--chunking", "file,lines:8", "--tokenizer", "split+path",
+                 "--json", "--markdown", str(tmp_path / "out.md")])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    file_config = out["configs"][0]
+    assert file_config["chunking"] == "file"
+    semble = file_config["semble"]
+    assert semble["ndcg10_semble"] == pytest.approx(0.6934, abs=1e-4)  # mean of 1.0 and 0.387
+    assert set(semble["by_repo"]) == {"acme/tiny", "acme/other"}
+    assert set(semble["by_category"]) == {"semantic", "symbol", "architecture"}
+    assert semble["by_language"]["python"]["repos"] == 2
+    assert all(not f.startswith(("docs/", "tests/"))
+               for i in out["instances"] for f in i["top_files"])
+    [comparison] = out["comparisons"]
+    assert comparison["metric"] == "ndcg10_semble"
+    assert comparison["baseline"]["chunking"] == "file"
+    assert comparison["low"] <= comparison["mean_diff"] <= comparison["high"]
+    markdown = (tmp_path / "out.md").read_text()
+    assert "| ndcg10_semble |" not in markdown and "NDCG@10 (semble) |" in markdown
+    assert "**NDCG@10 (semble) per category**" in markdown
+    assert "**paired bootstrap vs file:" in markdown
+
+    code = main([*common, "--chunking", "file,lines:8", "--tokenizer", "split+path",
+                 "--baseline", "lines:8"])
+    text = capsys.readouterr().out
+    assert code == 0
+    for title in ("NDCG@10 (semble) per repository", "NDCG@10 (semble) per category",
+                  "NDCG@10 (semble) per language", "paired bootstrap vs lines:8"):
+        assert title in text
+    assert "acme/other" in text and "architecture" in text
+
+
+def test_a_baseline_outside_the_grid_is_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repos, dataset = make_semble_fixture(tmp_path)
+    code = main(["eval", str(dataset), "--repos", str(repos), "--modes", "bm25",
+                 "--chunking", "file", "--baseline", "fused", "--index-dir", str(tmp_path / "i")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "'fused' is not a mode, chunking or tokenizer of this run" in err
+    assert err.count("\n") == 1
+
+
+def test_a_swe_bench_grid_compares_on_mrr_and_has_no_semble_scores(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _dataset(tmp_path / "d.jsonl", [
+        {"instance_id": "pay", "problem_statement": "charge a card, retry on gateway timeout",
+         "gold_files": ["shop/payment.py"]},
+    ])
+    code = main(["eval", str(data), "--repo", str(tiny_repo), "--modes", "bm25",
+                 "--chunking", "lines:8,file", "--index-dir", str(tmp_path / "index"),
+                 "--tree-cache", str(tmp_path / "trees"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert all("semble" not in c for c in out["configs"])
+    assert all("ndcg10_semble" not in i for i in out["instances"])
+    assert [c["metric"] for c in out["comparisons"]] == ["mrr"]

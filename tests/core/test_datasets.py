@@ -20,7 +20,7 @@ from coderag_tui.core.eval.datasets import (
     missing_files,
     rows_to_jsonl,
 )
-from coderag_tui.core.eval.metrics import GoldChunk
+from coderag_tui.core.eval.metrics import GoldChunk, Target
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -82,6 +82,52 @@ def test_load_dataset_accepts_both_field_spellings(tmp_path: Path) -> None:
     assert load_dataset(_write(tmp_path / "again.jsonl", rows_to_jsonl(rows))) == rows
 
 
+SEMBLE_ROW = {
+    "id": "fastapi-15", "query": "Depends", "gold_files": ["fastapi/params.py"],
+    "gold_chunks": [{"path": "fastapi/params.py", "start_line": 746, "end_line": 749}],
+    "secondary_files": ["fastapi/param_functions.py"], "category": "symbol",
+    "repo": "fastapi/fastapi", "base_commit": "c3c9dd6b1a08", "language": "python",
+    "benchmark_root": "fastapi/",
+}
+
+
+def test_semble_rows_keep_category_language_scope_and_targets(tmp_path: Path) -> None:
+    plain = {**SEMBLE_ROW, "id": "fastapi-0", "query": "how does dependency injection work",
+             "gold_files": ["fastapi/dependencies/utils.py"], "gold_chunks": [],
+             "secondary_files": ["fastapi/dependencies/models.py", "fastapi/params.py"],
+             "category": "architecture", "benchmark_root": None}
+    path = _write(tmp_path / "nl.jsonl", json.dumps(SEMBLE_ROW) + "\n" + json.dumps(plain) + "\n")
+    symbol, architecture = load_dataset(path)
+    assert symbol.semble and architecture.semble
+    assert (symbol.category, symbol.language, symbol.benchmark_root) == (
+        "symbol", "python", "fastapi")
+    assert architecture.benchmark_root is None
+    # the range's file is listed in gold_files for file-level metrics; semble's target is the
+    # range alone, then the secondary file
+    assert symbol.targets == (
+        Target("fastapi/params.py", 746, 749), Target("fastapi/param_functions.py"),
+    )
+    assert architecture.targets == (
+        Target("fastapi/dependencies/utils.py"), Target("fastapi/dependencies/models.py"),
+        Target("fastapi/params.py"),
+    )
+    again = load_dataset(_write(tmp_path / "again.jsonl", rows_to_jsonl([symbol, architecture])))
+    assert again == [symbol, architecture]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("secondary_files", "a.py", "`secondary_files` that is not a list"),
+     ("benchmark_root", ["src"], "`benchmark_root` that is not a folder path")],
+)
+def test_bad_semble_fields_name_the_line(
+    tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    path = _write(tmp_path / "d.jsonl", json.dumps({**SEMBLE_ROW, field: value}) + "\n")
+    with pytest.raises(DatasetError, match=f"line 1 has a {message}"):
+        load_dataset(path)
+
+
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
@@ -115,6 +161,17 @@ def test_candidate_filter_include_and_tests() -> None:
     assert CandidateFilter().accepts("anything.md")
     assert not CandidateFilter().active
     assert is_test_path("src/pkg/test_x.py")
+
+
+def test_candidate_filter_under_a_benchmark_root() -> None:
+    scoped = CandidateFilter(include=("*.py",)).under("src/click/")
+    assert scoped.accepts("src/click/core.py")
+    assert not scoped.accepts("src/click/core.txt")  # the include still holds
+    assert not scoped.accepts("src/clicker/core.py")  # a folder, not a name prefix
+    assert not scoped.accepts("docs/conf.py")
+    assert CandidateFilter().under(None) == CandidateFilter()  # no root: unchanged
+    assert CandidateFilter().under("lib").active
+    assert CandidateFilter().under("lib").key == "under-lib"
 
 
 def test_find_repository_layouts(tmp_path: Path, history_repo: tuple[Path, dict[str, str]]) -> None:
@@ -158,6 +215,20 @@ def test_tree_from_a_bare_repository_with_a_candidate_filter(
     full = materialise_tree(bare, shas["c0"], cache_dir=tmp_path / "t")
     assert full != tree
     assert (full / "README.md").exists()
+
+
+def test_tree_under_a_root_holds_only_that_folder(tmp_path: Path) -> None:
+    repo = tmp_path / "scoped"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    sha = commit(repo, "init", {"lib/a.rb": "a\n", "lib/x/b.rb": "b\n", "spec/a_spec.rb": "s\n",
+                                "README.md": "r\n"})
+    tree = materialise_tree(repo, sha, cache_dir=tmp_path / "t",
+                            candidates=CandidateFilter().under("lib"))
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()) == [
+        "lib/a.rb", "lib/x/b.rb",
+    ]
+    assert tree.name.endswith("-under-lib")
 
 
 def test_missing_commit_says_so_and_leaves_nothing(

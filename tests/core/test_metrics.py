@@ -1,4 +1,4 @@
-"""Metrics against values worked out by hand for small rankings."""
+"""Metrics against values worked out by hand for small rankings, and the paired bootstrap."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ from hypothesis import strategies as st
 
 from coderag_tui.core.eval.metrics import (
     GoldChunk,
+    Target,
     mean_scores,
     metric_names,
+    paired_bootstrap,
     score_chunks,
     score_files,
+    semble_ndcg,
+    target_ranks,
 )
 
 # ranked: a, g1, b, g2, c   gold: g1, g2, g3 (g3 never retrieved)
@@ -115,3 +119,108 @@ def test_every_metric_stays_between_zero_and_one(ranked: list[str], gold: list[s
     # a ranking that starts with all gold files is perfect on NDCG
     perfect = score_files(gold + [p for p in ranked if p not in gold], gold)
     assert perfect["ndcg@10"] == pytest.approx(1.0)
+
+
+# --- semble's chunk-level NDCG@10 ---------------------------------------------------------------
+
+
+def test_semble_ndcg_by_hand() -> None:
+    targets = [Target("a.py", 10, 20), Target("b.py"), Target("c.py")]
+    ranked = [
+        ("x.py", 1, 50),
+        ("a.py", 1, 9),  # a.py, but not the range
+        ("b.py", 1, 50),  # finds b.py (any chunk of the file)
+        ("a.py", 15, 30),  # finds the range
+        ("b.py", 51, 90),  # b.py again: no new credit
+    ]
+    assert target_ranks(ranked, targets) == (4, 3, None)
+    dcg = 1 / math.log2(5) + 1 / math.log2(4)
+    idcg = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert semble_ndcg(ranked, targets) == pytest.approx(dcg / idcg)
+    assert semble_ndcg(ranked, targets) == pytest.approx(0.4367, abs=1e-4)
+
+
+def test_semble_ndcg_looks_at_the_top_ten_chunks_only() -> None:
+    ranked = [("x.py", i, i) for i in range(1, 11)] + [("gold.py", 1, 5)]
+    assert target_ranks(ranked, [Target("gold.py")]) == (None,)
+    assert semble_ndcg(ranked, [Target("gold.py")]) == 0.0
+    assert semble_ndcg(ranked[1:], [Target("gold.py")]) == pytest.approx(1 / math.log2(11))
+
+
+def test_semble_ndcg_counts_a_rank_once_and_ideal_caps_at_ten() -> None:
+    # the file and a range of it are both first found by chunk 1: one gain at rank 1
+    both = [Target("a.py"), Target("a.py", 1, 3)]
+    assert semble_ndcg([("a.py", 1, 10)], both) == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    many = [Target(f"f{i}.py") for i in range(12)]
+    ranked = [(f"f{i}.py", 1, 1) for i in range(12)]
+    assert semble_ndcg(ranked, many) == pytest.approx(1.0)  # IDCG over min(10, 12) ranks
+    assert semble_ndcg(ranked, []) == 0.0
+
+
+# --- paired bootstrap ---------------------------------------------------------------------------
+
+
+def test_identical_configurations_differ_by_exactly_zero() -> None:
+    scores = [0.1, 0.9, 0.5, 0.0, 1.0, 0.3]
+    interval = paired_bootstrap(scores, scores, resamples=2000)
+    assert (interval.low, interval.mean_diff, interval.high) == (0.0, 0.0, 0.0)
+    assert interval.verdict == "no clear difference"
+
+
+def test_better_on_every_query_gives_an_interval_above_zero() -> None:
+    base = [0.1, 0.4, 0.2, 0.5, 0.3, 0.0, 0.6, 0.2]
+    better = [b + 0.05 + 0.1 * (i % 3) for i, b in enumerate(base)]
+    interval = paired_bootstrap(base, better, resamples=5000, seed=3)
+    assert interval.low > 0 and interval.verdict == "better"
+    assert interval.mean_diff == pytest.approx(sum(better) / 8 - sum(base) / 8)
+    assert paired_bootstrap(better, base, resamples=5000, seed=3).verdict == "worse"
+
+
+def test_mixed_results_straddle_zero_and_a_seed_repeats() -> None:
+    base = [0.0, 1.0] * 10
+    flipped = [1.0, 0.0] * 10
+    interval = paired_bootstrap(base, flipped, resamples=3000)
+    assert interval.low < 0 < interval.high
+    assert interval == paired_bootstrap(base, flipped, resamples=3000)
+
+
+def test_grouped_bootstrap_averages_groups_not_queries() -> None:
+    # group "a" (three queries) gains 0.3 each; group "b" (one query) loses 0.1
+    base = [0.0, 0.0, 0.0, 0.5]
+    cand = [0.3, 0.3, 0.3, 0.4]
+    grouped = paired_bootstrap(base, cand, groups=["a", "a", "a", "b"], resamples=2000)
+    assert grouped.mean_diff == pytest.approx((0.3 - 0.1) / 2)
+    # every group's diffs are constant, so every resample gives the same statistic
+    assert grouped.low == pytest.approx(0.1) and grouped.high == pytest.approx(0.1)
+    assert paired_bootstrap(base, cand).mean_diff == pytest.approx((0.9 - 0.1) / 4)
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "kwargs"),
+    [([], [], {}), ([1.0], [1.0, 2.0], {}), ([1.0], [1.0], {"resamples": 0}),
+     ([1.0], [1.0], {"groups": ["a", "b"]})],
+)
+def test_bootstrap_rejects_unpaired_input(
+    base: list[float], cand: list[float], kwargs: dict[str, object]
+) -> None:
+    with pytest.raises(ValueError):
+        paired_bootstrap(base, cand, **kwargs)  # type: ignore[arg-type]
+
+
+@given(
+    diffs=st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=30),
+    shift=st.floats(0.01, 1),
+)
+def test_bootstrap_interval_stays_within_the_observed_differences(
+    diffs: list[float], shift: float
+) -> None:
+    base = [0.0] * len(diffs)
+    interval = paired_bootstrap(base, diffs, resamples=500)
+    assert min(diffs) - 1e-9 <= interval.low <= interval.high <= max(diffs) + 1e-9
+    # swapping the two configurations mirrors the interval
+    mirror = paired_bootstrap(diffs, base, resamples=500)
+    assert mirror.low == pytest.approx(-interval.high, abs=1e-9)
+    assert mirror.mean_diff == pytest.approx(-interval.mean_diff, abs=1e-9)
+    # better on every query: the whole interval is above zero
+    lifted = paired_bootstrap(base, [abs(d) + shift for d in diffs], resamples=500)
+    assert lifted.low > 0

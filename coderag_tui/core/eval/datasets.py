@@ -1,9 +1,13 @@
 """Evaluation datasets: JSONL rows, the repository tree each row is asked against, git history.
 
 A row names a question, the files that answer it and, optionally, the repository and commit
-it was asked at. The tree at that commit is read with git itself (`git ls-tree` and
-`git cat-file`, like `git archive` but filtering first and tolerating absent blobs) into a
-cache folder that later runs reuse, so nobody's working tree is ever checked out over.
+it was asked at. Two formats are read: SWE-bench's (`instance_id`, `problem_statement`,
+`gold_files`) and semble's annotations (`query`, `gold_files`, `gold_chunks`,
+`secondary_files`, `category`, `language`, `benchmark_root`), whose rows are also scored
+the way semble scores them (see `EvalRow.targets`). The tree at that commit is read with git
+itself (`git ls-tree` and `git cat-file`, like `git archive` but filtering first and
+tolerating absent blobs) into a cache folder that later runs reuse, so nobody's working tree
+is ever checked out over.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from coderag_tui.core.eval.metrics import GoldChunk
+from coderag_tui.core.eval.metrics import GoldChunk, Target
 from coderag_tui.core.index.languages import language_for
 
+# Fields only semble's annotation format has: a row with any of them is scored the semble way.
+SEMBLE_FIELDS = ("secondary_files", "category", "benchmark_root")
 # Languages whose files count as source code for --from-git-history (not docs or config).
 SOURCE_LANGUAGES = frozenset({
     "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby",
@@ -50,6 +56,26 @@ class EvalRow:
     repo: str | None = None
     base_commit: str | None = None
     gold_chunks: tuple[GoldChunk, ...] = ()
+    secondary_files: tuple[str, ...] = ()  # also relevant (semble's `secondary`)
+    category: str | None = None  # semble: semantic / architecture / symbol
+    language: str | None = None
+    benchmark_root: str | None = None  # only files under this folder are candidates
+    semble: bool = False  # in semble's format: scored by semble's NDCG@10 over `targets`
+
+    @property
+    def targets(self) -> tuple[Target, ...]:
+        """What semble's NDCG@10 looks for: the relevant targets, then the secondary files.
+
+        A gold line range is one target; a gold file is a target of its own only when no
+        gold range names it, because the dataset lists a range's file among `gold_files` too
+        (for file-level metrics) while semble's annotation has the range alone.
+        """
+        ranged = {chunk.path for chunk in self.gold_chunks}
+        return (
+            *(Target(c.path, c.start_line, c.end_line) for c in self.gold_chunks),
+            *(Target(path) for path in self.gold_files if path not in ranged),
+            *(Target(path) for path in self.secondary_files),
+        )
 
 
 def _text(row: dict[str, Any], *names: str) -> str | None:
@@ -58,6 +84,25 @@ def _text(row: dict[str, Any], *names: str) -> str | None:
         if value is not None and str(value).strip():
             return str(value)
     return None
+
+
+def _paths(row: dict[str, Any], name: str, where: str) -> tuple[str, ...]:
+    value = row.get(name)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise DatasetError(f"{where} has a `{name}` that is not a list of paths: fix it.")
+    return tuple(v.strip("/") for v in value)
+
+
+def _root(row: dict[str, Any], where: str) -> str | None:
+    value = row.get("benchmark_root")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DatasetError(f"{where} has a `benchmark_root` that is not a folder path: fix it.")
+    root = value.strip().strip("/")
+    return None if root in ("", ".") else root
 
 
 def parse_row(row: dict[str, Any], where: str) -> EvalRow:
@@ -88,6 +133,11 @@ def parse_row(row: dict[str, Any], where: str) -> EvalRow:
         repo=_text(row, "repo"),
         base_commit=_text(row, "base_commit"),
         gold_chunks=tuple(chunks),
+        secondary_files=_paths(row, "secondary_files", where),
+        category=_text(row, "category"),
+        language=_text(row, "language"),
+        benchmark_root=_root(row, where),
+        semble=any(name in row for name in SEMBLE_FIELDS),
     )
 
 
@@ -134,24 +184,38 @@ def is_test_path(path: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CandidateFilter:
-    """Which files may be ranked: glob patterns to include (empty: all) and whether tests count."""
+    """Which files may be ranked: glob patterns to include (empty: all), whether tests count,
+    and the folder they must lie under (empty: the whole repository)."""
 
     include: tuple[str, ...] = ()
     exclude_tests: bool = False
+    root: str = ""
 
     @property
     def active(self) -> bool:
-        return bool(self.include) or self.exclude_tests
+        return bool(self.include) or self.exclude_tests or bool(self.root)
 
     @property
     def key(self) -> str:
         """A short stable name of the filter, used in tree cache folder names."""
         if not self.active:
             return ""
-        label = ",".join(self.include) + ("-notests" if self.exclude_tests else "")
+        parts = [",".join(self.include) + ("-notests" if self.exclude_tests else "")]
+        if self.root:
+            parts.append(f"under-{self.root}")
+        label = "-".join(p for p in parts if p)
         return "".join(c if c.isalnum() or c in "-_," else "_" for c in label)
 
+    def under(self, root: str | None) -> CandidateFilter:
+        """This filter, limited to files under `root` (a row's benchmark_root; None: unchanged)."""
+        root = (root or "").strip("/")
+        if not root or root == self.root:
+            return self
+        return CandidateFilter(self.include, self.exclude_tests, root)
+
     def accepts(self, path: str) -> bool:
+        if self.root and not path.startswith(self.root + "/"):
+            return False
         if self.exclude_tests and is_test_path(path):
             return False
         return not self.include or any(fnmatch.fnmatch(path, pat) for pat in self.include)
@@ -408,10 +472,15 @@ def rows_to_jsonl(rows: Sequence[EvalRow]) -> str:
             data["repo"] = row.repo
         if row.base_commit:
             data["base_commit"] = row.base_commit
-        if row.gold_chunks:
+        if row.gold_chunks or row.semble:
             data["gold_chunks"] = [
                 {"path": g.path, "start_line": g.start_line, "end_line": g.end_line}
                 for g in row.gold_chunks
             ]
+        if row.semble:
+            data["secondary_files"] = list(row.secondary_files)
+            data["category"] = row.category
+            data["language"] = row.language
+            data["benchmark_root"] = row.benchmark_root
         out.append(json.dumps(data, ensure_ascii=False))
     return "\n".join(out) + ("\n" if out else "")

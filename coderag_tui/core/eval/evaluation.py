@@ -5,6 +5,11 @@ tree at the row's commit is indexed into its own store, one Engine search yields
 ranking at once, and the file-level (and, with gold line ranges, chunk-level) metrics of
 each mode are recorded with the run's stage timings. Embeddings go through the shared
 content-hash cache, so neighbouring commits and repeated runs embed only what changed.
+
+Rows in semble's annotation format are also scored by semble's chunk-level NDCG@10 and
+summarised as semble does (a repository's score is the mean over its queries, the overall
+score the plain mean over repositories), and every configuration is compared with a
+baseline by a paired bootstrap of queries, so a difference can be told from chance.
 """
 
 from __future__ import annotations
@@ -27,7 +32,17 @@ from coderag_tui.core.eval.datasets import (
     materialise_tree,
     missing_files,
 )
-from coderag_tui.core.eval.metrics import metric_names, score_chunks, score_files
+from coderag_tui.core.eval.metrics import (
+    SEMBLE_K,
+    SEMBLE_NDCG,
+    BootstrapInterval,
+    metric_names,
+    paired_bootstrap,
+    score_chunks,
+    score_files,
+    semble_ndcg,
+    target_ranks,
+)
 from coderag_tui.core.rank.fusion import rrf
 from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, Ranking, SearchRun
 from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
@@ -120,6 +135,85 @@ class InstanceResult:
     stage_ms: Mapping[str, float]
     search_ms: float
     prepare_s: float  # index + BM25 (+ dense) preparation for this row and chunking
+    ndcg10_semble: float | None = None  # rows in semble's format only
+    target_ranks: tuple[int | None, ...] = ()  # per target of the row, its rank in the top 10
+    category: str | None = None
+    language: str | None = None
+
+    @property
+    def config(self) -> tuple[str, str, str]:
+        return (self.mode, self.chunking, self.tokenizer)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupScore:
+    """semble's NDCG@10 of a group of queries: the mean over repositories of each
+    repository's mean over its queries in the group."""
+
+    ndcg10: float
+    queries: int
+    repos: int
+
+
+@dataclass(frozen=True, slots=True)
+class SembleSummary:
+    """semble's NDCG@10 of one configuration: overall, per repository, category, language."""
+
+    overall: GroupScore
+    by_repo: Mapping[str, GroupScore]
+    by_category: Mapping[str, GroupScore]
+    by_language: Mapping[str, GroupScore]
+
+    def to_json(self) -> dict[str, Any]:
+        def group(scores: Mapping[str, GroupScore]) -> dict[str, Any]:
+            return {name: _group_json(g) for name, g in scores.items()}
+
+        return {
+            SEMBLE_NDCG: round(self.overall.ndcg10, 4),
+            "queries": self.overall.queries, "repos": self.overall.repos,
+            "by_repo": group(self.by_repo), "by_category": group(self.by_category),
+            "by_language": group(self.by_language),
+        }
+
+
+def _group_json(g: GroupScore) -> dict[str, Any]:
+    return {SEMBLE_NDCG: round(g.ndcg10, 4), "queries": g.queries, "repos": g.repos}
+
+
+def semble_group(items: Sequence[InstanceResult]) -> GroupScore | None:
+    """semble's aggregate of some queries: mean per repository, then plain mean over those."""
+    per_repo: dict[str, list[float]] = defaultdict(list)
+    for r in items:
+        if r.ndcg10_semble is not None:
+            per_repo[r.repo].append(r.ndcg10_semble)
+    if not per_repo:
+        return None
+    return GroupScore(
+        ndcg10=statistics.fmean(statistics.fmean(v) for v in per_repo.values()),
+        queries=sum(len(v) for v in per_repo.values()),
+        repos=len(per_repo),
+    )
+
+
+def summarise_semble(items: Sequence[InstanceResult]) -> SembleSummary | None:
+    """semble's NDCG@10 of one configuration's results, or None when no row is in its format."""
+    overall = semble_group(items)
+    if overall is None:
+        return None
+
+    def by(key: Callable[[InstanceResult], str | None]) -> dict[str, GroupScore]:
+        groups: dict[str, list[InstanceResult]] = defaultdict(list)
+        for r in items:
+            groups[key(r) or "(none)"].append(r)
+        out = {name: semble_group(group) for name, group in sorted(groups.items())}
+        return {name: g for name, g in out.items() if g is not None}
+
+    return SembleSummary(
+        overall=overall,
+        by_repo=by(lambda r: r.repo),
+        by_category=by(lambda r: r.category),
+        by_language=by(lambda r: r.language),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +229,39 @@ class ConfigSummary:
     stage_ms: Mapping[str, float]  # median per stage
     search_ms: float  # median of the mode's stage sum
     prepare_s: float  # median preparation seconds per row
+    semble: SembleSummary | None = None
+
+    @property
+    def config(self) -> tuple[str, str, str]:
+        return (self.mode, self.chunking, self.tokenizer)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One configuration against the baseline on the main metric, over their shared queries."""
+
+    baseline: tuple[str, str, str]
+    candidate: tuple[str, str, str]
+    metric: str  # SEMBLE_NDCG (averaged over repositories) or "mrr" (over queries)
+    baseline_score: float
+    candidate_score: float
+    interval: BootstrapInterval
+
+    def to_json(self) -> dict[str, Any]:
+        i = self.interval
+        return {
+            "baseline": _config_json(self.baseline), "candidate": _config_json(self.candidate),
+            "metric": self.metric, "n": i.n, "resamples": i.resamples,
+            "confidence": i.confidence,
+            "baseline_score": round(self.baseline_score, 4),
+            "candidate_score": round(self.candidate_score, 4),
+            "mean_diff": round(i.mean_diff, 4), "low": round(i.low, 4),
+            "high": round(i.high, 4), "verdict": i.verdict,
+        }
+
+
+def _config_json(config: tuple[str, str, str]) -> dict[str, str]:
+    return dict(zip(("mode", "chunking", "tokenizer"), config, strict=True))
 
 
 @dataclass(frozen=True)
@@ -148,42 +275,59 @@ class EvalReport:
     skipped: tuple[tuple[str, str], ...]  # (row id, reason)
     wall_s: float
     cancelled: bool = False
+    comparisons: tuple[Comparison, ...] = ()
 
     @property
     def metric_names(self) -> tuple[str, ...]:
         return metric_names(self.k)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: summaries, per-instance results, notes and skipped rows."""
-        return {
+        """A JSON-ready dict: summaries, per-instance results, notes and skipped rows.
+
+        semble's NDCG@10 (`semble` per configuration, `ndcg10_semble` per instance) and the
+        bootstrap `comparisons` appear only when there is something to say.
+        """
+        configs = []
+        for s in self.summaries:
+            config: dict[str, Any] = {
+                "mode": s.mode, "chunking": s.chunking, "tokenizer": s.tokenizer, "n": s.n,
+                "files": dict(s.scores),
+                "chunks": dict(s.chunk_scores) if s.chunk_scores is not None else None,
+                "median_ms": {k: round(v, 3) for k, v in s.stage_ms.items()},
+                "search_ms": round(s.search_ms, 3),
+                "prepare_s": round(s.prepare_s, 3),
+            }
+            if s.semble is not None:
+                config["semble"] = s.semble.to_json()
+            configs.append(config)
+        instances = []
+        for r in self.instances:
+            instance: dict[str, Any] = {
+                "id": r.id, "repo": r.repo, "mode": r.mode, "chunking": r.chunking,
+                "tokenizer": r.tokenizer, "files": dict(r.scores),
+                "chunks": dict(r.chunk_scores) if r.chunk_scores is not None else None,
+                "gold_rank": r.gold_rank, "top_files": list(r.top_files),
+                "stage_ms": {k: round(v, 3) for k, v in r.stage_ms.items()},
+                "search_ms": round(r.search_ms, 3),
+            }
+            if r.ndcg10_semble is not None:
+                instance.update({
+                    SEMBLE_NDCG: round(r.ndcg10_semble, 4), "target_ranks": list(r.target_ranks),
+                    "category": r.category, "language": r.language,
+                })
+            instances.append(instance)
+        out: dict[str, Any] = {
             "k": self.k,
             "wall_s": round(self.wall_s, 3),
             "cancelled": self.cancelled,
-            "configs": [
-                {
-                    "mode": s.mode, "chunking": s.chunking, "tokenizer": s.tokenizer, "n": s.n,
-                    "files": dict(s.scores),
-                    "chunks": dict(s.chunk_scores) if s.chunk_scores is not None else None,
-                    "median_ms": {k: round(v, 3) for k, v in s.stage_ms.items()},
-                    "search_ms": round(s.search_ms, 3),
-                    "prepare_s": round(s.prepare_s, 3),
-                }
-                for s in self.summaries
-            ],
-            "instances": [
-                {
-                    "id": r.id, "repo": r.repo, "mode": r.mode, "chunking": r.chunking,
-                    "tokenizer": r.tokenizer, "files": dict(r.scores),
-                    "chunks": dict(r.chunk_scores) if r.chunk_scores is not None else None,
-                    "gold_rank": r.gold_rank, "top_files": list(r.top_files),
-                    "stage_ms": {k: round(v, 3) for k, v in r.stage_ms.items()},
-                    "search_ms": round(r.search_ms, 3),
-                }
-                for r in self.instances
-            ],
+            "configs": configs,
+            "instances": instances,
             "notes": list(self.notes),
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
         }
+        if self.comparisons:
+            out["comparisons"] = [c.to_json() for c in self.comparisons]
+        return out
 
     def csv_rows(self) -> list[dict[str, Any]]:
         """One flat row per configuration (metrics, then median milliseconds per stage)."""
@@ -196,6 +340,8 @@ class EvalReport:
             row.update({name: round(s.scores.get(name, 0.0), 4) for name in self.metric_names})
             if s.chunk_scores is not None:
                 row.update({f"chunk_{k}": round(v, 4) for k, v in s.chunk_scores.items()})
+            if s.semble is not None:
+                row[SEMBLE_NDCG] = round(s.semble.overall.ndcg10, 4)
             row["search_ms_median"] = round(s.search_ms, 3)
             row["prepare_s_median"] = round(s.prepare_s, 3)
             row.update({f"{st}_ms": round(s.stage_ms[st], 3) if st in s.stage_ms else ""
@@ -239,7 +385,11 @@ def _plan(
 
 
 def _tree_for(
-    item: _Work, settings: Settings, grid: Grid, tree_cache: Path | None, repos_dir: Path | None
+    item: _Work,
+    settings: Settings,
+    candidates: CandidateFilter,
+    tree_cache: Path | None,
+    repos_dir: Path | None,
 ) -> Path:
     if item.row.base_commit is None or item.git_dir is None:
         return settings.repo_root
@@ -249,7 +399,7 @@ def _tree_for(
             item.row.base_commit,
             cache_dir=tree_cache,
             label=item.repo_label.replace("/", "+"),
-            candidates=grid.candidates,
+            candidates=candidates,
         )
     except DatasetError as exc:
         if item.row.repo and repos_dir is None:
@@ -278,12 +428,15 @@ def run_eval(
     progress: Callable[[EvalProgress], None] | None = None,
     cancel: threading.Event | None = None,
     embedder: Embedder | None = None,
+    baseline: tuple[str, str, str] | None = None,
+    resamples: int = 10_000,
 ) -> EvalReport:
     """Evaluate every row under every configuration of the grid and summarise per configuration.
 
     `settings` supplies everything else (index_dir, models, fusion); its repo is the
     repository used for rows without a `repo` field. `embedder` replaces the model that
-    settings would resolve (e.g. one already loaded).
+    settings would resolve (e.g. one already loaded). Every other configuration is compared
+    with `baseline` (default: the first) by a paired bootstrap with `resamples` draws.
     """
     from coderag_tui.core.engine import Dense, Engine, Rerank
 
@@ -304,8 +457,9 @@ def run_eval(
             cancelled = True
             break
         row = item.row
+        candidates = grid.candidates.under(row.benchmark_root)
         try:
-            tree = _tree_for(item, settings, grid, tree_cache, repos_dir)
+            tree = _tree_for(item, settings, candidates, tree_cache, repos_dir)
         except DatasetError as exc:
             skipped.append((row.id, str(exc)))
             step += len(grid.chunkings)
@@ -317,11 +471,12 @@ def run_eval(
                 f"{item.repo_label}: files whose content the repository copy lacks were "
                 f"left out (e.g. {absent[0]} at {tree.name})."
             )
-        for gold in row.gold_files:
+        wanted = (*row.gold_files, *row.secondary_files, *(c.path for c in row.gold_chunks))
+        for gold in dict.fromkeys(wanted):
             if (row.id, gold) in noted_gold:
                 continue
             noted_gold.add((row.id, gold))
-            if not grid.candidates.accepts(gold) or not (tree / gold).is_file():
+            if not candidates.accepts(gold) or not (tree / gold).is_file():
                 notes.append(f"{row.id}: gold file {gold} is not among the candidates.")
         for chunking in grid.chunkings:
             if cancel is not None and cancel.is_set():
@@ -376,7 +531,7 @@ def run_eval(
                         result = _score(
                             run, mode, row, item.repo_label, chunking,
                             ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
-                            dense_stripes=settings.dense_stripes,
+                            dense_stripes=settings.dense_stripes, candidates=candidates,
                         )
                         if result is None:
                             ranking = _ranking(run, mode)
@@ -402,6 +557,7 @@ def run_eval(
         skipped=tuple(skipped),
         wall_s=time.perf_counter() - started,
         cancelled=cancelled,
+        comparisons=compare(results, summaries, baseline=baseline, resamples=resamples),
     )
 
 
@@ -475,8 +631,9 @@ def _score(
     prepare_s: float,
     *,
     dense_stripes: int = DENSE_STRIPES_AUTO,
+    candidates: CandidateFilter | None = None,
 ) -> InstanceResult | None:
-    accepts = grid.candidates.accepts
+    accepts = (candidates or grid.candidates).accepts
     files = _file_ranking(run, mode, accepts)
     if files is None:
         return None
@@ -484,19 +641,26 @@ def _score(
     scores = score_files(files, row.gold_files, grid.k)
     gold = set(row.gold_files)
     gold_rank = next((i for i, p in enumerate(files, start=1) if p in gold), None)
+    ranked = [
+        (h.chunk.path, h.chunk.start_line, h.chunk.end_line)
+        for h in (ranking.hits if ranking is not None else ()) if accepts(h.chunk.path)
+    ]
     chunk_scores = None
     if row.gold_chunks and ranking is not None:
-        ranked = [
-            (h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-            for h in ranking.hits if accepts(h.chunk.path)
-        ]
         chunk_scores = score_chunks(ranked, row.gold_chunks, grid.k)
+    semble: float | None = None
+    ranks: tuple[int | None, ...] = ()
+    if row.semble and ranking is not None:  # fused-files ranks files, not chunks
+        targets = row.targets
+        semble = semble_ndcg(ranked, targets, SEMBLE_K)
+        ranks = target_ranks(ranked, targets, SEMBLE_K)
     stage_ms, search_ms = _mode_ms(run, mode)
     return InstanceResult(
         id=row.id, repo=repo_label, mode=mode_label(mode, dense_stripes), chunking=chunking,
         tokenizer=tokenizer, scores=scores, chunk_scores=chunk_scores, gold_rank=gold_rank,
         top_files=tuple(files[: grid.k]), stage_ms=stage_ms, search_ms=search_ms,
-        prepare_s=prepare_s,
+        prepare_s=prepare_s, ndcg10_semble=semble, target_ranks=ranks,
+        category=row.category, language=row.language,
     )
 
 
@@ -535,5 +699,73 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
             stage_ms={s: statistics.median(v) for s, v in stages.items()},
             search_ms=statistics.median(r.search_ms for r in items),
             prepare_s=statistics.median(r.prepare_s for r in items),
+            semble=summarise_semble(items),
+        ))
+    return tuple(out)
+
+
+def main_metric(items: Sequence[InstanceResult]) -> str:
+    """semble's NDCG@10 when every result has it (semble-format rows), else file-level MRR."""
+    return SEMBLE_NDCG if items and all(r.ndcg10_semble is not None for r in items) else "mrr"
+
+
+def _metric_value(r: InstanceResult, metric: str) -> float:
+    if metric == SEMBLE_NDCG:
+        return r.ndcg10_semble if r.ndcg10_semble is not None else 0.0
+    return r.scores[metric]
+
+
+def compare(
+    results: Sequence[InstanceResult],
+    summaries: Sequence[ConfigSummary],
+    *,
+    baseline: tuple[str, str, str] | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[Comparison, ...]:
+    """Every configuration against the baseline (default: the first) by a paired bootstrap.
+
+    Queries are paired by row id (only rows both configurations answered count). On semble's
+    NDCG@10 queries are resampled within their repository and the statistic is the mean over
+    repositories, as the score itself is; on MRR it is the mean over queries.
+    """
+    if len(summaries) < 2:
+        return ()
+    base = baseline if baseline is not None else summaries[0].config
+    by_config: dict[tuple[str, str, str], dict[str, InstanceResult]] = defaultdict(dict)
+    for r in results:
+        by_config[r.config][r.id] = r
+    if base not in by_config:
+        return ()
+    out: list[Comparison] = []
+    for s in summaries:
+        if s.config == base:
+            continue
+        shared = [i for i in by_config[base] if i in by_config[s.config]]
+        if not shared:
+            continue
+        a = [by_config[base][i] for i in shared]
+        b = [by_config[s.config][i] for i in shared]
+        metric = main_metric([*a, *b])
+        grouped = metric == SEMBLE_NDCG
+        groups = [r.repo for r in a] if grouped else None
+        interval = paired_bootstrap(
+            [_metric_value(r, metric) for r in a], [_metric_value(r, metric) for r in b],
+            groups=groups, resamples=resamples, seed=seed,
+        )
+        a_score, b_score = (
+            (semble_group(a), semble_group(b)) if grouped else (None, None)
+        )
+        out.append(Comparison(
+            baseline=base, candidate=s.config, metric=metric,
+            baseline_score=(
+                a_score.ndcg10 if a_score is not None
+                else statistics.fmean(_metric_value(r, metric) for r in a)
+            ),
+            candidate_score=(
+                b_score.ndcg10 if b_score is not None
+                else statistics.fmean(_metric_value(r, metric) for r in b)
+            ),
+            interval=interval,
         ))
     return tuple(out)
