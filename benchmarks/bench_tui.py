@@ -81,7 +81,7 @@ async def startup(settings: Settings) -> tuple[float, float, float, CoderagApp]:
         await wait_until(lambda: len(app.screen_stack) > 0 and app.screen.is_mounted)
         await pilot.pause(0)
         painted = time.perf_counter() - start
-        await wait_until(lambda: app.searcher is not None)
+        await wait_until(lambda: app.engine.ready)
         ready = time.perf_counter() - start
         ready_cpu = time.process_time() - cpu
         await app.workers.wait_for_complete()
@@ -110,7 +110,7 @@ async def searches(settings: Settings) -> tuple[list[float], list[float]]:
     times: list[float] = []
     cpu_times: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(lambda: app.searcher is not None)
+        await wait_until(lambda: app.engine.ready)
         await app.workers.wait_for_complete()
         await pilot.pause()
         field = app.main.query_one("#query")
@@ -118,7 +118,7 @@ async def searches(settings: Settings) -> tuple[list[float], list[float]]:
         for i, query in enumerate(QUERIES):
             field.value = query  # type: ignore[attr-defined]
             await pilot.pause()
-            serial = app.search_serial + 1
+            serial = app.session.serial + 1
             start = time.perf_counter()
             cpu = time.process_time()
             await pilot.press("enter")

@@ -1,19 +1,25 @@
 """Messages the workers post to the app: small past-tense dataclasses, one per event.
 
-Workers never touch widgets; they post one of these and a handler on the app renders it.
-Progress messages may replace an older one of the same kind still waiting in the queue,
-so a fast indexer never floods the UI.
+Workers never touch widgets or app state; they post one of these, carrying the engine's
+values (a stage, a search run, a packed prompt), and a handler on the app installs and
+renders it. Progress messages may replace an older one of the same kind still waiting in
+the queue, so a fast indexer never floods the UI.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from coderag_tui.core.records import PackedPrompt, SearchRun
+from coderag_tui.core.records import Chunk, SearchRun
+
+if TYPE_CHECKING:
+    from coderag_tui.core.engine import Dense, Lexical, PromptResult, Rerank
+    from coderag_tui.core.index.indexer import IndexReport
+    from coderag_tui.core.prompt.pack import Advice
 
 
 @dataclass
@@ -31,23 +37,35 @@ class IndexProgressed(Message):
 
 @dataclass
 class IndexBuilt(Message):
-    """The chunks for the current chunking exist and BM25 is ready: lexical search works now."""
+    """A lexical stage with other chunks is ready: BM25 search works now.
 
-    generation: int
-    files: int
-    chunks: list[Any]  # list[Chunk], kept for the dense index and the preview
-    bm25: Any
-    report: Any  # IndexReport, or None when the existing index is served before the check
+    `report` is None when the saved index is served before the check for changed files.
+    """
+
+    serial: int
+    lexical: Lexical
+    chunking: str  # the chunking the stage was built for
     elapsed_ms: float
-    notice: str | None = None
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        return self.lexical.chunks
+
+    @property
+    def files(self) -> int:
+        return self.lexical.files
+
+    @property
+    def report(self) -> IndexReport | None:
+        return self.lexical.report
 
 
 @dataclass
 class IndexChecked(Message):
-    """The check for changed files found none: the index already served is current."""
+    """The check for changed files found none: the stage already served is current."""
 
-    generation: int
-    report: Any  # IndexReport
+    serial: int
+    lexical: Lexical  # the same chunks, with the check's report
     elapsed_ms: float
 
 
@@ -55,15 +73,15 @@ class IndexChecked(Message):
 class IndexFailed(Message):
     """Indexing stopped with a problem the user can fix (one sentence)."""
 
-    generation: int
+    serial: int
     message: str
 
 
 @dataclass
 class EmbeddingProgressed(Message):
-    """The dense index embedded another batch of chunks."""
+    """The dense stage embedded another batch of stripes."""
 
-    generation: int
+    serial: int
     done: int
     total: int
 
@@ -73,21 +91,18 @@ class EmbeddingProgressed(Message):
 
 @dataclass
 class EmbeddingsReady(Message):
-    """The dense index is built (dense is not None) or unavailable (reason says why)."""
+    """The dense stage is open (`dense.available`) or off (`dense.reason` says why)."""
 
-    generation: int
-    dense: Any
-    embedder: Any
-    reason: str
+    serial: int
+    dense: Dense
     elapsed_ms: float
 
 
 @dataclass
 class RerankerReady(Message):
-    """The cross-encoder is loaded (reranker is not None) or unavailable (reason says why)."""
+    """The rerank stage is open (`rerank.reranker` is set) or off (`rerank.reason` says why)."""
 
-    reranker: Any
-    reason: str
+    rerank: Rerank
 
 
 @dataclass
@@ -103,7 +118,7 @@ class SearchFinished(Message):
 
 @dataclass
 class SearchFailed(Message):
-    """A search could not run (e.g. a bad file:line in code mode)."""
+    """A search could not run (e.g. a bad FILE:LINE in code mode)."""
 
     serial: int
     message: str
@@ -112,10 +127,10 @@ class SearchFailed(Message):
 @dataclass
 class PromptPacked(Message):
     """The prompt was packed from the final ranking (after a search, or a change of budget,
-    template, pins or exclusions); `packed` is None when it could not be (error says why)."""
+    template, pins or exclusions); `result` is None when it could not be (error says why)."""
 
     serial: int
-    packed: PackedPrompt | None
+    result: PromptResult | None
     error: str = ""
 
 
@@ -123,12 +138,13 @@ class PromptPacked(Message):
 class AdviceReady(Message):
     """The chunk-size advice for the current budget and chunking."""
 
-    text: str
+    advice: Advice
 
 
 @dataclass
-class PromptCopied(Message):
-    """The prompt went to the clipboard (or a file); `how` is what the user should be told."""
+class PromptExported(Message):
+    """The prompt went to the clipboard or a file (or did not: `ok`); `how` says so."""
 
+    title: str
     how: str
-    ok: bool
+    ok: bool = True

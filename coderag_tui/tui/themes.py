@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 DEFAULT_THEME = "coderag-dark"
 COLOUR_FIELDS = (
@@ -48,7 +51,7 @@ def bundled_theme_dirs() -> list[Path]:
     return [path for path in candidates if path.is_dir()]
 
 
-def theme_from_mapping(data: Any, source: str) -> tuple[Theme | None, list[str]]:
+def theme_from_mapping(data: object, source: str) -> tuple[Theme | None, list[str]]:
     """Validate one theme mapping; returns the Theme or None, and the problems found."""
     if not isinstance(data, Mapping):
         return None, [f"{source}: expected a mapping of theme fields, got {type(data).__name__}"]
@@ -117,3 +120,22 @@ def load_themes(folders: Iterable[Path]) -> ThemeLoad:
             if theme is not None:
                 by_name[theme.name] = theme
     return ThemeLoad(themes=tuple(by_name.values()), problems=tuple(problems))
+
+
+def register_themes(app: App[None], wanted: str, user_dir: Path) -> tuple[str, ...]:
+    """Register the bundled and the user's themes and pick `wanted` (else the default theme);
+    returns the problems found, for one notification once the app is up."""
+    loaded = load_themes([*bundled_theme_dirs(), user_dir])
+    for theme in loaded.themes:
+        app.register_theme(theme)
+    problems = list(loaded.problems)
+    if wanted in app.available_themes:
+        app.theme = wanted
+    else:
+        problems.append(
+            f"theme {wanted!r} was not found: pick one with ctrl+p → “theme”, "
+            f"or add {wanted}.yaml to {user_dir}"
+        )
+        if DEFAULT_THEME in app.available_themes:
+            app.theme = DEFAULT_THEME
+    return tuple(problems)

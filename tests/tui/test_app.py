@@ -36,7 +36,7 @@ async def test_search_fills_every_available_column_and_explains_the_others(
     app = build_app(tui_settings)
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, "charge card retry")
-        run = app.last_run
+        run = app.session.last_run
         assert run is not None
         for name in ("bm25", "fused"):
             table = column(app, name).table
@@ -55,13 +55,13 @@ async def test_moving_the_cursor_syncs_the_ranks_line_and_the_other_columns(
     app = build_app(tui_settings)
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, "cart item total discount")
-        run = app.last_run
+        run = app.session.last_run
         assert run is not None and len(run.rankings["bm25"].hits) >= 3
         assert text_of(app, "#ranks").startswith("BM25 #1 · Dense off · Fused #1")
         await pilot.press("escape", "1", "down", "down")
         await pilot.pause()
         third = run.rankings["bm25"].hits[2].chunk.key
-        assert app.selected_key == third
+        assert app.session.selected_key == third
         fused_rank = run.rankings["fused"].rank_of(third)
         assert text_of(app, "#ranks").startswith(f"BM25 #3 · Dense off · Fused #{fused_rank}")
         fused_table = column(app, "fused").table
@@ -94,9 +94,9 @@ async def test_code_to_code_mode_queries_with_the_lines_before(
         await pilot.press("ctrl+g")
         assert "Code" in str(app.main.query_one("#mode-label", Static).render())
         await search(pilot, "shop/cart.py:25")
-        assert app.last_run is not None
-        assert "def add(self, item: Item) -> None:" in app.last_run.query
-        assert "def total_cents" not in app.last_run.query  # line 25 and after are excluded
+        assert app.session.last_run is not None
+        assert "def add(self, item: Item) -> None:" in app.session.last_run.query
+        assert "def total_cents" not in app.session.last_run.query  # line 25 and after are excluded
         await search(pilot, "shop/cart.py")
         assert any("FILE:LINE" in n for n in recorder.notifications())
 
@@ -111,8 +111,10 @@ async def test_changing_the_chunking_rechunks_and_searches_again(
         await settle(pilot)
         built = recorder.of(IndexBuilt)
         assert len(built) == 2 and len(built[-1].chunks) == 7  # one chunk per file
-        assert app.last_run is not None and app.last_run.query == "inventory reserve"
-        hit = app.last_run.rankings["bm25"].hits[0].chunk
+        assert (
+            app.session.last_run is not None and app.session.last_run.query == "inventory reserve"
+        )
+        hit = app.session.last_run.rankings["bm25"].hits[0].chunk
         assert hit.path == "shop/inventory.py" and hit.kind == "file"
         assert "· file" in str(app.main.query_one(TopBar).render())
 
@@ -147,8 +149,8 @@ async def test_an_existing_index_is_searchable_before_the_check_for_changes(
         assert [b.report is None for b in built] == [True, False]
         assert built[0].files == 7 and built[1].files == 8
         await search(pilot, "reimburse")
-        assert app.last_run is not None
-        assert app.last_run.rankings["bm25"].hits[0].chunk.path == "shop/refunds.py"
+        assert app.session.last_run is not None
+        assert app.session.last_run.rankings["bm25"].hits[0].chunk.path == "shop/refunds.py"
     unchanged = build_app(tui_settings)
     checks = Recorder()
     async with unchanged.run_test(size=SIZE, message_hook=checks) as pilot:

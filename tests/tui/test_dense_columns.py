@@ -30,7 +30,7 @@ async def test_all_four_columns_with_dense_and_rerank(
         await settle(pilot)
         await pilot.pause(0.2)
         await search(pilot, "cart total price")
-        run = app.last_run
+        run = app.session.last_run
         assert run is not None
         for name in RANKING_NAMES:
             ranking = run.rankings[name]

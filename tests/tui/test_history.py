@@ -41,7 +41,7 @@ async def test_a_query_searched_in_one_run_is_recalled_with_up_in_the_next(
     async with first.run_test(size=SIZE) as pilot:
         await search(pilot, "cart total", typed=True)
         await search(pilot, "refund payment")
-        assert first.last_run is not None  # the search ran; saving did not get in its way
+        assert first.session.last_run is not None  # the search ran; saving did not get in its way
 
     second = build_app(tui_settings, state_path=state)
     async with second.run_test(size=SIZE) as pilot:
@@ -96,7 +96,7 @@ async def test_a_corrupt_state_file_gives_an_empty_history_and_the_app_still_wor
         assert await recall(app, pilot) == ""
         await search(pilot, "apply discount")
         await search(pilot, "refund")
-        assert app.last_run is not None and app.last_run.query == "refund"
+        assert app.session.last_run is not None and app.session.last_run.query == "refund"
         # This session's history still works (Up skips "refund": the input still shows it).
         assert await recall(app, pilot) == "apply discount"
         problems = [n for n in recorder.notifications() if "query history" in n]

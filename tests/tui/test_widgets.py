@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun
-from coderag_tui.tui.app import parse_location
 from coderag_tui.tui.widgets.latency import bar
 from coderag_tui.tui.widgets.preview import term_pattern, word_matches
 from coderag_tui.tui.widgets.ranking_table import fit_left
 from coderag_tui.tui.widgets.rankings import ranks_line
 from coderag_tui.tui.widgets.tuning import step_budget
+from coderag_tui.tui.workers import parse_location
 
 
 def chunk(path: str, start: int) -> Chunk:

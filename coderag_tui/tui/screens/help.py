@@ -44,7 +44,7 @@ def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
 
 def key_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     """The help's sections, in the order a new user needs them."""
-    from coderag_tui.tui.app import CoderagApp
+    from coderag_tui.tui.keys import APP_BINDINGS
     from coderag_tui.tui.screens.main import MainScreen
     from coderag_tui.tui.screens.prompt import PromptScreen
     from coderag_tui.tui.widgets.query import QueryInput
@@ -53,7 +53,7 @@ def key_groups() -> list[tuple[str, list[tuple[str, str]]]]:
         (
             "Everywhere",
             [
-                *binding_rows(CoderagApp.BINDINGS),
+                *binding_rows(APP_BINDINGS),
                 ("ctrl+p", "Command palette: every action, budgets, themes"),
                 ("ctrl+q", "Quit"),
             ],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -14,15 +14,14 @@ from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 
 from coderag_tui.core.rank.words import tokenize
 from coderag_tui.core.records import RankingName, SearchRun
+from coderag_tui.tui.messages import EmbeddingProgressed, IndexProgressed
+from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.rankings import RankingColumn, RankingsBoard, ranks_line
 from coderag_tui.tui.widgets.status import IndexState, TopBar, WorkProgress
 from coderag_tui.tui.widgets.tuning import TuningPanel
-
-if TYPE_CHECKING:
-    from coderag_tui.tui.app import CoderagApp
 
 
 class MainScreen(Screen[None]):
@@ -68,13 +67,15 @@ class MainScreen(Screen[None]):
         Binding("question_mark", "app.help", "Help", show=False, tooltip="This list of keys"),
     ]
 
-    app: CoderagApp
+    @property
+    def host(self) -> CoderagHost:
+        return host_of(self.app)
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
         with Horizontal(id="query-bar"):
             yield Label("Ask ›", id="mode-label")
-            yield QueryInput(self.app.history, id="query")
+            yield QueryInput(self.host.history, id="query")
         yield WorkProgress("Indexing", id="index-progress")
         yield WorkProgress("Embedding", id="embed-progress")
         yield Static("", id="ranks")
@@ -85,7 +86,7 @@ class MainScreen(Screen[None]):
                 with TabPane("Latency", id="tab-latency"):
                     yield LatencyPanel(id="latency")
                 with TabPane("Tuning", id="tab-tuning"):
-                    yield TuningPanel(self.app.settings, id="tuning")
+                    yield TuningPanel(self.host.settings, id="tuning")
         yield Static("", id="prompt-line")
         yield Footer()
 
@@ -94,10 +95,10 @@ class MainScreen(Screen[None]):
         if self.app.is_headless:
             query.cursor_blink = False  # stable snapshots
         query.focus()
-        self.board.set_rerank_visible(self.app.settings.rerank)
+        self.board.set_rerank_visible(self.host.settings.rerank)
         self.show_hints()
         self.show_prompt_line()
-        self.app.main_ready()
+        self.host.main_ready()
 
     # ------------------------------------------------------------------ parts
     @property
@@ -123,53 +124,50 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ rendering
     def show_state(self, state: IndexState) -> None:
         self.query_one(TopBar).show(state)
-        if self.app.last_run is None:
+        if self.host.session.last_run is None:
             self.show_hints()
 
     def show_hints(self) -> None:
         """Before the first search, each column says what it will show or why it cannot."""
-        app = self.app
-        ready = app.searcher is not None
-        hint = "type a question and press Enter" if ready else "indexing… BM25 is ready in a moment"
-        hints: dict[RankingName, str] = {
-            "bm25": hint,
-            "dense": app.dense_reason if app.dense is None else hint,
-            "fused": hint,
-            "rerank": app.rerank_reason if app.reranker is None else hint,
-        }
-        self.board.show_run(None, hints)
+        self.board.show_run(None, self.host.column_hints())
 
     def show_run(self, run: SearchRun) -> None:
-        self.board.show_run(run, {}, rows=max(self.app.settings.k, 1))
-        self.board.set_rerank_visible(self.app.settings.rerank)
+        settings = self.host.settings
+        self.board.show_run(run, {}, rows=max(settings.k, 1))
+        self.board.set_rerank_visible(settings.rerank)
         self.latency.show_run(run)
         self.show_selection()
         self.latency.show_notes(run.notes)
 
     def show_selection(self) -> None:
         """Sync every column, the ranks line and the preview to the selected chunk."""
-        app = self.app
-        key = app.selected_key
+        host = self.host
+        session = host.session
+        key = session.selected_key
         self.board.follow(key)
-        run = app.last_run
-        line = ranks_line(run, key, app.shown_rankings())
-        chunk = app.chunk_for(key)
+        run = session.last_run
+        shown: tuple[RankingName, ...] = ("bm25", "dense", "fused")
+        if host.settings.rerank:
+            shown += ("rerank",)
+        line = ranks_line(run, key, shown)
+        chunk = session.chunk_for(key)
         ranks = self.query_one("#ranks", Static)
         if chunk is None:
             ranks.update(Content.styled("no chunk selected", "$text-muted"), layout=False)
             self.query_one(ChunkPreview).show(None)
             return
         marks = []
-        if key in app.pinned:
+        if key in session.pinned:
             marks.append(("  📌 pinned", "$success"))
-        if key in app.excluded:
+        if key in session.excluded:
             marks.append(("  ✕ excluded", "$error"))
         ranks.update(
             Content.assemble((line, "bold"), ("   " + chunk.key, "$text-muted"), *marks),
             layout=False,  # one line, fixed height
         )
-        theme = app.current_theme
-        terms = tokenize(run.query if run else "", split_identifiers=app.settings.split_identifiers)
+        theme = self.app.current_theme
+        split = host.settings.split_identifiers
+        terms = tokenize(run.query if run else "", split_identifiers=split)
         from rich.style import Style
 
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
@@ -184,18 +182,19 @@ class MainScreen(Screen[None]):
 
     def show_prompt_line(self) -> None:
         """Tokens used against the budget, what went in and what did not."""
-        app = self.app
-        packed = app.packed
-        budget = app.settings.budget
+        session = self.host.session
+        packed = session.packed
+        budget = self.host.settings.budget
         line = self.query_one("#prompt-line", Static)
         if packed is None:
-            text = app.pack_error or ("packing…" if app.last_run is not None else "no prompt yet")
+            error = session.pack_error
+            text = error or ("packing…" if session.last_run is not None else "no prompt yet")
             line.update(
                 Content.assemble(
                     ("Prompt ", "bold"),
                     (f"budget {budget:,} tokens · ", "$text-muted"),
-                    (text, "$warning" if app.pack_error else "$text-muted"),
-                    ("   " + app.advice, "$text-muted"),
+                    (text, "$warning" if error else "$text-muted"),
+                    ("   " + session.advice, "$text-muted"),
                 ),
                 layout=False,  # one line, fixed height
             )
@@ -204,11 +203,11 @@ class MainScreen(Screen[None]):
         chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
         over = sum(1 for d in packed.dropped if d.reason != "excluded")
         details = [f"{chunks_in} chunks in", f"{over} dropped"]
-        if app.pinned:
-            details.append(f"{len(app.pinned)} pinned")
-        if app.excluded:
-            details.append(f"{len(app.excluded)} excluded")
-        details.append(app.template_name)
+        if session.pinned:
+            details.append(f"{len(session.pinned)} pinned")
+        if session.excluded:
+            details.append(f"{len(session.excluded)} excluded")
+        details.append(session.template_name)
         line.update(
             Content.assemble(
                 ("Prompt ", "bold"),
@@ -216,10 +215,18 @@ class MainScreen(Screen[None]):
                 meter(fraction, 12),
                 (f" {fraction:.0%}", ""),
                 (" · " + " · ".join(details), "$text-muted"),
-                ("  │  " + app.advice if app.advice else "", "$accent"),
+                ("  │  " + session.advice if session.advice else "", "$accent"),
             ),
             layout=False,  # one line, fixed height
         )
+
+    def show_index_progress(self, p: IndexProgressed) -> None:
+        detail = f"{p.files_done:,}/{p.files_total:,} files · {p.chunks:,} chunks ({p.stage})"
+        self.index_progress.advance_to(p.files_done, p.files_total, detail)
+
+    def show_embed_progress(self, p: EmbeddingProgressed) -> None:
+        detail = f"{p.done:,}/{p.total:,} stripes (model windows)"
+        self.embed_progress.advance_to(p.done, p.total, detail)
 
     def set_code_mode(self, code: bool) -> None:
         self.query_one("#mode-label", Label).update("Code ›" if code else "Ask ›")
@@ -234,14 +241,13 @@ class MainScreen(Screen[None]):
         if not text:
             return
         self.query_one(QueryInput).remember(text)
-        self.app.search(text)
-        self.app.save_history()  # after the search started, so the tiny write overlaps it
+        self.host.search(text)
 
     @on(RankingColumn.ChunkHighlighted)
     def _chunk_highlighted(self, event: RankingColumn.ChunkHighlighted) -> None:
-        if event.key == self.app.selected_key:
+        if event.key == self.host.session.selected_key:
             return
-        self.app.selected_key = event.key
+        self.host.select(event.key)
         self.show_selection()
 
     def action_focus_query(self) -> None:

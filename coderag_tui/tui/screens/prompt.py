@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -13,10 +13,8 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
+from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.widgets.latency import meter
-
-if TYPE_CHECKING:
-    from coderag_tui.tui.app import CoderagApp
 
 
 class PromptScreen(Screen[None]):
@@ -42,7 +40,9 @@ class PromptScreen(Screen[None]):
         ),
     ]
 
-    app: CoderagApp
+    @property
+    def host(self) -> CoderagHost:
+        return host_of(self.app)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="prompt-header")
@@ -72,8 +72,8 @@ class PromptScreen(Screen[None]):
 
     def refresh_prompt(self) -> None:
         """Render the app's current packed prompt (called after every re-pack)."""
-        app = self.app
-        packed = app.packed
+        session = self.host.session
+        packed = session.packed
         header = self.query_one("#prompt-header", Static)
         rendered = self.query_one("#prompt-text", TextArea)
         included = self.query_one("#included", DataTable)
@@ -86,9 +86,9 @@ class PromptScreen(Screen[None]):
                     (" Prompt ", "bold reverse $primary"),
                     " ",
                     (
-                        app.pack_error
+                        session.pack_error
                         or "run a search first: the prompt is packed from its final ranking",
-                        "$warning" if app.pack_error else "$text-muted",
+                        "$warning" if session.pack_error else "$text-muted",
                     ),
                 )
             )
@@ -104,7 +104,7 @@ class PromptScreen(Screen[None]):
                 meter(fraction, 20),
                 f" {fraction:.0%}",
                 (
-                    f"  ·  {counting}  ·  template {app.template_name}  ·  "
+                    f"  ·  {counting}  ·  template {session.template_name}  ·  "
                     f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped",
                     "$text-muted",
                 ),
@@ -114,7 +114,7 @@ class PromptScreen(Screen[None]):
             rendered.load_text(packed.text)
         for block in packed.blocks:
             key = block.chunk_keys[0]
-            mark = "📌" if any(k in app.pinned for k in block.chunk_keys) else ""
+            mark = "📌" if any(k in session.pinned for k in block.chunk_keys) else ""
             included.add_row(
                 mark,
                 Text(str(block.best_rank), justify="right"),
@@ -143,7 +143,7 @@ class PromptScreen(Screen[None]):
         row_key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         if row_key is None:
             return []
-        packed = self.app.packed
+        packed = self.host.session.packed
         if table.id == "included" and packed is not None:
             for block in packed.blocks:
                 if block.chunk_keys[0] == row_key:
@@ -153,11 +153,11 @@ class PromptScreen(Screen[None]):
     def action_pin(self) -> None:
         keys = self._selected_keys()
         if keys:
-            self.app.toggle_pin(keys[0])
+            self.host.toggle_pin(keys[0])
 
     def action_exclude(self) -> None:
         for key in self._selected_keys():
-            self.app.toggle_exclude(key)
+            self.host.toggle_exclude(key)
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -10,6 +11,10 @@ from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from coderag_tui.core.records import SearchRun, StageTiming
+
+if TYPE_CHECKING:
+    from coderag_tui.core.engine import Lexical
+    from coderag_tui.core.index.indexer import IndexReport
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 HISTORY = 40  # searches remembered by the sparkline
@@ -63,6 +68,28 @@ def stage_lines(timings: Sequence[StageTiming], width: int = 18) -> Content:
     return Content("\n").join(lines)
 
 
+def index_rows(
+    files: int, chunks: int, chunking: str, report: IndexReport | None, elapsed_ms: float
+) -> list[tuple[str, str]]:
+    """Label/value pairs about the index: served from disk (no report yet) or just checked."""
+    if report is None:
+        return [
+            ("files", f"{files:,} in the index"),
+            ("chunks", f"{chunks:,} ({chunking})"),
+            ("opened in", f"{elapsed_ms:,.0f} ms — checking for changed files…"),
+        ]
+    return [
+        ("files", f"{files:,} indexed, {len(report.skipped):,} skipped"),
+        ("chunks", f"{chunks:,} ({chunking})"),
+        (
+            "last check",
+            f"{report.files_indexed:,} read, {report.files_unchanged:,} unchanged, "
+            f"{report.files_removed:,} removed",
+        ),
+        ("index time", f"{elapsed_ms:,.0f} ms"),
+    ]
+
+
 class LatencyPanel(Vertical):
     """Where the time went in the last search, how searches have trended, and the index size."""
 
@@ -71,6 +98,8 @@ class LatencyPanel(Vertical):
         self.totals: list[float] = []
         self._stage_count = -1
         self._notes: tuple[str, ...] = ()
+        self._index_rows: list[tuple[str, str]] = []
+        self._embedding_rows: list[tuple[str, str]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(stage_lines(()), id="stage-bars")
@@ -95,6 +124,21 @@ class LatencyPanel(Vertical):
 
     def show_index_stats(self, lines: Sequence[tuple[str, str]]) -> None:
         """Label/value pairs describing the index (files, chunks, chunking, build time …)."""
+        self._index_rows = list(lines)
+        self._show_stats()
+
+    def show_index(self, lexical: Lexical, chunking: str, elapsed_ms: float) -> None:
+        """The index as served from disk (no report yet) or as just checked."""
+        rows = index_rows(lexical.files, len(lexical.chunks), chunking, lexical.report, elapsed_ms)
+        self.show_index_stats(rows)
+
+    def show_embedding_time(self, ms: float, model: str) -> None:
+        """How long the dense index took to open, below the index's own figures."""
+        self._embedding_rows = [("embedding", f"{ms:,.0f} ms ({model})")]
+        self._show_stats()
+
+    def _show_stats(self) -> None:
+        lines = [*self._index_rows, *self._embedding_rows]
         width = max((len(label) for label, _ in lines), default=0)
         content = Content("\n").join(
             Content.assemble((label.ljust(width), "$text-muted"), "  ", value)

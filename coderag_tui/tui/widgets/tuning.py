@@ -7,7 +7,6 @@ re-run (re-chunk, re-search or just re-pack).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -26,6 +25,7 @@ BUDGET_PRESETS: tuple[tuple[str, int], ...] = (
     ("128k", 128_000),
 )
 CUSTOM = -1
+SettingValue = str | int | bool  # what the panel sets: a chunking, a number or a switch
 
 
 def budget_choice(budget: int) -> int:
@@ -49,7 +49,7 @@ class TuningPanel(VerticalScroll):
         """The user set a Settings field (name) to a new value."""
 
         field: str
-        value: Any
+        value: SettingValue
 
     def __init__(self, settings: Settings, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -123,14 +123,15 @@ class TuningPanel(VerticalScroll):
     def show_advice(self, text: str) -> None:
         self.query_one("#advice", Static).update(text)
 
-    def _report(self, name: str, value: Any) -> None:
+    def _report(self, name: str, value: SettingValue) -> None:
         if self._quiet or getattr(self._settings, name) == value:
             return
         self.post_message(self.TuningChanged(name, value))
 
     @on(Select.Changed, "#tune-chunking")
     def _chunking(self, event: Select.Changed) -> None:
-        self._report("chunking", event.value)
+        if isinstance(event.value, str):
+            self._report("chunking", event.value)
 
     @on(Select.Changed, "#tune-budget-preset")
     def _budget_preset(self, event: Select.Changed) -> None:

@@ -1,0 +1,142 @@
+"""The session: what the user is looking at — the last search, the prompt packed from it, the
+selected chunk, pins, exclusions and template — and the small rules between them.
+
+The app owns one and changes it only in message handlers and actions; screens read it.
+Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from coderag_tui.core.engine import Dense, PromptRequest, PromptResult, Rerank, search_depth
+from coderag_tui.core.records import Chunk, Origin, PackedPrompt, RankingName, SearchRun
+from coderag_tui.settings import Settings
+
+TEMPLATES = ("markdown", "xml")
+DENSE_BUILDING = "the dense index is being built — BM25 and fusion work meanwhile."
+RERANK_LOADING = "the cross-encoder is loading — the column fills in when ready."
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A search to run: a query (with where its lines come from, for code-to-code), or with
+    `location` a FILE:LINE typed in code mode whose lines are read first."""
+
+    text: str
+    origin: Origin | None = None
+    location: bool = False
+
+
+@dataclass
+class Session:
+    """The last search and its prompt, and what the user chose to do with them."""
+
+    template_name: str
+    code_mode: bool = False
+    serial: int = 0  # of the latest search: results and prompts of older ones are dropped
+    pending: Ask | None = None  # asked before the index was ready
+    asking: Ask | None = None  # the search running now
+    last_run: SearchRun | None = None
+    prompt: PromptResult | None = None
+    pack_error: str = ""
+    advice: str = ""
+    selected_key: str | None = None
+    pinned: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+
+    @property
+    def packed(self) -> PackedPrompt | None:
+        return self.prompt.packed if self.prompt is not None else None
+
+    def start(self, ask: Ask) -> int:
+        """A search starts: its serial (the one later messages must carry to count)."""
+        self.serial += 1
+        self.asking = ask
+        return self.serial
+
+    def again(self) -> Ask | None:
+        """The search to repeat after a new stage or setting: the running one, else the last
+        that ran (as it ran: a code-mode input that failed is never repeated as a query)."""
+        if self.asking is not None:
+            return self.asking
+        if self.last_run is not None:
+            return Ask(self.last_run.query, self.last_run.origin)
+        return None
+
+    def finished(self, run: SearchRun) -> None:
+        """A search's rankings arrived: keep the selected chunk if it is still listed."""
+        self.asking = None
+        self.last_run = run
+        self.prompt = None  # until its prompt is packed
+        self.pack_error = ""
+        keys = {h.chunk.key for r in run.rankings.values() for h in r.hits}
+        if self.selected_key not in keys:
+            hits = run.final.hits
+            self.selected_key = hits[0].chunk.key if hits else None
+
+    def request(self, task: str) -> PromptRequest:
+        return PromptRequest(task, tuple(self.pinned), tuple(self.excluded), self.template_name)
+
+    def run_to_pack(self, settings: Settings) -> SearchRun | None:
+        """The shallowest run deep enough for the budget: the search shown, or the deeper one
+        the last prompt needed (else the shown one, and the engine searches deeper)."""
+        last = self.last_run
+        runs = [r for r in (last, self.prompt.run if self.prompt else None) if r is not None]
+        deep = [r for r in runs if r.depth >= search_depth(settings)]
+        return min(deep, key=lambda r: r.depth, default=last)
+
+    def toggle_pin(self, key: str) -> str:
+        """Pin a chunk so it goes first in the prompt (or unpin it); what to tell the user."""
+        if key in self.pinned:
+            self.pinned.remove(key)
+            return f"Unpinned {key}"
+        self.pinned.append(key)
+        if key in self.excluded:
+            self.excluded.remove(key)
+        return f"Pinned {key}: it goes first in the prompt."
+
+    def toggle_exclude(self, key: str) -> str:
+        """Keep a chunk out of the prompt (or let it in again); what to tell the user."""
+        if key in self.excluded:
+            self.excluded.remove(key)
+            return f"{key} may be included again."
+        self.excluded.append(key)
+        if key in self.pinned:
+            self.pinned.remove(key)
+        return f"Excluded {key}: it never goes into the prompt."
+
+    def next_template(self, own: str) -> str:
+        """Switch to the next template (the bundled ones, then the user's own file)."""
+        names = list(TEMPLATES)
+        if own not in names:
+            names.append(own)
+        current = names.index(self.template_name) if self.template_name in names else -1
+        self.template_name = names[(current + 1) % len(names)]
+        return self.template_name
+
+    def chunk_for(self, key: str | None) -> Chunk | None:
+        """The chunk with this key in the last search (any ranking)."""
+        if key is None or self.last_run is None:
+            return None
+        for ranking in self.last_run.rankings.values():
+            for hit in ranking.hits:
+                if hit.chunk.key == key:
+                    return hit.chunk
+        return None
+
+
+def column_hints(ready: bool, dense: Dense | None, rerank: Rerank | None) -> dict[RankingName, str]:
+    """What each ranking column says before the first search, or why its stage is off."""
+    hint = "type a question and press Enter" if ready else "indexing… BM25 is ready in a moment"
+    dense_hint = (
+        hint
+        if dense is not None and dense.available
+        else (dense.reason if dense is not None else DENSE_BUILDING)
+    )
+    rerank_hint = (
+        hint
+        if rerank is not None and rerank.reranker is not None
+        else (rerank.reason if rerank is not None else "the cross-encoder is loading.")
+    )
+    return {"bm25": hint, "dense": dense_hint, "fused": hint, "rerank": rerank_hint}

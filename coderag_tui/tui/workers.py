@@ -1,0 +1,257 @@
+"""The app's background work: each function runs in a thread worker, asks the engine one
+thing and posts what it got as a message. None of them touches the app or a widget; loops
+stop when the worker is cancelled (a new query, a re-chunk, quitting).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from coderag_tui.core.engine import PromptError, code_query, prompt_tools
+from coderag_tui.core.records import Chunk, SearchRun
+from coderag_tui.tui.messages import (
+    AdviceReady,
+    EmbeddingProgressed,
+    EmbeddingsReady,
+    IndexBuilt,
+    IndexChecked,
+    IndexFailed,
+    IndexProgressed,
+    PromptExported,
+    PromptPacked,
+    RerankerReady,
+    SearchFailed,
+    SearchFinished,
+)
+from coderag_tui.tui.session import Ask
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from coderag_tui.core.engine import Engine, Lexical, PromptRequest
+    from coderag_tui.core.index.indexer import IndexProgress
+    from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.settings import Settings
+
+Post = Callable[[Message], object]
+CODE_QUERY_LINES = 20  # lines before the cursor that make a code-to-code query
+BACKGROUND_NICE = 10  # nice value of the model-loading and embedding threads
+
+
+def parse_location(text: str) -> tuple[str, int]:
+    """`path/to/file.py:120` -> ("path/to/file.py", 120), or ValueError in one sentence."""
+    path, sep, line = text.strip().rpartition(":")
+    if not sep or not path or not line.strip().isdigit() or int(line) < 1:
+        raise ValueError(
+            f"{text.strip()!r} is not FILE:LINE: type a repository path, a colon and a line "
+            "number, e.g. shop/cart.py:25."
+        )
+    return path.strip(), int(line)
+
+
+def lower_thread_priority() -> None:
+    """Nice the calling thread (and the model threads it starts), so typing stays smooth.
+
+    On Linux a thread is a task with its own nice value, and threads it creates inherit it:
+    embedding with every core then yields to the UI thread instead of starving it.
+    """
+    setpriority = getattr(os, "setpriority", None)
+    if setpriority is None:
+        return
+    with contextlib.suppress(OSError):
+        setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+
+
+def build_index(
+    engine: Engine, serial: int, settings: Settings, current: Lexical | None, post: Post
+) -> None:
+    """Serve the saved index at once (when no stage of this chunking is installed), then
+    bring it up to date: IndexBuilt for other chunks, IndexChecked when nothing changed."""
+    from coderag_tui.core.index.store import StoreError
+
+    # engine.use builds a Searcher on the UI thread: import its module here, off that thread.
+    from coderag_tui.core.rank import search as _search  # noqa: F401
+
+    worker = get_current_worker()
+    cancel = threading.Event()
+
+    files = (0, 0)  # the last files done / total: building BM25 reports no files of its own
+
+    def progress(p: IndexProgress) -> None:
+        nonlocal files
+        if worker.is_cancelled:
+            cancel.set()
+            return
+        if p.files_total:
+            files = (p.files_done, p.files_total)
+        post(IndexProgressed(p.stage, *files, p.chunks))
+
+    clock = engine.clock
+    start = clock()
+    chunking = settings.chunking_spec.key
+    served = current
+    try:
+        if current is None:
+            preloaded = engine.take_preload(settings)
+            if preloaded is not None:
+                served, start = preloaded  # loading since start-up: count from then
+            else:
+                served = engine.saved_lexical(settings)
+            if served is not None:
+                post(IndexBuilt(serial, served, chunking, (clock() - start) * 1000))
+        lexical = engine.update_index(settings, current=served, progress=progress, cancel=cancel)
+    except (StoreError, OSError) as exc:
+        post(IndexFailed(serial, str(exc)))
+        return
+    if worker.is_cancelled:
+        return
+    elapsed = (clock() - start) * 1000
+    if lexical.changed:
+        post(IndexBuilt(serial, lexical, chunking, elapsed))
+    else:
+        post(IndexChecked(serial, lexical, elapsed))
+
+
+def open_dense(
+    engine: Engine,
+    serial: int,
+    settings: Settings,
+    lexical: Lexical,
+    embedder: Embedder | None,
+    post: Post,
+) -> None:
+    """Open the dense stage for these chunks (unchanged text comes from the embedding cache)."""
+    worker = get_current_worker()
+    cancel = threading.Event()
+    lower_thread_priority()
+    start = engine.clock()
+
+    def progress(done: int, total: int) -> None:
+        if worker.is_cancelled:
+            cancel.set()
+            return
+        post(EmbeddingProgressed(serial, done, total))
+
+    dense = engine.open_dense(
+        settings, lexical, embedder=embedder, progress=progress, cancel=cancel
+    )
+    if worker.is_cancelled or cancel.is_set():
+        return
+    elapsed = (engine.clock() - start) * 1000 if dense.available else 0.0
+    post(EmbeddingsReady(serial, dense, elapsed))
+
+
+def open_reranker(engine: Engine, settings: Settings, post: Post) -> None:
+    """Load and warm up the cross-encoder, or say why reranking is off."""
+    lower_thread_priority()
+    post(RerankerReady(engine.open_reranker(settings)))
+
+
+def search(
+    engine: Engine,
+    serial: int,
+    ask: Ask,
+    settings: Settings,
+    request: PromptRequest,
+    post: Post,
+) -> None:
+    """Rank for the question, post the rankings, then pack the prompt (the run's query is
+    the task) once they are on screen."""
+    worker = get_current_worker()
+    query, origin = ask.text, ask.origin
+    if ask.location:
+        try:
+            path, line = parse_location(ask.text)
+            query, origin = code_query(settings.repo_root, path, line, CODE_QUERY_LINES)
+        except ValueError as exc:  # LocationError is one: a sentence naming the fix
+            post(SearchFailed(serial, str(exc)))
+            return
+    try:
+        run = engine.search(query, settings, origin)
+    except Exception as exc:  # show the failure, keep the app and the last results
+        post(SearchFailed(serial, f"the search failed: {exc}"))
+        return
+    if worker.is_cancelled:
+        return
+    # Rankings first: they render while the prompt is packed (token counting takes longer).
+    finished = SearchFinished(serial, run)
+    post(finished)
+    finished.rendered.wait(timeout=1.0)
+    if worker.is_cancelled:
+        return
+    pack(engine, serial, run, replace(request, task=run.query), settings, post)
+
+
+def pack(
+    engine: Engine,
+    serial: int,
+    run: SearchRun,
+    request: PromptRequest,
+    settings: Settings,
+    post: Post,
+) -> None:
+    """Pack the run into the budget (searched again deeper when the budget needs it)."""
+    try:
+        result = engine.prompt(run, request, settings)
+    except (PromptError, ValueError) as exc:
+        post(PromptPacked(serial, None, str(exc)))
+        return
+    if not get_current_worker().is_cancelled:
+        post(PromptPacked(serial, result))
+
+
+def advise(engine: Engine, settings: Settings, post: Post) -> None:
+    """The chunk-size advice for the budget and chunking."""
+    post(AdviceReady(engine.advice(settings)))
+
+
+def warm_up(settings: Settings, template: str) -> None:
+    """Load the token table, the template and the highlighter while the index is checked, so
+    the first Enter does not pay for them."""
+    from rich.style import Style
+
+    from coderag_tui.core.prompt.pack import pack  # noqa: F401 (import once, off the UI thread)
+    from coderag_tui.tui.widgets.preview import chunk_lines
+
+    # Pygments loads its lexers and styles on first use; do it here, not on the first Enter.
+    for path in ("x.py", "x.js", "x.md"):
+        for dark in (True, False):
+            chunk = Chunk(path, 1, 1, "lines", None, "x = 'a' # b\n")
+            chunk_lines(chunk, ["x"], dark=dark, background="#000000", mark=Style())
+    with contextlib.suppress(PromptError):  # the search reports it where the prompt goes
+        prompt_tools(settings, template)
+
+
+def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:
+    """Add a system clipboard tool to the OSC 52 copy Textual already sent; say which."""
+    from coderag_tui.core.prompt.clipboard import copy_text
+
+    result = copy_text(text, osc52_stream=io.BytesIO(), use_pyperclip=system_clipboard)
+    if result.ok and result.method != "osc52":
+        how = f"Copied {tokens:,} tokens with {result.method.split('+')[0]} (and OSC 52)."
+    else:
+        how = (
+            f"Copied {tokens:,} tokens: sent to the terminal via OSC 52 — your terminal must "
+            "allow clipboard writes (no xclip, xsel or wl-copy found). Ctrl+S saves to a file."
+        )
+    post(PromptExported("Prompt copied", how))
+
+
+def save(text: str, tokens: int, path: Path, post: Post) -> None:
+    """Write the prompt to a file; say where, or why not."""
+    from coderag_tui.core.prompt.clipboard import copy_text
+
+    result = copy_text(text, out=path, clipboard=False)
+    if result.ok:
+        post(PromptExported("Prompt saved", f"Saved {tokens:,} tokens to {path}."))
+    else:
+        post(PromptExported("Prompt not saved", result.message, ok=False))
