@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from coderag_tui.core.records import Origin
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
 
 
@@ -184,6 +185,35 @@ def add_ranking_args(parser: argparse._ActionsContainer) -> None:
         help="rank with BM25 only (no embedding model is loaded)",
     )
     add_setting_flags(parser, RANKING_SETTINGS)
+
+
+DEFAULT_QUERY_LINES = 20  # lines before FILE:LINE that make a code-to-code query (as the TUI)
+
+
+def add_location_args(parser: argparse._ActionsContainer) -> None:
+    """--from FILE:LINE and --query-lines: ask with the code before a line, as completion does."""
+    parser.add_argument("--from", dest="from_location", default=None, metavar="FILE:LINE",
+                        help="query with the lines before LINE of FILE (LINE excluded); that "
+                        "code's own chunk is left out of every ranking")
+    parser.add_argument("--query-lines", type=int, default=DEFAULT_QUERY_LINES, metavar="N",
+                        help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})")
+
+
+def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:
+    """The query and origin that --from FILE:LINE gives, or a UserError in one sentence."""
+    from coderag_tui.core.engine import code_query
+    from coderag_tui.core.rank.search import LocationError
+
+    text: str = args.from_location
+    file, sep, line = text.rpartition(":")
+    if not sep or not file or not line.strip().isdigit():
+        raise UserError(f"--from needs FILE:LINE (for example shop/cart.py:30), not {text!r}.")
+    if args.query_lines < 1:
+        raise UserError(f"--query-lines must be at least 1, not {args.query_lines}.")
+    try:
+        return code_query(settings.repo_root, file, int(line), args.query_lines)
+    except LocationError as exc:
+        raise UserError(str(exc)) from exc
 
 
 def resolve_repo(path: str | None) -> Path:

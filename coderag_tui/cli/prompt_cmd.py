@@ -19,9 +19,11 @@ from coderag_tui.cli.common import (
     INDEX_SETTINGS,
     PROMPT_SETTINGS,
     UserError,
+    add_location_args,
     add_ranking_args,
     add_repo_args,
     add_setting_flags,
+    location_query,
     print_json,
     settings_from_args,
 )
@@ -34,7 +36,7 @@ from coderag_tui.core.prompt.pack import (
     Advice,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
-from coderag_tui.core.records import PackedPrompt
+from coderag_tui.core.records import Origin, PackedPrompt
 from coderag_tui.core.visible import control_count, visible
 from coderag_tui.settings import Settings
 
@@ -49,9 +51,11 @@ def register(subparsers: Any) -> None:
             "/ save it). Status lines go to stderr."
         ),
     )
-    parser.add_argument("task", metavar="TASK",
-                        help="what the model should do; also the search query ('-' reads stdin)")
+    parser.add_argument("task", metavar="TASK", nargs="?", default=None,
+                        help="what the model should do; also the search query ('-' reads stdin); "
+                        "with --from it may be left out (the code is the task)")
     add_repo_args(parser)
+    add_location_args(parser)
     parser.add_argument("--copy", action="store_true",
                         help="copy the prompt to the clipboard (pyperclip, else OSC 52)")
     parser.add_argument("--out", type=Path, default=None, metavar="FILE",
@@ -84,8 +88,13 @@ def _spinner(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
         yield update
 
 
-def _task(args: argparse.Namespace) -> str:
-    task = sys.stdin.read() if args.task == "-" else args.task
+def _task(args: argparse.Namespace) -> str | None:
+    """The task as given (stdin for '-'), or None when --from alone asks (the code is the task)."""
+    if args.from_location and args.path is None and args.task and Path(args.task).is_dir():
+        args.path, args.task = args.task, None  # `prompt --from FILE:LINE PATH`: that's the repo
+    if args.task is None and args.from_location:
+        return None
+    task = sys.stdin.read() if args.task == "-" else (args.task or "")
     if not task.strip():
         raise UserError(
             'the task is empty: say what the model should do, e.g. coderag prompt "why does '
@@ -145,13 +154,13 @@ def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
 def build_prompt(settings: Settings, task: str, *, dense: bool = True,
                  pinned: Sequence[str] = (), excluded: Sequence[str] = (),
                  progress: Callable[[Any], None] | None = None,
+                 query: str | None = None, origin: Origin | None = None,
                  ) -> tuple[PromptResult, tuple[str, ...]]:
-    """Search the repository for `task` and pack the prompt; (the result, notes to show once)."""
+    """Search the repository for `query` (default: the task) and pack the prompt for `task`;
+    (the result, notes to show once). With `origin`, the query's own chunk is left out."""
     from coderag_tui.core.engine import Engine, PromptError, PromptRequest, prompt_tools
     from coderag_tui.core.index.store import StoreError
 
-    if settings.budget < 1:
-        raise UserError(f"--budget must be a positive number of tokens, not {settings.budget}.")
     try:
         prompt_tools(settings)  # a bad template or encoding fails before indexing
     except PromptError as exc:
@@ -161,7 +170,7 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        run = engine.search(task, settings)
+        run = engine.search(task if query is None else query, settings, origin)
         try:
             result = engine.prompt(
                 run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
@@ -173,14 +182,14 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
 
 
 def run(args: argparse.Namespace) -> int:
-    task = _task(args)
+    given = _task(args)
     settings = settings_from_args(args)
-    if settings.depth < 1:
-        raise UserError(f"--depth must be at least 1, not {settings.depth}.")
+    query, origin = location_query(settings, args) if args.from_location else (None, None)
+    task = given if given is not None else query or ""
     with _spinner(not args.json and sys.stderr.isatty()) as progress:
         result, notes = build_prompt(
             settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude,
-            progress=progress,
+            progress=progress, query=query, origin=origin,
         )
     packed, counter, advice = result.packed, result.counter, result.advice
     copy: CopyResult | None = None

@@ -16,9 +16,11 @@ from typing import Any
 from coderag_tui.cli.common import (
     INDEX_SETTINGS,
     UserError,
+    add_location_args,
     add_ranking_args,
     add_repo_args,
     add_setting_flags,
+    location_query,
     print_json,
     settings_from_args,
 )
@@ -32,10 +34,8 @@ from coderag_tui.cli.render import (
 )
 from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
 from coderag_tui.core.visible import one_line, visible
-from coderag_tui.settings import Settings
 
 MODES = ("bm25", "dense", "fused", "rerank", "all")
-DEFAULT_QUERY_LINES = 20
 
 
 def register(subparsers: Any) -> None:
@@ -51,32 +51,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("query", nargs="?", default=None, metavar="QUERY",
                         help="what to look for (omit it with --from)")
     add_repo_args(parser)
-    add_setting_flags(parser, ["k"])
+    # budget: lists go deep enough to fill it (the depth rule every face shares)
+    add_setting_flags(parser, ["k", "budget"])
     parser.add_argument("--mode", choices=MODES, default="all",
                         help="which ranking to show (default: all of them side by side)")
     parser.add_argument("--files", action="store_true",
                         help="aggregate chunk hits to files (each file scored by its best chunk)")
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
-    parser.add_argument("--from", dest="from_location", default=None, metavar="FILE:LINE",
-                        help="query with the lines before LINE of FILE (LINE excluded)")
-    parser.add_argument("--query-lines", type=int, default=DEFAULT_QUERY_LINES, metavar="N",
-                        help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})")
+    add_location_args(parser)
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
-
-
-def _parse_location(text: str) -> tuple[str, int]:
-    """`FILE:LINE` -> (FILE, LINE), or a UserError naming the expected form."""
-    file, sep, line = text.rpartition(":")
-    if not sep or not file or not line.strip().isdigit():
-        raise UserError(f"--from needs FILE:LINE (for example shop/cart.py:30), not {text!r}.")
-    return file, int(line)
-
-
-def _check(settings: Settings, args: argparse.Namespace) -> None:
-    """Reject impossible search-only numbers (the schema checked the settings already)."""
-    if args.query_lines < 1:
-        raise UserError(f"--query-lines must be at least 1, not {args.query_lines}.")
 
 
 @contextmanager
@@ -116,20 +100,14 @@ def run(args: argparse.Namespace) -> int:
         # `coderag search --from FILE:LINE PATH`: the one positional is the repository.
         args.path, query = query, None
     settings = settings_from_args(args, **extra)
-    _check(settings, args)
-    from coderag_tui.core.engine import Engine, code_query
+    from coderag_tui.core.engine import Engine
     from coderag_tui.core.index.store import StoreError
-    from coderag_tui.core.rank.search import LocationError
 
     origin = None
     if args.from_location is not None:
         if query is not None:
             raise UserError("give either QUERY or --from FILE:LINE, not both.")
-        file, line = _parse_location(args.from_location)
-        try:
-            query, origin = code_query(settings.repo_root, file, line, args.query_lines)
-        except LocationError as exc:
-            raise UserError(str(exc)) from exc
+        query, origin = location_query(settings, args)
     if query is None or not query.strip():
         raise UserError(
             'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
