@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from coderag_tui.core.records import Origin
+from coderag_tui.core.visible import visible
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
 
 
@@ -223,14 +225,30 @@ def resolve_repo(path: str | None) -> Path:
         raise UserError(f"{repo} does not exist: pass the path of a repository folder.")
     if not repo.is_dir():
         raise UserError(f"{repo} is not a folder: pass the path of a repository folder.")
+    try:
+        with os.scandir(repo):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"cannot read the repository folder {repo.absolute()} ({exc.strerror}): give your "
+            "user read permission on it (chmod u+rx) or run coderag as a user who can read it."
+        ) from exc
     return repo.resolve()
 
 
-def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
+def settings_from_args(
+    args: argparse.Namespace,
+    *,
+    warnings: list[str] | None = None,
+    explicit: set[str] | None = None,
+    **extra: Any,
+) -> Settings:
     """Settings from config files and environment, overridden by the flags that were given.
 
     A wrong value becomes a UserError (one sentence naming the key and its source); warnings
-    about unknown keys go to stderr as `coderag: …` lines.
+    about unknown keys go to `warnings` when given (the TUI shows them), else to stderr as
+    `coderag: …` lines. `explicit`, when given, receives the names of the settings the user
+    gave (a file, a variable or a flag), for `Engine(explicit=…)`.
     """
     values = dict(vars(args))
     values.pop("command", None)
@@ -242,9 +260,32 @@ def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
         loaded = read_settings(values, flags={"repo": "PATH", **spelled})
     except SettingsError as exc:
         raise UserError(str(exc)) from exc
-    for warning in loaded.warnings:
-        print(f"coderag: {warning}", file=sys.stderr)
+    if explicit is not None:
+        explicit.update(loaded.explicit)
+    if warnings is not None:
+        warnings.extend(str(w) for w in loaded.warnings)
+    else:
+        for warning in loaded.warnings:
+            print(f"coderag: {visible(str(warning))}", file=sys.stderr)
     return loaded.settings
+
+
+def valid_text(text: str, what: str) -> tuple[str, str | None]:
+    """`text` with bytes that were not UTF-8 replaced by U+FFFD, and a sentence saying so.
+
+    Python hands such bytes of argv and stdin over as lone surrogates, which no encoder
+    writes. A replacement keeps the rest of the question usable and the sentence lets the
+    user re-type it if the lost character mattered; refusing would cost a retype every time.
+    """
+    bad = sum(1 for ch in text if "\ud800" <= ch <= "\udfff")
+    if not bad:
+        return text, None
+    fixed = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    held = "1 byte that is" if bad == 1 else f"{bad} bytes that are"
+    return fixed, (
+        f"the {what} held {held} not UTF-8, replaced by U+FFFD (\ufffd): check your "
+        "terminal's encoding if that character mattered."
+    )
 
 
 def print_json(data: Any) -> None:

@@ -36,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run_tui(argv: list[str]) -> int:
     """Run the TUI with these arguments; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    warnings: list[str] = []
     try:
-        # Warnings about unknown keys go to stderr here, before the app takes the screen.
-        settings = settings_from_args(args)
+        # Warnings (unknown keys …) are shown in the app: stderr is hidden behind its screen.
+        settings = settings_from_args(args, warnings=warnings)
     except UserError as exc:
         print(f"coderag: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -50,5 +51,5 @@ def run_tui(argv: list[str]) -> int:
         saved = read_saved_theme(state_path)
         if saved:
             settings = settings.with_(theme=saved)
-    make_app(settings, state_path=state_path).run()
+    make_app(settings, state_path=state_path, notices=warnings).run()
     return 0

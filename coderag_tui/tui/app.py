@@ -9,7 +9,7 @@ the old one and indexing never blocks typing; only the handlers below touch app 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -22,7 +22,8 @@ from textual.theme import Theme
 
 from coderag_tui.core.engine import Dense, Engine, Rerank
 from coderag_tui.core.records import PackedPrompt, RankingName
-from coderag_tui.settings import Settings, user_config_dir
+from coderag_tui.core.visible import visible
+from coderag_tui.settings import Settings, SettingsError, user_config_dir
 from coderag_tui.tui import state as tui_state
 from coderag_tui.tui import workers
 from coderag_tui.tui.commands import CoderagCommands
@@ -72,8 +73,10 @@ class CoderagApp(App[None]):
         clock: Clock | None = None,
         state_path: Path | None = None,
         system_clipboard: bool = True,
+        notices: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        self.startup_notices = tuple(notices)  # e.g. unknown keys in a config file
         self.settings = settings
         self.engine = Engine(settings, clock=clock or time.perf_counter)  # every timing shown
         self.state_path = state_path
@@ -116,11 +119,26 @@ class CoderagApp(App[None]):
         # only slowed the imports: both sides hold the GIL; measured with bench_tui.py.)
         self.engine.preload()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification is plain text with control characters shown: messages quote
+        queries, paths and repository text, which must never be read as markup or sent raw."""
+        super().notify(visible(message), title=visible(title), severity=severity,
+                       timeout=timeout, markup=markup)
+
     def on_mount(self) -> None:
-        if self.theme_problems:
-            problems = "\n".join(f"• {p}" for p in self.theme_problems)
-            title = "Theme problems (the rest loaded fine)"
-            self.notify(problems, title=title, severity="warning", timeout=12, markup=False)
+        for title, problems in (("Theme problems (the rest loaded fine)", self.theme_problems),
+                                ("Settings", self.startup_notices)):
+            if problems:
+                text = "\n".join(f"• {p}" for p in problems)
+                self.notify(text, title=title, severity="warning", timeout=12)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
 
     def on_unmount(self) -> None:
@@ -370,7 +388,12 @@ class CoderagApp(App[None]):
         """Change one setting and redo only what it affects (re-chunk, re-search or re-pack)."""
         if getattr(self.settings, name) == value:
             return
-        self.settings = self.settings.with_(**{name: value})
+        try:
+            self.settings = self.settings.with_(**{name: value})
+        except SettingsError as exc:  # e.g. chunk lines at or below the configured overlap
+            self.notify(str(exc), title="Setting not changed", severity="error")
+            self.main.tuning.sync(self.settings)
+            return
         self.main.tuning.sync(self.settings)
         if name in CHUNKING_FIELDS:
             self.notify(f"Re-chunking as {self.settings.chunking_spec.key} in the background…")
@@ -489,17 +512,17 @@ def make_app(
     clock: Clock | None = None,
     state_path: Path | None = None,
     system_clipboard: bool = True,
+    notices: Sequence[str] = (),
 ) -> CoderagApp:
     """The one way to build the app (CLI, tests, screenshots); nothing heavy is imported here.
 
     `clock` replaces `time.perf_counter` for every timing the app shows (tests pass a
     deterministic one); `state_path` is where the chosen theme and each repository's query
     history are remembered (None: nowhere);
-    `system_clipboard=False` keeps copies inside the terminal (OSC 52) and `app.clipboard`.
+    `system_clipboard=False` keeps copies inside the terminal (OSC 52) and `app.clipboard`;
+    `notices` are shown once the screen is up (warnings from reading the settings).
     """
     return CoderagApp(
-        settings,
-        clock=clock,
-        state_path=state_path,
-        system_clipboard=system_clipboard,
+        settings, clock=clock, state_path=state_path, system_clipboard=system_clipboard,
+        notices=notices,
     )

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 
 from coderag_tui.core.rank.words import tokenize
 from coderag_tui.core.records import RankingName, SearchRun
+from coderag_tui.core.visible import one_line
 from coderag_tui.tui.messages import EmbeddingProgressed, IndexProgressed
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
@@ -162,7 +163,7 @@ class MainScreen(Screen[None]):
         if key in session.excluded:
             marks.append(("  ✕ excluded", "$error"))
         ranks.update(
-            Content.assemble((line, "bold"), ("   " + chunk.key, "$text-muted"), *marks),
+            Content.assemble((line, "bold"), ("   " + one_line(chunk.key), "$text-muted"), *marks),
             layout=False,  # one line, fixed height
         )
         theme = self.app.current_theme

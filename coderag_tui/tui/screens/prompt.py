@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
+from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.widgets.latency import meter
 
@@ -110,24 +111,25 @@ class PromptScreen(Screen[None]):
                 ),
             )
         )
-        if rendered.text != packed.text:
-            rendered.load_text(packed.text)
+        shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
+        if rendered.text != shown:
+            rendered.load_text(shown)
         for block in packed.blocks:
             key = block.chunk_keys[0]
             mark = "📌" if any(k in session.pinned for k in block.chunk_keys) else ""
             included.add_row(
                 mark,
                 Text(str(block.best_rank), justify="right"),
-                f"{block.path}:{block.start_line}-{block.end_line}",
+                Text(f"{one_line(block.path)}:{block.start_line}-{block.end_line}"),
                 Text(f"{block.tokens:,}", justify="right"),
                 key=key,
             )
         for drop in packed.dropped:
             dropped.add_row(
                 Text(str(drop.rank or "—"), justify="right"),
-                drop.key,
+                Text(one_line(drop.key)),
                 Text(f"{drop.tokens:,}", justify="right"),
-                drop.reason,
+                Text(drop.reason),
                 key=drop.key,
             )
         included.border_subtitle = f"{len(packed.blocks)} blocks"

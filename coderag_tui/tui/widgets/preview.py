@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 from rich.style import Style
 from rich.text import Text
+from textual.content import Content
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from coderag_tui.core.prompt.render import fence_tag_for
 from coderag_tui.core.records import Chunk
+from coderag_tui.core.visible import one_line, visible
 
 if TYPE_CHECKING:  # Pygments is imported on first use (warm-up), not with the first screen
     from pygments.lexer import Lexer
@@ -77,7 +79,8 @@ def chunk_lines(
     lexer = _lexer(fence_tag_for(chunk.language, chunk.path) or "text")
     from pygments.token import Token
 
-    tokens = lexer.get_tokens(chunk.text) if lexer is not None else [(Token.Text, chunk.text)]
+    text = visible(chunk.text)  # escape sequences in a file are shown, never sent
+    tokens = lexer.get_tokens(text) if lexer is not None else [(Token.Text, text)]
     for token, value in tokens:
         style = _token_style(theme, token)
         for i, part in enumerate(value.split("\n")):
@@ -142,7 +145,9 @@ class ChunkPreview(ScrollView, can_focus=True):
             self.border_subtitle = ""
             lines = [Text(self.PLACEHOLDER, style="dim")]
         else:
-            self.border_title = f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+            # Content, not a str: a path like app/[slug]/page.tsx is not markup.
+            label = f"{one_line(chunk.path)}:{chunk.start_line}-{chunk.end_line}"
+            self.border_title = Content(label)
             kind = "" if chunk.kind == "lines" else f" · {chunk.kind}"
             self.border_subtitle = f"{chunk.n_lines} lines{kind}"
         self._lines = lines

@@ -7,6 +7,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
+from coderag_tui.core.visible import visible
 from coderag_tui.tui.state import HISTORY_LIMIT
 
 ASK_PLACEHOLDER = "Ask about the code, or paste a snippet — Enter searches, ↑/↓ history"
@@ -35,6 +36,10 @@ class QueryInput(Input):
         self.history = history
         self._position: int | None = None
         self._draft = ""
+
+    def validate_value(self, value: str) -> str:
+        """A pasted control character (an escape sequence) is written out, never echoed raw."""
+        return visible(value)
 
     def set_code_mode(self, code: bool) -> None:
         self.placeholder = CODE_PLACEHOLDER if code else ASK_PLACEHOLDER

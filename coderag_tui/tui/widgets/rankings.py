@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from coderag_tui.core.records import RANKING_NAMES, Ranking, RankingName, SearchRun
+from coderag_tui.core.visible import one_line
 from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
 
 TITLES: dict[RankingName, str] = {
@@ -95,7 +96,7 @@ class RankingColumn(Vertical):
         lines = [
             Row(
                 str(hit.rank),
-                f"{hit.chunk.path}:{hit.chunk.start_line}-{hit.chunk.end_line}",
+                f"{one_line(hit.chunk.path)}:{hit.chunk.start_line}-{hit.chunk.end_line}",
                 fmt.format(hit.score),
                 hit.chunk.key,
             )
