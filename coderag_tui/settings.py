@@ -52,6 +52,11 @@ def user_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def user_data_dir() -> Path:
+    """Where coderag keeps what the user made (saved prompts): never inside a repository."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
 def user_config_file() -> Path:
     """The user's own config file, read before the repository's."""
     return user_config_dir() / "config.toml"

@@ -23,7 +23,7 @@ from textual.theme import Theme
 from coderag_tui.core.engine import Dense, Engine, Rerank
 from coderag_tui.core.records import PackedPrompt, RankingName
 from coderag_tui.core.visible import visible
-from coderag_tui.settings import Settings, SettingsError, user_config_dir
+from coderag_tui.settings import Settings, SettingsError, user_config_dir, user_data_dir
 from coderag_tui.tui import state as tui_state
 from coderag_tui.tui import workers
 from coderag_tui.tui.commands import CoderagCommands
@@ -336,7 +336,7 @@ class CoderagApp(App[None]):
         self.call_after_refresh(message.rendered.set)
         if not self.has_main_screen or message.serial != self.session.serial:
             return
-        self.session.finished(message.run)
+        self.session.finished(message.run, self.main.focused_ranking())
         self.main.show_run(message.run)
         self._refresh_prompt_views()
 
@@ -452,7 +452,9 @@ class CoderagApp(App[None]):
                 self._work(workers.save, packed.text, packed.tokens, path)
 
         if self._packed_or_say("save") is not None:
-            self.push_screen(SaveScreen(Path.cwd() / "coderag-prompt.md"), save)
+            # Outside the repository: a saved prompt must not become its own top search hit.
+            name = f"{self.settings.repo_root.name or 'repo'}-prompt.md"
+            self.push_screen(SaveScreen(user_data_dir() / "prompts" / name), save)
 
     def on_prompt_exported(self, message: PromptExported) -> None:
         if self.has_main_screen:  # else the app is shutting down

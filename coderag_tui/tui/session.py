@@ -26,6 +26,7 @@ class Ask:
     text: str
     origin: Origin | None = None
     location: bool = False
+    fresh: bool = True  # asked by the user (False: the same search run again)
 
 
 @dataclass
@@ -61,18 +62,22 @@ class Session:
         if self.asking is not None:
             return self.asking
         if self.last_run is not None:
-            return Ask(self.last_run.query, self.last_run.origin)
+            return Ask(self.last_run.query, self.last_run.origin, fresh=False)
         return None
 
-    def finished(self, run: SearchRun) -> None:
-        """A search's rankings arrived: keep the selected chunk if it is still listed."""
+    def finished(self, run: SearchRun, focused: RankingName | None = None) -> None:
+        """A search's rankings arrived. A new question selects the #1 of the focused list
+        (else of the final one); the same search run again keeps the selection it still lists."""
+        fresh = self.asking is None or self.asking.fresh
         self.asking = None
         self.last_run = run
         self.prompt = None  # until its prompt is packed
         self.pack_error = ""
         keys = {h.chunk.key for r in run.rankings.values() for h in r.hits}
-        if self.selected_key not in keys:
-            hits = run.final.hits
+        if fresh or self.selected_key not in keys:
+            ranking = run.rankings.get(focused) if focused is not None else None
+            usable = ranking is not None and ranking.available and bool(ranking.hits)
+            hits = ranking.hits if ranking is not None and usable else run.final.hits
             self.selected_key = hits[0].chunk.key if hits else None
 
     def request(self, task: str) -> PromptRequest:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -13,14 +13,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 
 from coderag_tui.core.rank.words import tokenize
-from coderag_tui.core.records import RankingName, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
 from coderag_tui.core.visible import one_line
 from coderag_tui.tui.messages import EmbeddingProgressed, IndexProgressed
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
-from coderag_tui.tui.widgets.rankings import RankingColumn, RankingsBoard, ranks_line
+from coderag_tui.tui.widgets.rankings import TITLES, RankingColumn, RankingsBoard, ranks_line
 from coderag_tui.tui.widgets.status import IndexState, TopBar, WorkProgress
 from coderag_tui.tui.widgets.tuning import TuningPanel
 
@@ -67,6 +67,8 @@ class MainScreen(Screen[None]):
         ),
         Binding("question_mark", "app.help", "Help", show=False, tooltip="This list of keys"),
     ]
+
+    last_list: RankingName | None = None  # focused last: a new search selects its #1
 
     @property
     def host(self) -> CoderagHost:
@@ -251,13 +253,33 @@ class MainScreen(Screen[None]):
         self.host.select(event.key)
         self.show_selection()
 
+    def focused_ranking(self) -> RankingName | None:
+        """The list the user is in: the one focused last (the query input may have focus now)."""
+        return self.last_list
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        for name in RANKING_NAMES:
+            if event.widget is self.board.column(name).table:
+                self.last_list = name
+
     def action_focus_query(self) -> None:
         self.query_one(QueryInput).focus()
 
-    def action_focus_column(self, name: str) -> None:
-        column = self.board.column(name)  # type: ignore[arg-type]
+    def action_focus_column(self, name: RankingName) -> None:
+        column = self.board.column(name)
         if column.display and column.keys:
             column.table.focus()
+            return
+        # Every key answers: say why this list has nothing to jump to, and how to fill it.
+        run = self.host.session.last_run
+        title = TITLES.get(name, name)
+        if name == "rerank" and not self.host.settings.rerank:
+            why = "rerank is off: turn it on in the Tuning tab or with --rerank."
+        elif run is None:
+            why = "no search yet: type a question and press Enter."
+        else:
+            why = run.rankings[name].reason or "it has no matches for this query."
+        self.app.notify(f"The {title} list is empty — {why}", severity="warning")
 
     def action_focus_results(self) -> None:
         """Focus the list the prompt is packed from (reranked, else fused, else BM25)."""
