@@ -114,3 +114,18 @@ def test_a_prompt_printed_on_a_terminal_shows_escapes(hostile_repo: Path, tmp_pa
     assert "retry payment" in shown
     _no_escape(shown)
     assert "\\x1b]52;c;ZXZpbA==\\x07" in shown
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
+    """`coderag index --verbose | head -1`: no BrokenPipeError traceback on stderr."""
+    repo = tmp_path / "many"
+    repo.mkdir()
+    for i in range(1500):  # enough skipped names that the listing outgrows the pipe
+        (repo / f"{'padding_' * 6}blob_{i:04d}.bin").write_bytes(b"\x00" * 64)
+    proc = subprocess.run(
+        f"{sys.executable} -m coderag_tui index {repo} --index-dir {tmp_path / 'ix'} --verbose"
+        " | head -1",
+        shell=True, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.stdout.count("\n") == 1
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr

@@ -7,6 +7,7 @@ this module only dispatches.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -67,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("coderag: interrupted; what was already indexed is kept.", file=sys.stderr)
             return 130
+        except BrokenPipeError:
+            # The reader went away (`coderag index | head`): nothing left to say to it. Point
+            # stdout at devnull so the interpreter's final flush cannot fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
     from coderag_tui.cli.tui_cmd import run_tui
 
     return run_tui(args_list)
