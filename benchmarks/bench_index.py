@@ -107,6 +107,13 @@ def run_strategy(repo: Path, index_root: Path, strategy: str, corpus_bytes: int)
     size_mb = sum(p.stat().st_size for p in settings.index_path.parent.glob("*")) / 1e6
     print(f"  index:   {size_mb:.1f} MB on disk")
     store.close()
+    store = Store.open(settings.index_path)  # a fresh connection, as the engine's first build
+    t = time.perf_counter()
+    damage = store.damage()
+    print(f"  check:   {(time.perf_counter() - t) * 1000:6.1f} ms  SQLite's page check "
+          f"(PRAGMA quick_check), once per opened index before its first build: "
+          f"{damage or 'sound'}")
+    store.close()
     return ok
 
 

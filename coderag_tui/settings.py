@@ -66,6 +66,9 @@ DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe
 
 ModelBackend = Literal["auto", "fastembed", "sentence-transformers", "none"]
 Fusion = Literal["rrf", "weighted"]
+# One setting with three values rather than two switches: "allow" and "redact" exclude each
+# other, and a single key is one thing to refuse in a repository's .coderag.toml.
+SecretMode = Literal["hold", "redact", "allow"]
 
 
 class SettingsError(ValueError):
@@ -102,6 +105,9 @@ def _about(doc: str, **facts: Any) -> dict[str, _Meta]:
 
 
 _PATH_REFUSED = "it names a path, and a repository may not point coderag outside itself"
+_SECRETS_REFUSED = (
+    "a repository's own config may not decide that its secrets go into prompts"
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,15 @@ class Settings:
         default=1000,
         metadata=_about(
             "A file whose longest line is longer than this counts as minified and is skipped.", ge=1
+        ),
+    )
+    include_secret_files: bool = field(
+        default=False,
+        metadata=_about(
+            "Index key and credentials files (id_rsa, *.pem, *.key, .env, .netrc …), which are "
+            "otherwise skipped; secrets found in them are still held back from prompts.",
+            repo_file="refused",
+            why_refused=_SECRETS_REFUSED,
         ),
     )
 
@@ -239,6 +254,66 @@ class Settings:
             "Weight of BM25 in weighted fusion; dense gets 1 minus this.", ge=0, le=1, metavar="W"
         ),
     )
+
+    # --- code signals (core/rank/signals.py): weights on the scale where the best fused
+    # candidate scores 1, chosen on the two dev sets with dense off (benchmarks/
+    # run_dev_benchmark.sh signals: each one helps where it applies and hurts neither) ---
+    signals: bool = field(
+        default=True,
+        metadata=_about(
+            "Re-score the fused list with code-aware signals (BM25 and dense stay raw)."
+        ),
+    )
+    signal_definitions: float = field(
+        default=1.0,
+        metadata=_about(
+            "Weight of a chunk defining a name the query writes as code (APIRouter, "
+            "parse_config, a.b.c); 0 turns it off.",
+            ge=0, metavar="W",
+        ),
+    )
+    signal_forms: float = field(
+        default=0.5,
+        metadata=_about(
+            "Weight of a chunk defining a name made of the query's words (parse config -> "
+            "parseConfig, parse_config, ConfigParser); 0 turns it off.",
+            ge=0, metavar="W",
+        ),
+    )
+    signal_path: float = field(
+        default=1.0,
+        metadata=_about(
+            "Weight of the share of query words found in a file's name or its folder's "
+            "name; 0 turns it off.",
+            ge=0, metavar="W",
+        ),
+    )
+    signal_coherence: float = field(
+        default=0.2,
+        metadata=_about(
+            "Weight by which a file with several matching chunks lifts its best chunk; 0 "
+            "turns it off.",
+            ge=0, metavar="W",
+        ),
+    )
+    signal_roles: float = field(
+        default=0.5,
+        metadata=_about(
+            "Score multiplier for tests, examples, docs, changelogs, benchmarks, vendored, "
+            "generated, migration and legacy code unless the query asks for them; 1 turns "
+            "it off.",
+            ge=0, le=1, metavar="X",
+        ),
+    )
+    signal_issue_terms: float = field(
+        default=0.5,
+        metadata=_about(
+            "Weight of the code terms of a long query (identifiers, paths, traceback frames, "
+            "exception names) searched apart from its prose; 0 turns it off.",
+            ge=0, metavar="W",
+        ),
+    )
+
     rerank: bool = field(
         default=False, metadata=_about("Rerank the fused top candidates with a cross-encoder.")
     )
@@ -284,6 +359,15 @@ class Settings:
     )
     trim_last: bool = field(
         default=False, metadata=_about("Cut the last chunk at a line boundary to fill the budget.")
+    )
+    secrets: SecretMode = field(
+        default="hold",
+        metadata=_about(
+            "Chunks with suspected secrets (keys, tokens, passwords): hold them back from the "
+            "prompt, redact each secret as <redacted:TYPE>, or allow them as they are.",
+            repo_file="refused",
+            why_refused=_SECRETS_REFUSED,
+        ),
     )
 
     # --- TUI ---
@@ -561,10 +645,12 @@ def settings_fields() -> tuple[Field[Any], ...]:
 
 
 class LoadedSettings(NamedTuple):
-    """Settings read from every source, and the warnings a face should show (unknown keys)."""
+    """Settings read from every source, the warnings a face should show (unknown keys), and
+    the settings some source gave (a file, a variable or a flag; the rest are defaults)."""
 
     settings: Settings
     warnings: tuple[str, ...]
+    explicit: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -581,8 +667,11 @@ class _Source:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
+    try:
+        if not path.is_file():
+            return {}
+    except OSError as exc:  # a folder on the way that this user may not enter
+        raise SettingsError(f"{path}: cannot be read ({exc.strerror}); fix or remove it.") from exc
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -729,7 +818,7 @@ def read_settings(
     )
     if problem:
         raise overlap_from.error("chunk_overlap", problem)
-    return LoadedSettings(Settings(**values), tuple(notes))
+    return LoadedSettings(Settings(**values), tuple(notes), frozenset(origin))
 
 
 def load_settings(

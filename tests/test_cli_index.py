@@ -26,7 +26,7 @@ def test_json_output_parses_and_counts_files(
     assert data["repo"] == str(tiny_repo.resolve())
     assert data["files_indexed"] == len(FILES)
     assert data["chunks"] > 0 and data["chunking"] == "lines:64:0"
-    assert set(data["stage_seconds"]) == {"walk", "read", "chunk", "store"}
+    assert set(data["stage_seconds"]) == {"walk", "read", "scan", "chunk", "store"}
     assert Path(data["index_path"]).parent == index_dir
 
     main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])

@@ -37,7 +37,10 @@ def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = Tr
 
 # The settings each face offers as flags, grouped by stage; every flag is generated from the
 # schema (`add_setting_flags`), so a setting has one spelling, type, limit and help everywhere.
-INDEX_SETTINGS = ("chunking", "chunk_lines", "chunk_overlap", "max_file_bytes", "max_line_chars")
+INDEX_SETTINGS = (
+    "chunking", "chunk_lines", "chunk_overlap", "max_file_bytes", "max_line_chars",
+    "include_secret_files",
+)  # fmt: skip
 LEXICAL_SETTINGS = ("split_identifiers", "path_in_text")
 DENSE_SETTINGS = (
     "embed_backend",
@@ -47,14 +50,31 @@ DENSE_SETTINGS = (
     "allow_download",
 )
 FUSION_SETTINGS = ("fusion", "rrf_k", "bm25_weight", "depth")
+SIGNAL_SETTINGS = (
+    "signals", "signal_definitions", "signal_forms", "signal_path", "signal_coherence",
+    "signal_roles", "signal_issue_terms",
+)  # fmt: skip
 RERANK_SETTINGS = ("rerank", "rerank_backend", "rerank_model", "rerank_candidates", "rerank_keep")
-RANKING_SETTINGS = (*LEXICAL_SETTINGS, *DENSE_SETTINGS, *FUSION_SETTINGS, *RERANK_SETTINGS)
-PROMPT_SETTINGS = ("budget", "template", "encoding", "context_first", "trim_last")
+RANKING_SETTINGS = (
+    *LEXICAL_SETTINGS, *DENSE_SETTINGS, *FUSION_SETTINGS, *SIGNAL_SETTINGS, *RERANK_SETTINGS,
+)  # fmt: skip
+PROMPT_SETTINGS = ("budget", "template", "encoding", "context_first", "trim_last", "secrets")
 
 # Older spellings that keep working, and flags that set a boolean setting to False.
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {"chunk_overlap": ("--overlap",)}
 INVERSE_FLAGS: dict[str, tuple[str, str]] = {
     "context_first": ("--context-last", "put the task before the code context"),
+}
+# Flags that set a setting to one of its values: (flag, value, help).
+VALUE_FLAGS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "secrets": (
+        ("--allow-secrets", "allow",
+         "include chunks with suspected secrets as they are (still said on stderr); "
+         "same as --secrets allow"),
+        ("--redact-secrets", "redact",
+         "include chunks with suspected secrets, each secret replaced by <redacted:TYPE>; "
+         "same as --secrets redact"),
+    ),
 }
 FLAG_SPELLINGS = "_setting_flags"  # Namespace attribute: setting -> the flag spelling used
 
@@ -172,6 +192,16 @@ def add_setting_flags(parser: argparse._ActionsContainer, names: Sequence[str]) 
                 action=_SettingFlag,
                 nargs=0,
                 const=False,
+                default=None,
+                help=help_text,
+            )
+        for flag, value, help_text in VALUE_FLAGS.get(name, ()):
+            parser.add_argument(
+                flag,
+                dest=name,
+                action=_SettingFlag,
+                nargs=0,
+                const=value,
                 default=None,
                 help=help_text,
             )

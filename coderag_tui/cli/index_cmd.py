@@ -101,6 +101,12 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
             "characters)"
         )
     lines.append(f"  chunks:   {report.chunks}")
+    if report.secrets:
+        n = len(report.secrets)
+        lines.append(
+            f"  secrets:  {n} file{'s' if n != 1 else ''} with suspected secrets, held back "
+            f"from prompts ({report.files_scanned} scanned this run)"
+        )
     lines.append(f"  elapsed:  {report.elapsed_s:.2f} s (stages, summed over threads: {stages})")
     lines.append(f"  index:    {report.index_path}")
     if verbose and report.skipped:
@@ -108,6 +114,9 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
         for skip in report.skipped:
             detail = f" ({skip.detail})" if skip.detail else ""
             lines.append(f"  {one_line(skip.path)}: {skip.reason.value}{one_line(detail)}")
+    if verbose and report.secrets:
+        lines.append("Files with suspected secrets (held back from prompts):")
+        lines.extend(f"  {one_line(path)}: {', '.join(kinds)}" for path, kinds in report.secrets)
     if verbose and report.invalid_utf8:
         lines.append("Files with invalid UTF-8:")
         lines.extend(f"  {one_line(path)}" for path in report.invalid_utf8)
@@ -119,13 +128,15 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
-    engine = Engine(settings)
+    explicit: set[str] = set()
+    settings = settings_from_args(args, explicit=explicit)
+    engine = Engine(settings, explicit=frozenset(explicit))
     show_bar = not args.json and sys.stderr.isatty()
     try:
         with _progress_bar(show_bar) as progress:
-            # BM25 is built too, so the next search or TUI start answers at once.
-            report = engine.update_index(settings, progress=progress).report
+            # BM25 is built too, so the next search or TUI start answers at once. An index
+            # that cannot be written is an error here: updating it is all this command does.
+            lexical = engine.update_index(settings, progress=progress, stale_ok=False)
     except IndexInterrupted as stop:
         kept = stop.report.files_indexed + stop.report.files_unchanged
         print(f"coderag: interrupted; {kept} files kept; run again to finish.", file=sys.stderr)
@@ -134,9 +145,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from exc
     finally:
         engine.close()
+    report = lexical.report
     assert report is not None  # update_index always checks the repository
+    # What the engine adds: a wait for another run, a build setting that changed.
+    notes = [n for n in lexical.notices if n != report.notice]
     if args.json:
-        print_json({"repo": str(settings.repo_root), **report.as_dict()})
+        print_json({"repo": str(settings.repo_root), **report.as_dict(), "notes": notes})
     else:
-        print(visible("\n".join(_summary(settings, report, verbose=args.verbose))))
+        lines = _summary(settings, report, verbose=args.verbose)
+        lines += [f"Note: {note}" for note in notes]
+        print(visible("\n".join(lines)))
     return 0

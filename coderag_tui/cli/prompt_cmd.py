@@ -26,6 +26,7 @@ from coderag_tui.cli.common import (
     location_query,
     print_json,
     settings_from_args,
+    valid_text,
 )
 from coderag_tui.cli.render import say
 from coderag_tui.core.engine import PromptResult
@@ -33,11 +34,14 @@ from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
     EXCLUDED,
     OVER_BUDGET,
+    SECRET,
     Advice,
+    SecretAccount,
+    secret_account,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
 from coderag_tui.core.records import Origin, PackedPrompt
-from coderag_tui.core.visible import control_count, visible
+from coderag_tui.core.visible import control_count, one_line, visible
 from coderag_tui.settings import Settings
 
 
@@ -88,13 +92,22 @@ def _spinner(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
         yield update
 
 
+def _read_stdin() -> str:
+    """Standard input as text; bytes that are not UTF-8 come back as lone surrogates (as in
+    argv), for `valid_text` to replace and report, instead of a decoding traceback."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    return bytes(buffer.read()).decode("utf-8", "surrogateescape")
+
+
 def _task(args: argparse.Namespace) -> str | None:
     """The task as given (stdin for '-'), or None when --from alone asks (the code is the task)."""
     if args.from_location and args.path is None and args.task and Path(args.task).is_dir():
         args.path, args.task = args.task, None  # `prompt --from FILE:LINE PATH`: that's the repo
     if args.task is None and args.from_location:
         return None
-    task = sys.stdin.read() if args.task == "-" else (args.task or "")
+    task = _read_stdin() if args.task == "-" else (args.task or "")
     if not task.strip():
         raise UserError(
             'the task is empty: say what the model should do, e.g. coderag prompt "why does '
@@ -107,7 +120,7 @@ def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list
     n_chunks = sum(len(b.chunk_keys) for b in packed.blocks)
     over = sum(1 for d in packed.dropped if d.reason == OVER_BUDGET)
     excluded = sum(1 for d in packed.dropped if d.reason == EXCLUDED)
-    cut = [d for d in packed.dropped if d.reason not in (OVER_BUDGET, EXCLUDED)]
+    cut = [d for d in packed.dropped if d.reason not in (OVER_BUDGET, EXCLUDED, SECRET)]
     approx = "" if packed.exact else "≈"
     lines = [
         f"prompt: {approx}{packed.tokens:,} of {packed.budget:,} tokens ({counter.label}); "
@@ -118,6 +131,37 @@ def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list
     if counter.note:
         lines.append(counter.note)
     lines.append(advice.text)
+    return lines
+
+
+def _files(found: tuple[tuple[str, int, tuple[str, ...]], ...]) -> tuple[int, str]:
+    """How many chunks or blocks, and the files they come from, as a line names them."""
+    return sum(n for _, n, _ in found), ", ".join(one_line(path) for path, _, _ in found)
+
+
+def secret_lines(account: SecretAccount) -> list[str]:
+    """What the prompt did with suspected secrets, in a sentence per case (none: no line)."""
+    kinds = ", ".join(account.kinds)
+    lines = []
+    if account.held:
+        count, files = _files(account.held)
+        lines.append(
+            f"held back {count} chunk{'s' if count != 1 else ''} of {files}: they look like "
+            f"secrets ({kinds}); --allow-secrets includes them, --redact-secrets masks them."
+        )
+    if account.included and account.mode == "redact":
+        count, files = _files(account.included)
+        lines.append(
+            f"masked the suspected secrets ({kinds}) in {count} block{'s' if count != 1 else ''}"
+            f" of {files} as <redacted:TYPE>; the rest of those files is included."
+        )
+    elif account.included:
+        count, files = _files(account.included)
+        lines.append(
+            f"the prompt includes suspected secrets ({kinds}) as they are, in {count} "
+            f"block{'s' if count != 1 else ''} of {files}, because secrets is set to allow: "
+            "check it before you paste it anywhere."
+        )
     return lines
 
 
@@ -136,14 +180,16 @@ def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
             {
                 "path": b.path, "start_line": b.start_line, "end_line": b.end_line,
                 "language": b.language, "tokens": b.tokens, "chunk_keys": list(b.chunk_keys),
-                "best_rank": b.best_rank,
+                "best_rank": b.best_rank, "secrets": list(b.secrets),
             }
             for b in packed.blocks
         ],
         "dropped": [
-            {"key": d.key, "rank": d.rank, "tokens": d.tokens, "reason": d.reason}
+            {"key": d.key, "rank": d.rank, "tokens": d.tokens, "reason": d.reason,
+             "secrets": list(d.secrets)}
             for d in packed.dropped
         ],
+        "secrets": _secrets_record(secret_account(packed)),
         "advice": advice.text,
         "copy": None if copy is None else {
             "ok": copy.ok, "method": copy.method, "message": copy.message,
@@ -151,10 +197,24 @@ def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
     }
 
 
+def _secrets_record(account: SecretAccount) -> dict[str, Any]:
+    return {
+        "mode": account.mode,
+        "held_back": [
+            {"path": path, "chunks": n, "kinds": list(kinds)} for path, n, kinds in account.held
+        ],
+        "included": [
+            {"path": path, "blocks": n, "kinds": list(kinds)}
+            for path, n, kinds in account.included
+        ],
+    }
+
+
 def build_prompt(settings: Settings, task: str, *, dense: bool = True,
                  pinned: Sequence[str] = (), excluded: Sequence[str] = (),
                  progress: Callable[[Any], None] | None = None,
                  query: str | None = None, origin: Origin | None = None,
+                 explicit: frozenset[str] | None = None,
                  ) -> tuple[PromptResult, tuple[str, ...]]:
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
     (the result, notes to show once). With `origin`, the query's own chunk is left out."""
@@ -166,7 +226,7 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
     except PromptError as exc:
         raise UserError(str(exc)) from exc
     try:
-        engine = Engine.open(settings, dense=dense, progress=progress)
+        engine = Engine.open(settings, dense=dense, progress=progress, explicit=explicit)
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
@@ -183,13 +243,18 @@ def build_prompt(settings: Settings, task: str, *, dense: bool = True,
 
 def run(args: argparse.Namespace) -> int:
     given = _task(args)
-    settings = settings_from_args(args)
+    if given is not None:
+        given, undecodable = valid_text(given, "task")
+        if undecodable:
+            say(undecodable)
+    explicit: set[str] = set()
+    settings = settings_from_args(args, explicit=explicit)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     task = given if given is not None else query or ""
     with _spinner(not args.json and sys.stderr.isatty()) as progress:
         result, notes = build_prompt(
             settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude,
-            progress=progress, query=query, origin=origin,
+            progress=progress, query=query, origin=origin, explicit=frozenset(explicit),
         )
     packed, counter, advice = result.packed, result.counter, result.advice
     copy: CopyResult | None = None
@@ -202,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         # or a file gets the exact text.
         sys.stdout.write(visible(packed.text) if sys.stdout.isatty() else packed.text)
         sys.stdout.flush()
-    lines = [*notes, *_status(packed, counter, advice)]
+    lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
     controls = control_count(packed.text)
     if controls:
         lines.append(

@@ -8,7 +8,7 @@ quote them) reaches the terminal only through `visible`, as plain text, never as
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -122,8 +122,16 @@ def unavailable_lines(run: SearchRun, names: Sequence[RankingName]) -> list[str]
     ]
 
 
-def hit_record(run: SearchRun, hit: Hit, name: RankingName) -> dict[str, Any]:
-    """A JSON-ready hit with its rank in every other available ranking (None if absent)."""
+def hit_record(
+    run: SearchRun,
+    hit: Hit,
+    name: RankingName,
+    secrets: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """A JSON-ready hit with its rank in every other available ranking (None if absent), the
+    kinds of suspected secret in it (`secret`, empty when none; `secrets` by chunk key) and
+    why it ranks there (`why`: the fused score and each code signal's part; empty for the
+    raw lists)."""
     ranks = run.ranks_of(hit.chunk.key)
     return {
         "rank": hit.rank,
@@ -133,12 +141,17 @@ def hit_record(run: SearchRun, hit: Hit, name: RankingName) -> dict[str, Any]:
         "kind": hit.chunk.kind,
         "score": hit.score,
         "ranks": {other: r for other, r in ranks.items() if other != name},
+        "secret": list((secrets or {}).get(hit.chunk.key, ())),
+        # fused hits with code signals: each contribution to the score (they sum to it)
+        "why": [{"signal": label, "value": value} for label, value in hit.why],
     }
 
 
 def run_record(run: SearchRun, names: Sequence[RankingName], k: int, *,
-               files: bool = False) -> dict[str, Any]:
-    """A JSON-ready SearchRun: rankings (top k hits), optional files, timings and notes."""
+               files: bool = False,
+               secrets: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """A JSON-ready SearchRun: rankings (top k hits), optional files, timings and notes;
+    `secrets` (kinds by chunk key, see Engine.secret_kinds) marks hits with suspected secrets."""
     rankings: dict[str, Any] = {}
     for name in names:
         ranking = run.rankings.get(name)
@@ -147,7 +160,7 @@ def run_record(run: SearchRun, names: Sequence[RankingName], k: int, *,
         entry: dict[str, Any] = {
             "available": ranking.available,
             "reason": ranking.reason,
-            "hits": [hit_record(run, hit, name) for hit in ranking.hits[:k]],
+            "hits": [hit_record(run, hit, name, secrets) for hit in ranking.hits[:k]],
         }
         if files and ranking.available:
             entry["files"] = [

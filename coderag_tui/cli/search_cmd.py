@@ -23,6 +23,7 @@ from coderag_tui.cli.common import (
     location_query,
     print_json,
     settings_from_args,
+    valid_text,
 )
 from coderag_tui.cli.render import (
     files_table,
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if args.from_location is not None and query is not None and args.path is None:
         # `coderag search --from FILE:LINE PATH`: the one positional is the repository.
         args.path, query = query, None
-    settings = settings_from_args(args, **extra)
+    explicit: set[str] = set()
+    settings = settings_from_args(args, explicit=explicit, **extra)
     from coderag_tui.core.engine import Engine
     from coderag_tui.core.index.store import StoreError
 
@@ -112,16 +114,28 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
         )
+    query, undecodable = valid_text(query, "query")
+    if undecodable:
+        say(undecodable)
 
     want_dense = args.dense and args.mode != "bm25"
     interactive = not args.json and sys.stderr.isatty()
     try:
         with _status(interactive) as progress:
-            engine = Engine.open(settings, progress=progress, dense=want_dense)
+            engine = Engine.open(settings, progress=progress, dense=want_dense,
+                                 explicit=frozenset(explicit))
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
         result = engine.search(query, settings, origin)
+        # Hits are marked, not hidden: a search stays on this machine (prompts hold them back).
+        try:
+            secrets = engine.secret_kinds(
+                hit.chunk for ranking in result.rankings.values()
+                for hit in ranking.hits[: settings.k]
+            ) if args.json else {}
+        except StoreError as exc:
+            raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
         say(
             f"left out {result.left_out} chunk(s) of {origin.path} that hold the query "
@@ -136,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"showing the {names[0]} ranking, because {args.mode} is unavailable.")
     if args.json:
         record = run_record(result, list(RANKING_NAMES) if args.mode == "all" else names,
-                            settings.k, files=args.files)
+                            settings.k, files=args.files, secrets=secrets)
         record["repo"] = str(settings.repo_root)
         record["chunking"] = settings.chunking_spec.key
         record["mode"] = args.mode

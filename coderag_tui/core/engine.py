@@ -15,13 +15,14 @@ import contextlib
 import gc
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun
+from coderag_tui.core.index.keeper import IndexKeeper
+from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun, SecretFinding
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
@@ -188,7 +189,10 @@ class Engine:
 
     settings: Settings
     clock: Clock = time.perf_counter
-    _store: Store | None = field(default=None, repr=False)
+    # Settings the user gave (flags, environment, config files); None: those that differ
+    # from their defaults. A build setting not given keeps the index's value (IndexKeeper).
+    explicit: frozenset[str] | None = None
+    _keeper: IndexKeeper = field(init=False, repr=False)
     _cache: EmbeddingCache | None = field(default=None, repr=False)
     _lexical: Lexical | None = field(default=None, repr=False)
     _dense: Dense | None = field(default=None, repr=False)
@@ -210,14 +214,16 @@ class Engine:
         embed_progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
         clock: Clock = time.perf_counter,
+        explicit: frozenset[str] | None = None,
     ) -> Engine:
         """Bring the index up to date and open every stage asked for, in order.
 
         Dense search opens when `dense` is true and a model resolves; the reranker when
         `rerank` (default: settings.rerank) is true. A missing model never fails the call:
         the stage carries the reason and `search` shows it in place of that ranking.
+        `explicit` names the settings the user gave (see `Engine.explicit`).
         """
-        engine = cls(settings, clock=clock)
+        engine = cls(settings, clock=clock, explicit=explicit)
         try:
             lexical = engine.update_index(settings, progress=progress, cancel=cancel)
             engine.use(lexical)
@@ -252,17 +258,13 @@ class Engine:
         return report
 
     # ---------------------------------------------------------------- the lexical stage
-    def store(self, settings: Settings | None = None) -> Store:
-        """The index database of `settings` (default: the engine's), opened once and kept."""
-        from coderag_tui.core.index.store import Store
+    def __post_init__(self) -> None:
+        self._keeper = IndexKeeper(self.explicit, self.clock)
 
-        path = (settings or self.settings).index_path
-        with self._lock:
-            if self._store is None or self._store.path != path:
-                if self._store is not None:
-                    self._store.close()
-                self._store = Store.open(path)
-            return self._store
+    def store(self, settings: Settings | None = None) -> Store:
+        """The index database of `settings` (default: the engine's), opened once and kept
+        (for reading only when it cannot be written; `update_index` then says so)."""
+        return self._keeper.store(settings or self.settings)
 
     def preload(self) -> None:
         """Start opening the saved index in a daemon thread (a start-up beside the first paint).
@@ -299,14 +301,18 @@ class Engine:
     def saved_lexical(self, settings: Settings) -> Lexical | None:
         """What the saved index serves at once, before any check for changed files (or None
         when this chunking has no chunks yet)."""
+        from coderag_tui.core.index.store import IndexDamaged
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
         store = self.store(settings)
         key = settings.chunking_spec.key
-        if store.chunk_count(key) == 0:
-            return None
-        generation = store.generation(key)
-        chunks = store.chunks(key)
+        try:
+            if store.chunk_count(key) == 0:
+                return None
+            generation = store.generation(key)
+            chunks = store.chunks(key)
+        except IndexDamaged:
+            return None  # never served: `update_index` moves the file aside and rebuilds
         bm25 = load_or_build_bm25(store, settings, chunks)
         notices = (store.notice,) if store.notice else ()
         return Lexical(chunks, bm25, generation, report=None, changed=True, notices=notices)
@@ -318,33 +324,79 @@ class Engine:
         current: Lexical | None = None,
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: threading.Event | None = None,
+        stale_ok: bool = True,
     ) -> Lexical:
         """Bring the index up to date (only changed files are read) and load or build BM25.
 
         With `current` (a stage already served) and no change found, the same chunks and
         BM25 come back with the check's report and `changed` false.
+
+        One run at a time builds a repository's index: another waits for it (progress stage
+        "wait") and then finds its work done. The file is page-checked before its first
+        build; a damaged one is moved aside and rebuilt, said in a notice. An index that
+        cannot be written serves what it holds with a notice saying so (unless `stale_ok` is
+        false: then IndexNotWritable). Build settings the user did not give keep the values
+        the index was built with; a different given value re-checks every file, said too.
         """
-        from coderag_tui.core.index.indexer import IndexProgress, build_index
+        from coderag_tui.core.index.indexer import IndexProgress
+        from coderag_tui.core.index.store import IndexDamaged
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        key = settings.chunking_spec.key
+        notices: list[str] = []
+        keeper = self._keeper
+        with keeper.locked(settings, progress, cancel, notices) as locked:
+            if not locked:  # cancelled while another run was indexing
+                return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
+            for attempt in (1, 2):
+                built = keeper.build(settings, progress=progress, cancel=cancel, stale_ok=stale_ok)
+                store, report = built.store, built.report
+                if report is None:  # the index cannot be written: answer from what it holds
+                    return self._as_it_is(settings, current, [*built.notices, *notices])
+                try:
+                    generation = store.generation(key)
+                    unchanged = current is not None and current.generation == generation
+                    chunks = current.chunks if current is not None and unchanged else (
+                        store.chunks(key)
+                    )
+                    break
+                except IndexDamaged:  # a row that no longer reads: move it aside, build anew
+                    if attempt == 2:
+                        raise
+                    keeper.discard(store, "a row of it could not be read")
+            assert report is not None  # else returned above
+            notices = [*built.notices, *notices]
+            if report.cancelled:
+                notices.append(INDEX_CANCELLED)
+            said = tuple(dict.fromkeys(notices))
+            if current is not None and unchanged:
+                return Lexical(current.chunks, current.bm25, generation, report, False, said)
+            if progress is not None:
+                progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
+            bm25 = load_or_build_bm25(store, settings, chunks)
+        bm25.warm_up()
+        return Lexical(chunks, bm25, generation, report, True, said)
+
+    def _as_it_is(
+        self, settings: Settings, current: Lexical | None, notices: list[str]
+    ) -> Lexical:
+        """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
+        from coderag_tui.core.index.store import StoreError
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
         store = self.store(settings)
         key = settings.chunking_spec.key
-        report = build_index(settings, store, progress=progress, cancel=cancel)
-        notices = [n for n in (store.notice, report.notice) if n]
-        if report.cancelled:
-            notices.append(INDEX_CANCELLED)
+        said = tuple(dict.fromkeys(notices))
         generation = store.generation(key)
         if current is not None and current.generation == generation:
-            return Lexical(
-                current.chunks, current.bm25, generation, report, False,
-                tuple(dict.fromkeys(notices)),
-            )
+            return Lexical(current.chunks, current.bm25, generation, None, False, said)
         chunks = store.chunks(key)
-        if progress is not None:
-            progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
-        bm25 = load_or_build_bm25(store, settings, chunks)
-        bm25.warm_up()
-        return Lexical(chunks, bm25, generation, report, True, tuple(dict.fromkeys(notices)))
+        stale = self._keeper.stale
+        if not chunks and stale is not None:
+            why = str(stale).rstrip(".")
+            raise StoreError(f"{why}; it holds no chunks of {key} to answer from.")
+        return Lexical(chunks, load_or_build_bm25(store, settings, chunks), generation, None,
+                       True, said)
 
     def lexical_for(self, settings: Settings, lexical: Lexical) -> Lexical:
         """The same chunks with the BM25 index of `settings`' tokenizer (eval's tokenizer grid)."""
@@ -506,16 +558,19 @@ class Engine:
         A run too shallow for the budget (see `search_depth`) is searched again deeper
         first, so a large budget is filled the same way in every face.
         """
+        from coderag_tui.core.index.store import StoreError
         from coderag_tui.core.prompt.pack import BudgetTooSmall, pack, packing_order
 
         settings = settings or self.settings
         template, counter = prompt_tools(settings, request.template)
         if run.depth < search_depth(settings):
             run = self.search(run.query, settings, run.origin)
-        store = self._store
+        store = self._keeper.opened()
+        file_text = store.file_text if store is not None else None
+        hits = packing_order(run)
         try:
             packed = pack(
-                packing_order(run),
+                hits,
                 budget=settings.budget,
                 counter=counter,
                 template=template,
@@ -523,11 +578,46 @@ class Engine:
                 pinned=request.pinned,
                 excluded=request.excluded,
                 trim_last=settings.trim_last,
-                file_text=store.file_text if store is not None else None,
+                file_text=file_text,
+                secrets=self._secrets_of([h.chunk for h in hits]),
+                secret_mode=settings.secrets,
             )
-        except BudgetTooSmall as exc:
+        except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc
         return PromptResult(run, packed, counter, self.advice(settings, counter))
+
+    def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:
+        """The kinds of suspected secret in each chunk that touches one, by chunk key (for
+        marking hits: searches stay local and show every chunk)."""
+        from coderag_tui.core.index.secret_scan import kinds_in
+
+        chunks = list(chunks)
+        found = self._secrets_of(chunks)
+        marks: dict[str, tuple[str, ...]] = {}
+        for chunk in chunks:
+            kinds = kinds_in(found.get(chunk.path, ()), chunk.start_line, chunk.end_line)
+            if kinds:
+                marks[chunk.key] = kinds
+        return marks
+
+    def _secrets_of(self, chunks: Sequence[Chunk]) -> dict[str, tuple[SecretFinding, ...]]:
+        """The suspected secrets of the chunks' files as the index found them; without an
+        index open, the chunks' own texts are scanned, so nothing passes unchecked."""
+        from coderag_tui.core.index.secret_scan import scan_text
+
+        store = self._keeper.opened()
+        if store is not None:
+            return store.secrets({c.path for c in chunks})
+        found: dict[str, set[SecretFinding]] = {}
+        for chunk in {c.key: c for c in chunks}.values():
+            shift = chunk.start_line - 1
+            for f in scan_text(chunk.path, chunk.text):
+                moved = SecretFinding(f.line + shift, f.col, f.end_line + shift, f.end_col, f.kind)
+                found.setdefault(chunk.path, set()).add(moved)
+        return {
+            path: tuple(sorted(items, key=lambda f: (f.line, f.col)))
+            for path, items in found.items()
+        }
 
     def advice(
         self, settings: Settings | None = None, counter: TokenCounter | None = None
@@ -563,9 +653,7 @@ class Engine:
     def close(self) -> None:
         """Close the index database and the embedding cache (stages stay usable for reading)."""
         with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+            self._keeper.close()
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None

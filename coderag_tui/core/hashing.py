@@ -11,4 +11,9 @@ def text_hash(text: str) -> str:
     Files, chunks and the embedding cache are keyed by it, so unchanged text is never read,
     chunked or embedded twice.
     """
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return utf8_hash(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_hash(data: bytes) -> str:
+    """`text_hash` of a text already encoded as above (the indexer also scans those bytes)."""
+    return hashlib.sha1(data).hexdigest()

@@ -28,6 +28,7 @@ class SkipReason(str, Enum):
     NOT_A_FILE = "not a regular file"
     SYMLINK_OUTSIDE = "symlink pointing outside the repository"
     SYMLINK_LOOP = "symlink loop"
+    SECRET_FILE = "a key or credentials file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,18 @@ class SkippedFile:
     path: str
     reason: SkipReason
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFinding:
+    """A suspected secret in a file: from `line`:`col` to `end_line`:`end_col` (lines 1-based,
+    columns 0-based character offsets, the end excluded) and its kind (`AWS Access Key`)."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +121,14 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One chunk in one ranking; `rank` is 1-based."""
+    """One chunk in one ranking; `rank` is 1-based. `why` (fused hits with code signals) holds
+    each contribution to the score, which they sum to: the base (`bm25`, `rrf`) and one per
+    signal (`definition: APIRouter`, `path`, `role: test` …)."""
 
     chunk: Chunk
     score: float
     rank: int
+    why: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,21 +236,29 @@ class PackedBlock:
     tokens: int
     chunk_keys: tuple[str, ...]
     best_rank: int
+    secrets: tuple[str, ...] = ()  # kinds of the secrets in it, masked or let in (see mode)
 
 
 @dataclass(frozen=True, slots=True)
 class DroppedChunk:
-    """A ranked chunk that did not fit (or was excluded), with why."""
+    """A ranked chunk that did not fit (or was excluded or held back as a secret), with why;
+    `secrets` names the kinds of secret that held it back."""
 
     key: str
     rank: int
     tokens: int
     reason: str
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class PackedPrompt:
-    """The assembled prompt and an account of what went in and what did not."""
+    """The assembled prompt and an account of what went in and what did not.
+
+    `secret_mode` is how chunks with suspected secrets were treated: "hold" (left out, as
+    `dropped` entries with reason "secret"), "redact" (included, each secret masked) or
+    "allow" (included as they are); blocks name the kinds they hold either way.
+    """
 
     text: str
     tokens: int
@@ -243,3 +267,4 @@ class PackedPrompt:
     exact: bool
     blocks: tuple[PackedBlock, ...]
     dropped: tuple[DroppedChunk, ...] = field(default=())
+    secret_mode: str = "hold"

@@ -69,7 +69,7 @@ def test_first_run_indexes_every_file(settings: Settings, store: Store) -> None:
     for path, text in FILES.items():
         joined = "\n".join(c.text for c in chunks if c.path == path)
         assert joined.rstrip("\n") == text.rstrip("\n")
-    assert set(report.stage_seconds) == {"walk", "read", "chunk", "store"}
+    assert set(report.stage_seconds) == {"walk", "read", "scan", "chunk", "store"}
 
 
 def test_second_run_reads_no_file(settings: Settings, store: Store) -> None:

@@ -1,9 +1,10 @@
 """Incremental index build: walk, read only what changed, chunk, store in committed batches.
 
 A second run with nothing changed reads no file (size + mtime decide), a changed file is
-re-chunked alone, deleted files disappear, and switching the chunking setting re-chunks the
-stored text without touching the disk. Work is committed every few hundred files, so Ctrl-C,
-a cancel event or SIGKILL loses at most the open batch and the next run finishes the job.
+re-chunked (and scanned for secrets, see `secret_scan`) alone, deleted files disappear, and
+switching the chunking setting re-chunks the stored text without touching the disk. Work is
+committed every few hundred files, so Ctrl-C, a cancel event or SIGKILL loses at most the
+open batch and the next run finishes the job.
 """
 
 from __future__ import annotations
@@ -18,14 +19,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.hashing import text_hash, utf8_hash
+from coderag_tui.core.index import secret_scan
 from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.store import FileState, Store
 from coderag_tui.core.index.walk import read_source, walk
-from coderag_tui.core.records import Chunk, ChunkingSpec, SkippedFile, SkipReason, SourceFile
+from coderag_tui.core.records import (
+    Chunk,
+    ChunkingSpec,
+    SecretFinding,
+    SkippedFile,
+    SkipReason,
+    SourceFile,
+)
 from coderag_tui.settings import Settings
 
-STAGES: tuple[str, ...] = ("walk", "read", "chunk", "store")
+STAGES: tuple[str, ...] = ("walk", "read", "scan", "chunk", "store")
 _PROGRESS_INTERVAL_S = 0.05  # at most ~20 progress callbacks per second
 
 
@@ -69,6 +78,9 @@ class IndexReport:
     index_path: str = ""
     is_git: bool = False
     files_left: int = 0  # files not reached because the build was cancelled
+    files_scanned: int = 0  # files whose text was scanned for secrets this run
+    # Every indexed file with suspected secrets and their kinds (held back from prompts).
+    secrets: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def skipped_by_reason(self) -> dict[str, int]:
         """How many files were skipped for each reason (reason text -> count), most first."""
@@ -102,6 +114,8 @@ class IndexReport:
             "elapsed_s": round(self.elapsed_s, 4),
             "cancelled": self.cancelled,
             "files_left": self.files_left,
+            "files_scanned": self.files_scanned,
+            "secrets": [{"path": path, "kinds": list(kinds)} for path, kinds in self.secrets],
             "notice": self.notice,
         }
 
@@ -130,7 +144,9 @@ def index_excludes(settings: Settings) -> list[Path]:
     paths = [index_path.with_suffix(".bm25")]
     for base in (index_path, cache):
         paths.append(base)
-        paths.extend(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))
+        paths.extend(
+            base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal", ".lock")
+        )
     return paths
 
 
@@ -146,6 +162,7 @@ class _Run:
     files_read: int = 0
     bytes_read: int = 0
     chunks_written: int = 0
+    scanned: int = 0
     done: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
     invalid: dict[str, bool] = field(default_factory=dict)
@@ -198,7 +215,8 @@ def build_index(
 
     emit("walk", force=True)
     t = clock()
-    result = walk(root, max_file_bytes=settings.max_file_bytes, exclude=index_excludes(settings))
+    result = walk(root, max_file_bytes=settings.max_file_bytes, exclude=index_excludes(settings),
+                  include_secret_files=settings.include_secret_files)
     run.seconds["walk"] += clock() - t
     run.files_total = len(result.files)
     run.skipped.extend(result.skipped)
@@ -231,6 +249,8 @@ def build_index(
         store.delete_files(gone)
         run.removed = len(gone)
     run.seconds["store"] += clock() - t
+    if store.get_meta(secret_scan.SCANNER_META_KEY) != secret_scan.SCANNER_VERSION:
+        _rescan_stored(store, states, {j.file.path for j in jobs if not j.from_store}, run, clock)
     emit("index", force=True)
 
     cancelled = False
@@ -301,9 +321,11 @@ class _Prepared:
     invalid: bool = False
     chunks: list[Chunk] | None = None  # None: content unchanged and already chunked
     hashes: list[str] | None = None  # text_hash of each chunk, computed off the main thread
+    findings: tuple[SecretFinding, ...] | None = None  # None: the text was not scanned
     was_read: bool = False
     same_content: bool = False
     read_s: float = 0.0
+    scan_s: float = 0.0
     chunk_s: float = 0.0
 
 
@@ -381,7 +403,8 @@ def _prepare(
             out.read_s = clock() - t
             return out
         text, out.invalid = outcome
-        out.digest = text_hash(text)
+        raw = text.encode("utf-8", "surrogatepass")
+        out.digest = utf8_hash(raw)  # text_hash(text), sharing the bytes with the scan
         out.read_s = clock() - t
         out.same_content = (
             previous is not None
@@ -389,6 +412,10 @@ def _prepare(
             and previous.content_hash == out.digest
             and previous.language == file.language
         )
+        if not out.same_content:
+            t = clock()
+            out.findings = secret_scan.scan_text(file.path, text, raw)
+            out.scan_s = clock() - t
         if out.same_content and file.path in chunked:
             return out
     else:
@@ -409,19 +436,23 @@ class _Writes:
     files: list[tuple[FileState, str | None]] = field(default_factory=list)
     stats: list[tuple[str, int, int]] = field(default_factory=list)
     chunks: list[tuple[str, Sequence[Chunk], Sequence[str] | None]] = field(default_factory=list)
+    secrets: list[tuple[str, Sequence[SecretFinding]]] = field(default_factory=list)
 
     def flush(self, store: Store, spec_key: str) -> None:
-        # Order matters: new content drops a file's old chunks before its new ones go in.
+        # Order matters: new content drops a file's old chunks (and findings) before its new
+        # ones go in.
         store.delete_files(self.deleted)
         store.put_files(self.files)
         store.update_stats(self.stats)
         store.put_chunks_many(spec_key, self.chunks)
+        store.put_secrets(self.secrets)
 
 
 def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
     """Queue one prepared file's writes and count it; returns the bytes read for it."""
     file, previous = prepared.job.file, prepared.job.previous
     run.seconds["read"] += prepared.read_s
+    run.seconds["scan"] += prepared.scan_s
     run.seconds["chunk"] += prepared.chunk_s
     read_bytes = file.size if prepared.was_read else 0
     if prepared.was_read:
@@ -442,6 +473,9 @@ def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
             ))
         return read_bytes
     run.invalid[file.path] = prepared.invalid
+    if prepared.findings is not None:
+        writes.secrets.append((file.path, prepared.findings))
+        run.scanned += 1
     if prepared.same_content:
         writes.stats.append((file.path, file.size, file.mtime_ns))
     elif prepared.was_read or (previous is not None and previous.language != file.language):
@@ -465,16 +499,40 @@ def _skip_from_state(state: FileState) -> SkippedFile:
     return SkippedFile(state.path, reason, state.skip_detail)
 
 
-def _snapshot(run: _Run) -> tuple[int, int, int, int, int, int, dict[str, bool]]:
+def _snapshot(run: _Run) -> tuple[int, int, int, int, int, int, int, dict[str, bool]]:
     return (run.indexed, run.unchanged, run.files_read, run.bytes_read, run.chunks_written,
-            len(run.skipped), dict(run.invalid))
+            run.scanned, len(run.skipped), dict(run.invalid))
 
 
-def _restore(run: _Run, snap: tuple[int, int, int, int, int, int, dict[str, bool]]) -> None:
+def _restore(run: _Run, snap: tuple[int, int, int, int, int, int, int, dict[str, bool]]) -> None:
     """Undo the counters of a batch that was rolled back."""
     (run.indexed, run.unchanged, run.files_read, run.bytes_read, run.chunks_written,
-     n_skipped, run.invalid) = snap
+     run.scanned, n_skipped, run.invalid) = snap
     del run.skipped[n_skipped:]
+
+
+def _rescan_stored(
+    store: Store,
+    states: dict[str, FileState],
+    to_read: set[str],
+    run: _Run,
+    clock: Callable[[], float],
+) -> None:
+    """Scan every stored text again for secrets when the scanner changed (a new detector or
+    limit); files about to be read again are scanned then. No file is read from disk."""
+    t = clock()
+    found: list[tuple[str, Sequence[SecretFinding]]] = []
+    for path, state in states.items():
+        if state.skip_reason is not None or path in to_read:
+            continue
+        text = store.file_text(path)
+        if text is not None:
+            found.append((path, secret_scan.scan_text(path, text)))
+            run.scanned += 1
+    with store.batch():
+        store.put_secrets(found)
+        store.set_meta(secret_scan.SCANNER_META_KEY, secret_scan.SCANNER_VERSION)
+    run.seconds["scan"] += clock() - t
 
 
 def _report(
@@ -488,6 +546,10 @@ def _report(
 ) -> IndexReport:
     t = clock()
     n_chunks = store.chunk_count(settings.chunking_spec.key)
+    secrets = tuple(
+        (path, secret_scan.kinds_in(findings, 1, max(f.end_line for f in findings)))
+        for path, findings in sorted(store.secrets().items())
+    )
     run.seconds["store"] += clock() - t
     return IndexReport(
         files_total=run.files_total,
@@ -508,6 +570,8 @@ def _report(
         index_path=str(store.path),
         is_git=is_git,
         files_left=left,
+        files_scanned=run.scanned,
+        secrets=secrets,
     )
 
 

@@ -10,19 +10,21 @@ rebuilt with a one-sentence notice instead of failing.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from coderag_tui.core.hashing import text_hash
-from coderag_tui.core.records import Chunk
+from coderag_tui.core.records import Chunk, SecretFinding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 INDEX_APP_ID = 0x43524147
 # "CREC": marks the shared embedding cache.
 CACHE_APP_ID = 0x43524543
-INDEX_SCHEMA_VERSION = 2
+INDEX_SCHEMA_VERSION = 3  # 3: suspected secrets per file (an older index is rebuilt)
 CACHE_SCHEMA_VERSION = 1
 # SQLite's default limit on host parameters is 32766 (999 in old builds); stay well below it.
 _PARAMS_PER_QUERY = 500
@@ -67,6 +69,16 @@ CREATE TABLE chunked (
     path TEXT NOT NULL,
     PRIMARY KEY (spec_key, path)
 ) WITHOUT ROWID;
+-- Suspected secrets in each file's text (core/index/secret_scan.py), found when it was read.
+CREATE TABLE secrets (
+    path TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    col INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    end_col INTEGER NOT NULL,
+    kind TEXT NOT NULL
+);
+CREATE INDEX secrets_by_path ON secrets (path);
 """
 
 _CACHE_SCHEMA = """
@@ -80,11 +92,34 @@ CREATE TABLE embeddings (
 """
 
 _GEN_PREFIX = "generation:"
+_BUILD_SETTINGS = "build_settings"
 _T = TypeVar("_T")
 
 
 class StoreError(Exception):
     """A problem with the index database; the message is one sentence naming the fix."""
+
+
+class IndexDamaged(StoreError):
+    """The database's pages or rows are damaged: move it aside and rebuild (`Store.replace`)."""
+
+
+class IndexNotWritable(StoreError):
+    """The database cannot be written (read-only file or folder, full disk): read what is there.
+
+    `reason` says what failed in a few words and `fix` what the user can do, so a face that
+    goes on reading the index can say both in its own sentence.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        reason: str = "its folder is not writable",
+        fix: str = "pass --index-dir with a writable folder",
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.fix = fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +160,35 @@ def _explain(path: Path, exc: sqlite3.Error) -> str:
         f"the index at {path} is damaged ({text}): delete that file and run "
         "`coderag index` again."
     )
+
+
+# SQLite's result codes (Python 3.11+ names them on the exception) and, for older Pythons and
+# the sqlite3 module's own decoding errors, the words of its messages.
+_DAMAGED_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_NOT_WRITABLE_CODES = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR",
+                       "SQLITE_PERM")
+_DAMAGED_WORDS = ("malformed", "not a database", "could not decode")
+_NOT_WRITABLE_WORDS = ("disk is full", "disk i/o", "readonly", "read-only", "unable to open")
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """The StoreError for an SQLite error: IndexDamaged, IndexNotWritable or a plain one."""
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    low = str(exc).lower()
+    if code.startswith(_DAMAGED_CODES) or any(w in low for w in _DAMAGED_WORDS):
+        # SQLite's text can quote the damaged bytes (a row that no longer decodes): not shown.
+        return IndexDamaged(
+            f"the index at {path} is damaged: run `coderag index`, which moves it aside and "
+            "rebuilds it."
+        )
+    if code.startswith(_NOT_WRITABLE_CODES) or any(w in low for w in _NOT_WRITABLE_WORDS):
+        full = "full" in low or "disk i/o" in low
+        fix = (
+            "free some disk space or pass --index-dir with a folder on another disk"
+            if full else "pass --index-dir with a writable folder"
+        )
+        return IndexNotWritable(_explain(path, exc), str(exc), fix)
+    return StoreError(_explain(path, exc))
 
 
 def _aside_name(path: Path, label: str) -> Path:
@@ -179,7 +243,7 @@ def _open_database(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreError(
+        raise IndexNotWritable(
             f"cannot create the folder {path.parent} for the {what} ({exc.strerror}): pass "
             "--index-dir with a writable folder."
         ) from exc
@@ -215,7 +279,7 @@ def _open_database(
             if isinstance(exc, sqlite3.OperationalError) and "not a database" not in str(exc):
                 if conn is not None:
                     conn.close()
-                raise StoreError(_explain(path, exc)) from exc
+                raise _store_error(path, exc) from exc
             label = "corrupt"
             reason = "was not a readable SQLite database"
         if conn is not None:
@@ -229,6 +293,50 @@ def _open_database(
             ) from exc
         notice = f"The {what} at {path} {reason}; moved it to {moved.name} and started a new one."
     raise StoreError(f"cannot create the {what} at {path}: delete it and run again.")
+
+
+def _open_read_only(path: Path, *, app_id: int, version: int, what: str) -> sqlite3.Connection:
+    """Open an existing database of ours for reading only (a folder or file we may not write).
+
+    WAL needs a shared-memory file next to the database; when that cannot be created the file
+    is opened as immutable, which is safe because nobody who may write it is writing it.
+    """
+    if not path.is_file():
+        raise IndexNotWritable(
+            f"cannot create the {what} at {path} (its folder is not writable): pass "
+            "--index-dir with a writable folder."
+        )
+    uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
+    conn: sqlite3.Connection | None = None
+    for query in (uri, uri + "&immutable=1"):
+        try:
+            conn = sqlite3.connect(query, uri=True, isolation_level=None,
+                                   check_same_thread=False, timeout=10.0)
+            found_app = int(conn.execute("PRAGMA application_id").fetchone()[0])
+            found_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if conn is not None:
+                conn.close()
+                conn = None
+            if not query.endswith("immutable=1"):
+                continue  # no shared-memory file and no right to create one: immutable
+            raise _store_error(path, exc) from exc
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            raise _store_error(path, exc) from exc
+        if (found_app, found_version) != (app_id, version):
+            conn.close()
+            raise IndexNotWritable(
+                f"the {what} at {path} was made by another coderag version and cannot be "
+                "rebuilt because it is read-only: pass --index-dir with a writable folder."
+            )
+        conn.execute("PRAGMA query_only=1")
+        return conn
+    raise IndexNotWritable(
+        f"cannot open the {what} at {path} even for reading: pass --index-dir with a "
+        "writable folder."
+    )
 
 
 def _create_schema(conn: sqlite3.Connection, *, app_id: int, version: int, schema: str) -> None:
@@ -266,13 +374,34 @@ class _Database:
         self._lock = threading.RLock()
 
     @classmethod
-    def open(cls: type[_DB], path: Path) -> _DB:
-        """Open (or create) the file at `path`; a bad file is moved aside and `notice` says so."""
+    def open(cls: type[_DB], path: Path, *, read_only: bool = False) -> _DB:
+        """Open (or create) the file at `path`; a bad file is moved aside and `notice` says so.
+
+        `read_only` opens an existing file for reading only, never creating or moving anything
+        (IndexNotWritable when there is none); every write then raises IndexNotWritable.
+        """
         path = Path(path)
+        if read_only:
+            conn = _open_read_only(path, app_id=cls.app_id, version=cls.version, what=cls.what)
+            try:
+                return cls(path, conn, None)
+            except BaseException:
+                conn.close()
+                raise
         conn, notice = _open_database(
             path, app_id=cls.app_id, version=cls.version, schema=cls.schema, what=cls.what
         )
-        return cls(path, conn, notice)
+        try:
+            return cls(path, conn, notice)
+        except BaseException:
+            conn.close()
+            raise
+
+    @property
+    def read_only(self) -> bool:
+        """Was the file opened for reading only (`open(read_only=True)`)?"""
+        with self._lock:
+            return bool(self._conn.execute("PRAGMA query_only").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
@@ -323,7 +452,7 @@ class Store(_Database):
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(_explain(self.path, exc)) from exc
+                raise _store_error(self.path, exc) from exc
             self._depth = 1
             self._dirty = set()
             try:
@@ -334,7 +463,7 @@ class Store(_Database):
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(_explain(self.path, exc)) from exc
+                    raise _store_error(self.path, exc) from exc
                 raise
             finally:
                 self._depth = 0
@@ -354,13 +483,15 @@ class Store(_Database):
             try:
                 yield self._conn
             except sqlite3.Error as exc:
-                raise StoreError(_explain(self.path, exc)) from exc
+                raise _store_error(self.path, exc) from exc
 
     def _ensure_db_id(self) -> str:
         """A random id of this database file, so generations of a rebuilt index never repeat."""
         existing = self.get_meta("db_id")
         if existing is not None:
             return existing
+        if self.read_only:
+            return "read-only"
         new = uuid.uuid4().hex[:12]
         self.set_meta("db_id", new)
         return new
@@ -393,6 +524,71 @@ class Store(_Database):
                 (_GEN_PREFIX, _GEN_PREFIX[:-1] + chr(ord(":") + 1)),
             ).fetchall()
         return [str(r[0])[len(_GEN_PREFIX):] for r in rows]
+
+    # --- integrity and the settings an index was built with ---------------------------------
+
+    def damage(self) -> str | None:
+        """What SQLite's page check (`PRAGMA quick_check`) finds wrong, or None when sound.
+
+        It reads every page once (tens of milliseconds for the standard library's index), so
+        the engine runs it once per opened index, before the first build trusts the file.
+        """
+        with self._lock:
+            try:
+                rows = self._conn.execute("PRAGMA quick_check(5)").fetchall()
+            except sqlite3.DatabaseError as exc:
+                if not isinstance(_store_error(self.path, exc), IndexDamaged):
+                    raise _store_error(self.path, exc) from exc
+                return "SQLite cannot read its pages"
+        if rows == [("ok",)]:
+            return None
+        return f"SQLite's page check found {len(rows)}{'+' if len(rows) >= 5 else ''} problems"
+
+    @classmethod
+    def replace(cls, store: Store | Path, why: str) -> Store:
+        """Close a damaged `store` (or the file at a path), move the file aside (kept for
+        inspection) and open a new one.
+
+        The new store's `notice` says so in one sentence, without any of the damaged bytes.
+        """
+        if isinstance(store, Store):
+            path = store.path
+            store.close()
+        else:
+            path = Path(store)
+        try:
+            moved = _move_aside(path, "corrupt")
+        except OSError as exc:
+            raise StoreError(
+                f"the index at {path} is damaged ({why}) and could not be moved aside "
+                f"({exc.strerror}): delete it and run again."
+            ) from exc
+        fresh = cls.open(path)
+        fresh.notice = (
+            f"The index at {path} was damaged ({why}); moved it to {moved.name} and "
+            "started a new one."
+        )
+        return fresh
+
+    def build_settings(self) -> dict[str, object] | None:
+        """The settings that decide which files are indexed, as the last build used them."""
+        raw = self.get_meta(_BUILD_SETTINGS)
+        if raw is None:
+            return None
+        try:
+            values = json.loads(raw)
+        except ValueError:
+            return None
+        return dict(values) if isinstance(values, dict) else None
+
+    def set_build_settings(self, values: Mapping[str, object], *, recheck: bool) -> None:
+        """Remember `values` for the next build; with `recheck`, forget every file's stat so
+        that build reads every file again under the new settings (content that did not change
+        is not re-chunked)."""
+        with self.batch():
+            self.set_meta(_BUILD_SETTINGS, json.dumps(dict(values), sort_keys=True))
+            if recheck:
+                self._conn.execute("UPDATE files SET mtime_ns = -1")
 
     # --- files --------------------------------------------------------------------------
 
@@ -431,6 +627,10 @@ class Store(_Database):
             return
         with self.batch():
             self._drop_chunks([state.path for state, _ in items])
+            # The findings described the previous content; the indexer puts the new ones.
+            self._conn.executemany(
+                "DELETE FROM secrets WHERE path = ?", [(state.path,) for state, _ in items]
+            )
             self._conn.executemany(
                 "INSERT OR REPLACE INTO files (path, size, mtime_ns, content_hash, language, "
                 "skip_reason, skip_detail, invalid_utf8) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -473,6 +673,7 @@ class Store(_Database):
             params = [(p,) for p in items]
             self._conn.executemany("DELETE FROM files WHERE path = ?", params)
             self._conn.executemany("DELETE FROM file_texts WHERE path = ?", params)
+            self._conn.executemany("DELETE FROM secrets WHERE path = ?", params)
 
     def _drop_chunks(self, paths: Sequence[str]) -> None:
         for spec_key in set(self.spec_keys()) | self._dirty:
@@ -564,6 +765,47 @@ class Store(_Database):
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    # --- suspected secrets ----------------------------------------------------------------
+
+    def put_secrets(self, items: Sequence[tuple[str, Sequence[SecretFinding]]]) -> None:
+        """Replace the suspected secrets of each (path, findings) (none: the file is clean)."""
+        if not items:
+            return
+        with self.batch():
+            self._conn.executemany(
+                "DELETE FROM secrets WHERE path = ?", [(path,) for path, _ in items]
+            )
+            self._conn.executemany(
+                "INSERT INTO secrets (path, line, col, end_line, end_col, kind) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (path, f.line, f.col, f.end_line, f.end_col, f.kind)
+                    for path, findings in items
+                    for f in findings
+                ],
+            )
+
+    def secrets(self, paths: Iterable[str] | None = None) -> dict[str, tuple[SecretFinding, ...]]:
+        """The suspected secrets of `paths` (default: every file), by path, in line order."""
+        query = "SELECT path, line, col, end_line, end_col, kind FROM secrets"
+        with self._reading() as conn:
+            if paths is None:
+                rows = conn.execute(query).fetchall()
+            else:
+                wanted = list(dict.fromkeys(paths))
+                rows = []
+                for start in range(0, len(wanted), _PARAMS_PER_QUERY):
+                    part = wanted[start : start + _PARAMS_PER_QUERY]
+                    marks = ",".join("?" * len(part))
+                    rows += conn.execute(f"{query} WHERE path IN ({marks})", part).fetchall()
+        found: dict[str, list[SecretFinding]] = {}
+        for path, *where in rows:
+            found.setdefault(str(path), []).append(SecretFinding(*where))
+        return {
+            path: tuple(sorted(items, key=lambda f: (f.line, f.col, f.end_line, f.end_col)))
+            for path, items in found.items()
+        }
+
 
 class EmbeddingCache(_Database):
     """Embedding vectors keyed by (model, hash of the embedded text), shared by every repository.
@@ -581,7 +823,7 @@ class EmbeddingCache(_Database):
             try:
                 return fn()
             except sqlite3.Error as exc:
-                raise StoreError(_explain(self.path, exc)) from exc
+                raise _store_error(self.path, exc) from exc
 
     def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached float32 vectors among `text_hashes` (missing ones are simply absent)."""

@@ -12,6 +12,8 @@ Skipped by path, each reported once with its reason:
   `venv`, like the standard library's, is indexed). Build outputs such as `dist/` or
   `target/` are not listed: they can be real source folders and `.gitignore` covers them;
 - lock files (`LOCK_FILES`) and minified or generated bundles by name (`*.min.js`, source maps);
+- key and credential files by name (`secret_file_kind`: `id_rsa`, `*.pem`, `*.key`, `.env`,
+  `.netrc` …) unless `include_secret_files`: a prompt could only ever hold them back;
 - known binary file types by extension (`BINARY_EXTENSIONS`), saving a read;
 - files larger than `max_file_bytes`; symlinks out of the repository or into a loop;
   anything that is not a regular file (FIFOs, sockets, directories where git expects a file).
@@ -129,6 +131,23 @@ BINARY_EXTENSIONS: frozenset[str] = frozenset(
 BINARY_SNIFF_BYTES = 8192
 VIRTUALENV_MARKER = "pyvenv.cfg"
 
+# Files that hold keys or credentials by their very name. Templates of `.env` files
+# (`.env.example`, `.env.sample`, `.env.template`, `.env.dist`) are indexed: they are meant
+# to be committed, say which variables a program reads, and a real secret left in one is
+# still held back from prompts by the content scan. `credentials.json` is Google's name for
+# an OAuth client secret (and gcloud's for stored tokens), so it counts as one too.
+SSH_KEY_NAMES: frozenset[str] = frozenset(
+    {"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"}
+)
+CREDENTIAL_FILE_NAMES: frozenset[str] = frozenset(
+    {".netrc", "_netrc", ".pgpass", ".git-credentials", ".pypirc", ".htpasswd",
+     "credentials.json", ".envrc"}
+)  # fmt: skip
+KEY_FILE_EXTENSIONS: frozenset[str] = frozenset(
+    {".pem", ".key", ".p12", ".pfx", ".keystore", ".jks", ".ppk", ".p8"}
+)
+ENV_TEMPLATE_MARKS: frozenset[str] = frozenset({"example", "sample", "template", "dist"})
+
 
 @dataclass(frozen=True)
 class WalkResult:
@@ -139,13 +158,19 @@ class WalkResult:
     is_git: bool
 
 
-def walk(root: Path, *, max_file_bytes: int = 1 << 20, exclude: Sequence[Path] = ()) -> WalkResult:
+def walk(
+    root: Path,
+    *,
+    max_file_bytes: int = 1 << 20,
+    exclude: Sequence[Path] = (),
+    include_secret_files: bool = False,
+) -> WalkResult:
     """List the repository's indexable files by path and stat alone, with a reason for each skip."""
     root_real = os.path.realpath(root)
     excluded = _excluded_prefixes(root_real, exclude)
     listed = _git_ls_files(root_real)
     is_git = listed is not None
-    collector = _Collector(root_real, max_file_bytes)
+    collector = _Collector(root_real, max_file_bytes, include_secret_files)
     if listed is not None:
         collector.virtualenvs = {
             rel[: -len(VIRTUALENV_MARKER) - 1]
@@ -333,9 +358,12 @@ def _is_excluded(rel: str, excluded: tuple[str, ...]) -> bool:
 class _Collector:
     """Turns candidate paths into SourceFiles or SkippedFiles using names and stat only."""
 
-    def __init__(self, root_real: str, max_file_bytes: int) -> None:
+    def __init__(
+        self, root_real: str, max_file_bytes: int, include_secret_files: bool = False
+    ) -> None:
         self.root_real = root_real
         self.max_file_bytes = max_file_bytes
+        self.include_secret_files = include_secret_files
         self.files: list[SourceFile] = []
         self.skipped: list[SkippedFile] = []
         self.vendored: dict[str, int] = {}
@@ -405,6 +433,12 @@ class _Collector:
             self.skip(rel, SkipReason.MINIFIED, "minified or source-map file name")
             return True
         ext = os.path.splitext(name)[1]
+        if not self.include_secret_files:
+            kind = secret_file_kind(name, ext)
+            if kind is not None:
+                detail = f"{kind}; --include-secret-files indexes it"
+                self.skip(rel, SkipReason.SECRET_FILE, detail)
+                return True
         if ext in BINARY_EXTENSIONS:
             self.skip(rel, SkipReason.BINARY, f"binary file type ({ext})")
             return True
@@ -454,6 +488,24 @@ class _Collector:
         return st
 
 
+def secret_file_kind(name: str, ext: str | None = None) -> str | None:
+    """What kind of key or credentials file the (lower-case) file name says it is, or None;
+    `ext` is its extension when the caller has it."""
+    if name in SSH_KEY_NAMES:
+        return "an SSH private key"
+    if ext is None:
+        ext = os.path.splitext(name)[1]
+    if ext in KEY_FILE_EXTENSIONS:
+        return f"a key or certificate file ({ext})"
+    if name in CREDENTIAL_FILE_NAMES:
+        return "a credentials file"
+    if name == ".env" or name.startswith(".env.") or ext == ".env":
+        marks = set(name.split("."))
+        if not marks & ENV_TEMPLATE_MARKS:
+            return "an environment file"
+    return None
+
+
 def _file_type(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory where a file was expected (a git submodule or a replaced file)"
@@ -501,8 +553,17 @@ def _read_bytes(path: str, file: SourceFile, max_file_bytes: int | None) -> byte
 
 
 def _longest_line_chars(data: bytes, limit: int) -> int:
-    """Length in characters of the longest line if it exceeds `limit`, else 0 (fast in bytes)."""
+    """Length in characters of the longest line if it exceeds `limit`, else 0 (fast in bytes).
+
+    A line of more than `limit` bytes covers a whole aligned block of `limit // 2 + 1` bytes,
+    so a file where every such block holds a newline has none: `find` (memchr) checks the
+    blocks at a fraction of the cost of splitting every file into lines.
+    """
     if len(data) <= limit:
+        return 0
+    block = limit // 2 + 1
+    find = data.find
+    if all(find(b"\n", i, i + block) >= 0 for i in range(0, len(data) - block + 1, block)):
         return 0
     long_lines = [line for line in data.split(b"\n") if len(line) > limit]
     if not long_lines:

@@ -11,8 +11,11 @@ paste of the wrong thing.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import os
+import stat
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +123,32 @@ def copy_with_pyperclip(text: str) -> tuple[str | None, str]:
     return mechanism, ""
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` as UTF-8 to `path` whole or not at all: a temporary file in the same
+    folder, renamed over `path` only once every byte is on disk.
+
+    An existing file keeps its permissions, and a symlink keeps pointing where it did (the
+    file it points to is replaced). Raises OSError or UnicodeEncodeError, `path` untouched.
+    """
+    data = text.encode("utf-8")  # before anything is created: a bad character changes nothing
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+
+
 def copy_text(
     text: str,
     *,
@@ -144,12 +173,17 @@ def copy_text(
             messages.append(f"{why}; {message}" if why else message)
     if out is not None:
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
+            write_atomically(out, text)
         except OSError as exc:
             failures.append("file")
             messages.append(
                 f"could not save to {out} ({exc.strerror or exc}): choose a writable path"
+            )
+        except UnicodeEncodeError:
+            failures.append("file")
+            messages.append(
+                f"could not save to {out} (the text holds characters that are not UTF-8); "
+                f"{out} was left as it was"
             )
         else:
             methods.append("file")

@@ -5,14 +5,20 @@ chunk whole while it fits in the budget left after the template and the task; ch
 file that overlap or touch are merged into one block with the union line range. The rendered
 prompt is counted at the end and trimmed from the tail if merging moved it over the budget, so
 the returned prompt never has more tokens than the budget.
+
+Chunks that touch a suspected secret (found when the file was indexed) are held back by
+default, each as a dropped chunk with reason "secret" and the kinds of secret; "redact" puts
+them in with every secret replaced by `<redacted:KIND>`, "allow" as they are. Either way each
+block names the kinds it holds, so every face can say what went in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from coderag_tui.core.index.secret_scan import GENERIC_KINDS, kinds_in, redact_lines
 from coderag_tui.core.prompt.render import Template
 from coderag_tui.core.prompt.tokens import TokenCounter
 from coderag_tui.core.records import (
@@ -23,12 +29,15 @@ from coderag_tui.core.records import (
     PackedBlock,
     PackedPrompt,
     SearchRun,
+    SecretFinding,
 )
 
 OVER_BUDGET = "over budget"
 TRIMMED = "cut to fit the budget"  # reason prefix for the lines of a chunk that were left out
 EXCLUDED = "excluded"
 PINNED_MISSING = "pinned, but not in these results"
+SECRET = "secret"  # held back: it touches a suspected secret (see `secret_mode`)
+SECRET_MODES = ("hold", "redact", "allow")
 # Tokens a block header and fence add on top of the code, used only by `advise`.
 BLOCK_OVERHEAD_TOKENS = 16
 
@@ -94,10 +103,12 @@ class _Packer:
         counter: TokenCounter,
         template: Template,
         file_text: Callable[[str], str | None] | None,
+        redact: Mapping[str, Sequence[SecretFinding]] | None = None,
     ) -> None:
         self.counter = counter
         self.template = template
         self.file_text = file_text
+        self.redact = redact or {}
         self.accepted: dict[str, list[_Candidate]] = {}
         self._costs: dict[tuple[str, int, int, str | None], int] = {}
         self._file_lines: dict[str, list[str] | None] = {}
@@ -106,7 +117,10 @@ class _Packer:
     def _lines_of_file(self, path: str) -> list[str] | None:
         if path not in self._file_lines:
             text = self.file_text(path) if self.file_text is not None else None
-            self._file_lines[path] = split_lines(text) if text is not None else None
+            lines = split_lines(text) if text is not None else None
+            if lines is not None and path in self.redact:
+                lines = redact_lines(lines, 1, self.redact[path])
+            self._file_lines[path] = lines
         return self._file_lines[path]
 
     def block_text(self, block: _Block) -> str:
@@ -118,7 +132,10 @@ class _Packer:
         for member in block.members:
             for i, line in enumerate(split_lines(member.chunk.text)):
                 by_line.setdefault(member.chunk.start_line + i, line)
-        return "\n".join(by_line.get(n, "") for n in range(block.start, block.end + 1))
+        union = [by_line.get(n, "") for n in range(block.start, block.end + 1)]
+        if block.path in self.redact:
+            union = redact_lines(union, block.start, self.redact[block.path])
+        return "\n".join(union)
 
     def render_block(self, block: _Block) -> str:
         return self.template.render_block(
@@ -233,29 +250,47 @@ def pack(
     excluded: Sequence[str] = (),
     trim_last: bool = False,
     file_text: Callable[[str], str | None] | None = None,
+    secrets: Mapping[str, Sequence[SecretFinding]] | None = None,
+    secret_mode: str = "hold",
 ) -> PackedPrompt:
     """The prompt for `task` with as many hits as fit in `budget` tokens, most relevant first.
 
+    `secrets` holds the suspected secrets of the hits' files (by path); `secret_mode` says
+    what happens to chunks that touch one: "hold" leaves them out (reason "secret", pinned
+    or not), "redact" masks each secret, "allow" lets them in as they are.
     Raises BudgetTooSmall when the template and the task alone exceed the budget.
     """
+    if secret_mode not in SECRET_MODES:
+        raise ValueError(f"secret_mode must be one of {', '.join(SECRET_MODES)}: {secret_mode!r}")
     fixed = counter.count(template.render([], task))
     if fixed > budget:
         raise BudgetTooSmall(
             f"the template and the task alone take {fixed} tokens, more than the budget of "
             f"{budget}: raise the budget or shorten the task."
         )
+    findings = {path: found for path, found in (secrets or {}).items() if found}
     cands, dropped = _order_hits(hits, pinned)
     excluded_keys = set(excluded)
-    packer = _Packer(counter, template, file_text)
+    held: dict[str, tuple[str, ...]] = {}
+    if secret_mode == "hold":
+        for cand in cands:
+            kinds = _kinds(findings, cand.chunk.path, cand.chunk.start_line, cand.chunk.end_line)
+            if kinds and cand.key not in excluded_keys:
+                held[cand.key] = kinds
+    packer = _Packer(counter, template, file_text, findings if secret_mode == "redact" else None)
     room = budget - fixed
-    packer.prefetch([c for c in cands if c.key not in excluded_keys])
+    packer.prefetch([c for c in cands if c.key not in excluded_keys and c.key not in held])
     accepted: list[_Candidate] = []
     full = False
-    first = next((c for c in cands if c.key not in excluded_keys), None)
+    first = next((c for c in cands if c.key not in excluded_keys and c.key not in held), None)
     for cand in cands:
         if cand.key in excluded_keys:
             tokens = packer.chunk_tokens(cand.chunk)
             dropped.append(DroppedChunk(cand.key, cand.rank, tokens, EXCLUDED))
+            continue
+        if cand.key in held:
+            tokens = packer.chunk_tokens(cand.chunk)
+            dropped.append(DroppedChunk(cand.key, cand.rank, tokens, SECRET, held[cand.key]))
             continue
         delta = 0 if full else packer.delta(cand)
         if not full and delta <= room:
@@ -301,6 +336,7 @@ def pack(
             tokens=counter.count(as_rendered),  # header and fences included
             chunk_keys=tuple(dict.fromkeys(m.key for m in sorted(b.members, key=_by_order))),
             best_rank=min(m.rank for m in b.members),
+            secrets=_kinds(findings, b.path, b.start, b.end),
         )
         for b, as_rendered in rendered
     )
@@ -313,7 +349,59 @@ def pack(
         exact=counter.exact,
         blocks=blocks,
         dropped=tuple(dropped),
+        secret_mode=secret_mode,
     )
+
+
+def _kinds(
+    findings: Mapping[str, Sequence[SecretFinding]], path: str, start: int, end: int
+) -> tuple[str, ...]:
+    found = findings.get(path)
+    return kinds_in(found, start, end) if found else ()
+
+
+@dataclass(frozen=True)
+class SecretAccount:
+    """What a prompt did with suspected secrets, file by file, for a face to say in a line.
+
+    `held` lists (path, chunks held back, kinds); `included` lists (path, blocks, kinds) that
+    went in, masked (mode "redact") or as they are (mode "allow").
+    """
+
+    mode: str
+    held: tuple[tuple[str, int, tuple[str, ...]], ...]
+    included: tuple[tuple[str, int, tuple[str, ...]], ...]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every kind named, specific ones before the generic ("Secret Keyword")."""
+        found = {k for _, _, kinds in (*self.held, *self.included) for k in kinds}
+        return tuple(sorted(found, key=lambda k: (k in GENERIC_KINDS, k)))
+
+
+def secret_account(packed: PackedPrompt) -> SecretAccount:
+    """The suspected secrets a packed prompt held back or let in, by file."""
+    held: dict[str, tuple[int, set[str]]] = {}
+    for d in packed.dropped:
+        if d.reason == SECRET:
+            path = d.key.rsplit(":", 1)[0]
+            count, kinds = held.get(path, (0, set()))
+            held[path] = (count + 1, kinds | set(d.secrets))
+    included: dict[str, tuple[int, set[str]]] = {}
+    for b in packed.blocks:
+        if b.secrets:
+            count, kinds = included.get(b.path, (0, set()))
+            included[b.path] = (count + 1, kinds | set(b.secrets))
+
+    def listed(
+        found: dict[str, tuple[int, set[str]]],
+    ) -> tuple[tuple[str, int, tuple[str, ...]], ...]:
+        return tuple(
+            (path, count, tuple(sorted(kinds, key=lambda k: (k in GENERIC_KINDS, k))))
+            for path, (count, kinds) in found.items()
+        )
+
+    return SecretAccount(packed.secret_mode, listed(held), listed(included))
 
 
 def packing_order(run: SearchRun) -> list[Hit]:

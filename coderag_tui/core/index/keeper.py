@@ -1,0 +1,236 @@
+"""Keeping one repository's index database: open, checked, repaired, locked, built as asked.
+
+The keeper opens the database once (for reading only when it cannot be written, so searches
+answer from what it holds), runs SQLite's page check before the first build and moves a
+damaged file aside, holds a lock file while a run builds so a second run waits instead of
+doubling the work, and builds with the settings the index remembers unless the user gave
+others. The engine asks it for a store and for a build; nothing here ranks or packs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.index.store import IndexDamaged, IndexNotWritable, Store
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.indexer import IndexProgress, IndexReport
+    from coderag_tui.settings import Settings
+
+# Settings that decide which files get indexed: an index remembers the values it was built
+# with, and a later run keeps them unless the user gave another value (`explicit`).
+BUILD_SETTINGS = ("max_file_bytes", "max_line_chars", "include_secret_files")
+LOCK_POLL_S = 0.1  # how often a run waiting for another run's index lock checks `cancel`
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a build did: the store it wrote, its report (None when nothing was built because
+    the index cannot be written), and what to tell the user once."""
+
+    store: Store
+    report: IndexReport | None
+    notices: tuple[str, ...]
+
+
+@dataclass
+class IndexKeeper:
+    """The index database of one repository (per index path), kept open between calls."""
+
+    # Settings the user gave (flags, environment, config files); None: those that differ
+    # from their defaults. A build setting not given keeps the index's value.
+    explicit: frozenset[str] | None = None
+    clock: Callable[[], float] = time.perf_counter
+    _store: Store | None = field(default=None, repr=False)
+    _stale: IndexNotWritable | None = field(default=None, repr=False)
+    _checked: Store | None = field(default=None, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def stale(self) -> IndexNotWritable | None:
+        """Why the open index cannot be updated (it was opened for reading), or None."""
+        return self._stale
+
+    def store(self, settings: Settings) -> Store:
+        """The index database of `settings`, opened once and kept.
+
+        One that cannot be written (a read-only folder or file) is opened for reading only,
+        so searches answer from what it holds; `build` then says it was not updated.
+        """
+        path = settings.index_path
+        with self._lock:
+            if self._store is None or self._store.path != path:
+                if self._store is not None:
+                    self._store.close()
+                self._store, self._stale = None, None
+                try:
+                    self._store = Store.open(path)
+                except IndexDamaged:
+                    self._store = Store.replace(path, "SQLite cannot read its first rows")
+                except IndexNotWritable as exc:
+                    try:
+                        self._store = Store.open(path, read_only=True)
+                    except IndexNotWritable:
+                        raise exc from None
+                    self._stale = exc
+            return self._store
+
+    def opened(self) -> Store | None:
+        """The store opened last, if any (for reading file texts while packing)."""
+        return self._store
+
+    def build(
+        self,
+        settings: Settings,
+        *,
+        progress: Callable[[IndexProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+        stale_ok: bool = True,
+    ) -> Built:
+        """Bring the index up to date: only changed files are read.
+
+        The file is page-checked before its first build; a damaged one is moved aside and
+        rebuilt, said in a notice. An index that cannot be written is left as it is with a
+        notice saying so (unless `stale_ok` is false: then IndexNotWritable). Build settings
+        the user did not give keep the values the index was built with; a different given
+        value re-checks every file, said too. Call it inside `locked`.
+        """
+        from coderag_tui.core.index.indexer import build_index
+
+        for attempt in (1, 2):
+            store = self._checked_store(settings)
+            try:
+                if self._stale is not None:
+                    raise self._stale
+                build, note = self._build_settings(settings, store)
+                report = build_index(build, store, progress=progress, cancel=cancel)
+                break
+            except IndexDamaged:
+                if attempt == 2:
+                    raise
+                self.discard(store, "a row of it could not be read")
+            except IndexNotWritable as exc:
+                if not stale_ok:
+                    raise
+                notice = (
+                    f"could not update the index at {store.path} ({exc.reason}): answering "
+                    f"from what it already holds; {exc.fix} to update it."
+                )
+                return Built(self.store(settings), None, (notice,))
+        notices = tuple(n for n in (store.notice, report.notice, note) if n)
+        return Built(store, report, notices)
+
+    def _checked_store(self, settings: Settings) -> Store:
+        """`store`, with SQLite's page check run once per opened file (a damaged one is moved
+        aside and a new one started)."""
+        store = self.store(settings)
+        with self._lock:
+            if self._checked is not store and not store.read_only:
+                damage = store.damage()
+                if damage is not None:
+                    store = self._store = Store.replace(store, damage)
+                self._checked = store
+            return store
+
+    def discard(self, store: Store, why: str) -> Store:
+        """Move a damaged store aside and start a new one (said in its notice)."""
+        with self._lock:
+            fresh = self._store = self._checked = Store.replace(store, why)
+            return fresh
+
+    @contextlib.contextmanager
+    def locked(
+        self,
+        settings: Settings,
+        progress: Callable[[IndexProgress], None] | None,
+        cancel: threading.Event | None,
+        notices: list[str],
+    ) -> Iterator[bool]:
+        """Hold the repository's index lock (a file beside the index), waiting for another
+        run that holds it; yields False if `cancel` is set while waiting.
+
+        A folder where the lock file cannot be made is one where the index cannot be written
+        either: the build then goes on without the lock and falls back to reading.
+        """
+        from filelock import FileLock, Timeout
+
+        from coderag_tui.core.index.indexer import IndexProgress
+
+        path = settings.index_path
+        lock = FileLock(str(path) + ".lock")
+        usable, held = True, False
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock.acquire(timeout=0)
+            held = True
+        except Timeout:  # (a TimeoutError, so an OSError: caught first)
+            pass
+        except OSError:
+            usable = False
+        if usable and not held:
+            started = self.clock()
+            if progress is not None:
+                progress(IndexProgress("wait", 0, 0, 0, 0, 0.0))
+            while not held:
+                if cancel is not None and cancel.is_set():
+                    yield False
+                    return
+                with contextlib.suppress(Timeout):
+                    lock.acquire(timeout=LOCK_POLL_S)
+                    held = True
+            notices.append(
+                f"waited {self.clock() - started:.1f} s for another coderag run that was "
+                "indexing this repository; it had done the work."
+            )
+        try:
+            yield True
+        finally:
+            if held:
+                lock.release()
+
+    def _build_settings(self, settings: Settings, store: Store) -> tuple[Settings, str | None]:
+        """The settings to build with, and a note when a build setting changed.
+
+        The index remembers the build settings it was made with. One the user did not give
+        (see `explicit`) keeps that value, so a later `search` never silently drops files
+        indexed under a larger limit; one given with another value is used, every file is
+        checked again under it, and the note says so.
+        """
+        from coderag_tui.settings import SCHEMA, SettingsError
+
+        names = [n for n in BUILD_SETTINGS if n in SCHEMA]
+        current: dict[str, object] = {n: getattr(settings, n) for n in names}
+        stored = store.build_settings()
+        if stored is None:
+            store.set_build_settings(current, recheck=False)
+            return settings, None
+        given = self.explicit
+        if given is None:
+            given = frozenset(n for n in names if current[n] != SCHEMA[n].default)
+        kept = {n: stored[n] for n in names if n in stored and n not in given}
+        kept = {n: v for n, v in kept.items() if v != current[n]}
+        if kept:
+            try:
+                settings = settings.with_(**kept)
+            except SettingsError:  # a value this version no longer accepts: use today's
+                kept = {}
+            current.update(kept)
+        changed = [n for n in names if n in stored and stored[n] != current[n]]
+        if changed or any(n not in stored for n in names):
+            store.set_build_settings(current, recheck=bool(changed))
+        if not changed:
+            return settings, None
+        said = ", ".join(f"{n} is {current[n]} (the index was built with {stored[n]})"
+                         for n in changed)
+        return settings, f"{said}: re-checking every file under the new value."
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = self._checked = self._stale = None
