@@ -2,8 +2,11 @@
 
 Prints, in one run: tokenizer and BM25 build times; BM25 query latency p50/p95 for ours and
 for rank_bm25's BM25Okapi on the same tokens and the same 50 queries, with the ratio; how
-often our top-10 agrees with BM25Okapi's. With --dense, also dense indexing throughput for
-the offline MiniLM (striped, cached, length-sorted batches) against a plain
+often our top-10 agrees with BM25Okapi's. Then the code signals at the default settings
+(split+path BM25, dense off): what building the definitions adds to the lexical stage's
+build, cold and from the per-content cache, and the Searcher's per-stage latency with the
+"signals" stage (lexical + signals p50, target <= 5 ms). With --dense, also dense indexing
+throughput for the offline MiniLM (striped, cached, length-sorted batches) against a plain
 SentenceTransformer.encode over the same chunks, and query-embedding and vector-search latency.
 
 Run: PYTHONPATH=. HF_HUB_OFFLINE=1 python benchmarks/bench_search.py [--dense [--dense-chunks N]]
@@ -245,6 +248,50 @@ def bench_dense(chunks: Sequence[Chunk], queries: Sequence[str], n_chunks: int) 
     dense_query_latency(embedder, full, queries)
 
 
+def bench_signals(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
+    """The lexical stage with code signals, as the Engine builds and runs it (dense off)."""
+    from coderag_tui.core.rank.definitions import Definitions
+    from coderag_tui.core.rank.search import Searcher
+    from coderag_tui.settings import Settings
+
+    settings = Settings(embed_backend="none", depth=DEPTH, k=10)
+    t0 = time.perf_counter()
+    index = BM25Index.build(chunks, split_identifiers=True, path_in_text=True)
+    t_bm25 = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    seen: dict[str, list[tuple[int, str, str]]] = {}
+    definitions = Definitions.build(chunks, None, seen)
+    t_cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    Definitions.build(chunks, seen)
+    t_warm = time.perf_counter() - t0
+    print(
+        f"definitions     {t_cold:6.2f} s cold (tree-sitter parse + queries), {t_warm:.2f} s "
+        f"from the per-content cache; {len(definitions)} name forms"
+    )
+    print(
+        f"lexical build   {t_bm25:6.2f} s BM25 (split+path) -> definitions add "
+        f"{100 * t_cold / t_bm25:.0f}% cold, {100 * t_warm / t_bm25:.0f}% from the cache "
+        "(the store build comes on top: benchmarks/bench_index.py)"
+    )
+    searcher = Searcher(chunks, index, definitions=definitions, dense_reason="dense is off")
+    t0 = time.perf_counter()
+    searcher.run(queries[0], settings)  # the first query also reads the files' paths
+    print(f"first query     {(time.perf_counter() - t0) * 1000:6.1f} ms (file facts built once)")
+    stages: dict[str, list[list[float]]] = {}
+    for _ in range(ROUNDS):
+        for i, query in enumerate(queries):
+            run = searcher.run(query, settings)
+            lexical = 0.0
+            for timing in run.timings:
+                stages.setdefault(timing.stage, [[] for _ in queries])[i].append(timing.ms)
+                lexical += timing.ms
+            stages.setdefault("lexical + signals", [[] for _ in queries])[i].append(lexical)
+    for stage, runs in stages.items():
+        p50, p95 = percentiles([statistics.median(r) for r in runs])
+        print(f"{stage:<16} p50 {p50:7.3f} ms  p95 {p95:7.3f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("root", nargs="?", default=sysconfig.get_paths()["stdlib"])
@@ -265,6 +312,7 @@ def main() -> None:
     )
     queries = draw_queries(chunks)
     bench_bm25(chunks, queries)
+    bench_signals(chunks, queries)
     if args.dense:
         bench_dense(chunks, queries, args.dense_chunks)
 

@@ -3,7 +3,8 @@
 # changed, and semble's plain questions (nl_dev.jsonl) -> the code that answers them, over the
 # repositories at each row's base_commit.
 #
-#   benchmarks/run_dev_benchmark.sh [bm25|dense|nl|nl-dense|all]      (default: all = bm25, dense, nl)
+#   benchmarks/run_dev_benchmark.sh [bm25|dense|nl|nl-dense|signals|all]
+#                                                           (default: all = bm25, dense, nl)
 #
 #   bm25      SWE-bench: BM25 grid: lines:32, lines:64, lines:128, file x tokenizer default,
 #             split, split+path
@@ -19,6 +20,10 @@
 #             --exclude-tests)
 #   nl-dense  NL dev set: bm25, dense and fused, with paired bootstrap intervals against bm25
 #             (embeds ten repositories: tens of minutes the first time)
+#   signals   both sets with dense off, so fused = BM25 + the code signals: bm25 and fused in
+#             one run with a paired bootstrap against bm25 (signals.txt, nl-signals.txt), then
+#             the ablation: fused with each signal off in turn (CODERAG_SIGNAL_*=0, roles =1),
+#             one run per signal and set (signals-no-*.txt, nl-signals-no-*.txt); ~1 min
 #
 # Environment: CODERAG_BENCH_REPOS (default /work/.mirror: owner+name/repo, owner/name or name),
 # CODERAG_BENCH_DENSE_CHUNKING (default lines:50,file),
@@ -33,8 +38,8 @@ dataset="${CODERAG_BENCH_DATASET:-$here/../shared/bench/swe_bench_lite_dev.jsonl
 nl_dataset="${CODERAG_BENCH_NL_DATASET:-$here/../shared/bench/nl_dev.jsonl}"
 out="${CODERAG_BENCH_OUT:-${XDG_CACHE_HOME:-$HOME/.cache}/coderag/dev-bench}"
 
-case "$what" in bm25|dense|nl|nl-dense|all) ;;
-  *) echo "usage: $0 [bm25|dense|nl|nl-dense|all]" >&2; exit 2 ;; esac
+case "$what" in bm25|dense|nl|nl-dense|signals|all) ;;
+  *) echo "usage: $0 [bm25|dense|nl|nl-dense|signals|all]" >&2; exit 2 ;; esac
 
 ready() {  # ready LABEL DATASET VAR OWNER/NAME...: whether the dataset and a repository are here
   local label="$1" data="$2" var="$3"; shift 3
@@ -57,10 +62,10 @@ ready() {  # ready LABEL DATASET VAR OWNER/NAME...: whether the dataset and a re
 }
 
 swe=0; nl=0
-case "$what" in bm25|dense|all)
+case "$what" in bm25|dense|signals|all)
   ready "dev benchmark" "$dataset" CODERAG_BENCH_DATASET marshmallow-code/marshmallow \
     pvlib/pvlib-python pydicom/pydicom pylint-dev/astroid sqlfluff/sqlfluff && swe=1 ;; esac
-case "$what" in nl|nl-dense|all)
+case "$what" in nl|nl-dense|signals|all)
   ready "NL dev benchmark" "$nl_dataset" CODERAG_BENCH_NL_DATASET Seldaek/monolog \
     colinhacks/zod expressjs/express fastapi/fastapi gin-gonic/gin google/gson pallets/click \
     psf/requests sinatra/sinatra tokio-rs/axum && nl=1 ;; esac
@@ -109,4 +114,27 @@ fi
 if [ "$nl" -eq 1 ] && [ "$what" = nl-dense ]; then
   nice -n 10 true 2>/dev/null && coderag=(nice -n 10 "${coderag[@]}")
   run nl-dense "${nl_common[@]}" --modes bm25,dense,fused --baseline bm25
+fi
+if [ "$what" = signals ]; then
+  # Dense off: the fused list is BM25 plus the signals at their default weights.
+  export CODERAG_EMBED_BACKEND=none
+  if [ "$swe" -eq 1 ]; then
+    run signals "${common[@]}" --modes bm25,fused --baseline bm25
+  fi
+  if [ "$nl" -eq 1 ]; then
+    run nl-signals "${nl_common[@]}" --modes bm25,fused --baseline bm25
+  fi
+  for off in definitions=0 forms=0 path=0 coherence=0 roles=1 issue_terms=0; do
+    name="${off%%=*}"
+    var="CODERAG_SIGNAL_$(echo "$name" | tr '[:lower:]' '[:upper:]')"
+    if [ "$swe" -eq 1 ]; then
+      env "$var=${off#*=}" "${coderag[@]}" "${common[@]}" --modes fused \
+        --json-file "$out/signals-no-$name.json" > "$out/signals-no-$name.txt"
+    fi
+    if [ "$nl" -eq 1 ]; then
+      env "$var=${off#*=}" "${coderag[@]}" "${nl_common[@]}" --modes fused \
+        --json-file "$out/nl-signals-no-$name.json" > "$out/nl-signals-no-$name.txt"
+    fi
+    echo "ablation: $name off -> $out/signals-no-$name.txt, $out/nl-signals-no-$name.txt"
+  done
 fi

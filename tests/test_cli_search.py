@@ -36,7 +36,7 @@ def test_json_has_every_ranking_hits_with_ranks_timings_and_notes(
     assert bm25[0]["start_line"] <= 20 <= bm25[0]["end_line"]  # `def refund` is line 20
     assert bm25[0]["ranks"] == {"fused": 1}
     assert data["rankings"]["dense"]["available"] is False
-    assert [t["stage"] for t in data["timings"]] == ["tokenize", "bm25", "fusion"]
+    assert [t["stage"] for t in data["timings"]] == ["tokenize", "bm25", "fusion", "signals"]
     assert any(n.startswith("fused = BM25") for n in data["notes"])
     assert "dense is off" in err
 
@@ -48,7 +48,7 @@ def test_missing_model_says_one_sentence_and_continues_with_bm25(
     code, out, err = search(capsys, "charge card", *common, "--k", "3")
     assert code == 0
     assert err.strip().splitlines() == [
-        "coderag: fused = BM25 (dense is off: embed_backend is none — "
+        "coderag: fused = BM25 + signals (dense is off: embed_backend is none — "
         "set --embed-backend auto to enable it.)"
     ]
     assert "shop/payment.py:1-8" in out  # the table, one path per line even when piped

@@ -33,7 +33,7 @@ def test_open_indexes_the_repo_and_explains_missing_dense(
         assert run.final.hits[0].chunk.path == "shop/payment.py"
         assert not run.rankings["dense"].available
         assert "embed_backend is none" in run.rankings["dense"].reason
-        note = "fused = BM25 (dense is off: embed_backend is none"
+        note = "fused = BM25 + signals (dense is off: embed_backend is none"
         assert any(n.startswith(note) for n in run.notes)
         assert run.files()[0].path == "shop/payment.py"
     # a second open reuses the saved index and gives the same answer

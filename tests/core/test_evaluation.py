@@ -201,7 +201,7 @@ def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
     rows = [EvalRow("r", QUERY, ("shop/payment.py",), base_commit=first)]
     grid = Grid(modes=("bm25", "dense", "fused", "fused-files"), chunkings=("file",),
                 tokenizers=("default", "split"))
-    settings = _settings(repo, tmp_path)
+    settings = _settings(repo, tmp_path).with_(signals=False)  # fused = RRF alone
     report = run_eval(rows, settings, grid, tree_cache=tmp_path / "trees",
                       embedder=HashingEmbedder())
     assert [(s.mode, s.tokenizer) for s in report.summaries] == [

@@ -17,7 +17,7 @@ from coderag_tui.core.rank.search import LocationError, Searcher, query_from_loc
 from coderag_tui.settings import Settings
 from tests.core.test_bm25 import CHUNKS
 
-STAGES = ["tokenize", "bm25", "embed query", "vector search", "fusion", "rerank"]
+STAGES = ["tokenize", "bm25", "embed query", "vector search", "fusion", "signals", "rerank"]
 
 
 class StepClock:
@@ -64,10 +64,10 @@ def bm25() -> BM25Index:
     return BM25Index.build(CHUNKS, split_identifiers=False, path_in_text=False)
 
 
-def test_without_a_model_fused_equals_bm25_and_says_why() -> None:
+def test_without_a_model_or_signals_fused_equals_bm25_and_says_why() -> None:
     searcher = Searcher(CHUNKS, bm25(), dense_reason="dense search is off: no model here.",
                         clock=StepClock())
-    run = searcher.run("charge the card", Settings(k=5))
+    run = searcher.run("charge the card", Settings(k=5, signals=False))
     keys = [h.chunk.key for h in run.rankings["bm25"].hits]
     assert keys and [h.chunk.key for h in run.rankings["fused"].hits] == keys
     assert not run.rankings["dense"].available
@@ -95,7 +95,7 @@ def dense_searcher(tmp_path: Path, **kw: object) -> Searcher:
 
 def test_with_vectors_fused_is_rrf_of_bm25_and_dense(tmp_path: Path) -> None:
     searcher = dense_searcher(tmp_path)
-    settings = Settings(k=5, depth=10)
+    settings = Settings(k=5, depth=10, signals=False)
     run = searcher.run("refund a transaction", settings)
     bm25_keys = [h.chunk.key for h in run.rankings["bm25"].hits]
     dense_keys = [h.chunk.key for h in run.rankings["dense"].hits]

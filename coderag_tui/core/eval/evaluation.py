@@ -66,8 +66,10 @@ TOKENIZERS: dict[str, tuple[bool, bool]] = {
 MODE_STAGES: dict[str, tuple[str, ...]] = {
     "bm25": ("tokenize", "bm25"),
     "dense": ("embed query", "vector search"),
-    "fused": ("tokenize", "bm25", "embed query", "vector search", "fusion"),
-    "rerank": ("tokenize", "bm25", "embed query", "vector search", "fusion", "rerank"),
+    "fused": ("tokenize", "bm25", "embed query", "vector search", "fusion", "signals"),
+    "rerank": (
+        "tokenize", "bm25", "embed query", "vector search", "fusion", "signals", "rerank",
+    ),
     FILE_RRF: ("tokenize", "bm25", "embed query", "vector search"),
 }
 NEEDS_DENSE = frozenset({"dense", "fused", "rerank", FILE_RRF})

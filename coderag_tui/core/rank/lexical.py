@@ -38,6 +38,7 @@ from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
+    from coderag_tui.core.rank.definitions import Definitions
     from coderag_tui.settings import Settings
 
 DEFAULT_METHOD = "lucene"
@@ -97,6 +98,9 @@ class BM25Index:
         self._vocab = vocab
         self.n_docs = n_docs
         self.options = options
+        # The names each chunk defines, built and saved with the lexical stage (the code
+        # signals read them; see `load_or_build_bm25`); None until then.
+        self.definitions: Definitions | None = None
         self._data = np.zeros(0, dtype=np.float32)
         self._indices = np.zeros(0, dtype=np.int64)
         self._indptr = np.zeros(1, dtype=np.int64)
@@ -330,7 +334,24 @@ def load_or_build_bm25(
     *,
     method: str = DEFAULT_METHOD,
 ) -> BM25Index:
-    """The saved index when the store's chunks are unchanged (same generation), else rebuilt."""
+    """The saved index when the store's chunks are unchanged (same generation), else rebuilt.
+
+    With the code signals that read them on, the chunks' definitions come with it (saved
+    beside it under the same generation; `core.rank.definitions`).
+    """
+    index = _load_or_build_matrix(store, settings, chunks, method)
+    if settings.signals and (
+        settings.signal_definitions or settings.signal_forms or settings.signal_issue_terms
+    ):
+        from coderag_tui.core.rank.definitions import load_or_build_definitions
+
+        index.definitions = load_or_build_definitions(store, settings, chunks)
+    return index
+
+
+def _load_or_build_matrix(
+    store: Store, settings: Settings, chunks: Sequence[Chunk], method: str
+) -> BM25Index:
     options = BM25Options(settings.split_identifiers, settings.path_in_text, method)
     directory = bm25_dir(settings, options)
     generation = store.generation(settings.chunking_spec.key)

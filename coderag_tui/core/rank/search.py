@@ -1,6 +1,9 @@
-"""One query through the ready stages: BM25, dense, fusion and rerank, every stage timed.
+"""One query through the ready stages: BM25, dense, fusion, code signals and rerank, every
+stage timed.
 
-A Searcher ranks a fixed list of chunks with the parts it is given; the Engine
+BM25 and dense stay raw (the debugging view); the fused list is the answer: their fusion (or
+BM25 alone while dense is off) re-scored by the code signals (`core.rank.signals`), each hit
+saying why. A Searcher ranks a fixed list of chunks with the parts it is given; the Engine
 (`coderag_tui.core.engine`) opens those parts and builds the Searcher, and faces ask the
 Engine, never a Searcher.
 """
@@ -15,9 +18,17 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.core.rank.fusion import rrf, weighted
 from coderag_tui.core.rank.lexical import BM25Index
+from coderag_tui.core.rank.signals import (
+    SIGNAL_NAMES,
+    CodeFacts,
+    Weights,
+    rescore,
+    signals_on,
+)
 from coderag_tui.core.records import Chunk, Hit, Ranking, RankingName, SearchRun, StageTiming
 
 if TYPE_CHECKING:
+    from coderag_tui.core.rank.definitions import Definitions
     from coderag_tui.core.rank.dense import DenseIndex
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.rerank import Reranker
@@ -51,9 +62,13 @@ class Searcher:
         dense_reason: str = "",
         rerank_reason: str = "",
         clock: Callable[[], float] = time.perf_counter,
+        definitions: Definitions | None = None,
     ) -> None:
         self.chunks = list(chunks)
         self.bm25 = bm25
+        # Given, or the lexical stage's (built and saved with BM25), or built on first use.
+        self.definitions = definitions if definitions is not None else bm25.definitions
+        self._facts: CodeFacts | None = None
         self.dense = dense
         self.embedder = embedder
         self.reranker = reranker
@@ -70,6 +85,19 @@ class Searcher:
             Hit(chunk=self.chunks[i], score=float(s), rank=r)
             for r, (i, s) in enumerate(scored[:limit], start=1)
         )
+
+    def facts(self, weights: Weights) -> CodeFacts:
+        """What the code signals read about the chunks (files, roles and, when a signal with
+        these weights reads them, definitions), computed once."""
+        wanted = bool(weights.definitions or weights.forms or weights.issue_terms)
+        if wanted and self.definitions is None:  # not built with the lexical stage: now
+            from coderag_tui.core.rank.definitions import Definitions
+
+            self.definitions = Definitions.build(self.chunks)
+            self._facts = None
+        if self._facts is None:
+            self._facts = CodeFacts(self.chunks, self.definitions)
+        return self._facts
 
     def overlapping(self, path: str, start_line: int, end_line: int) -> frozenset[int]:
         """Indexes of the chunks of `path` that share a line with start_line..end_line."""
@@ -126,17 +154,40 @@ class Searcher:
                 reason = "dense search needs a non-empty query."
             rankings["dense"] = Ranking("dense", available=False, reason=reason)
 
+        signals = signals_on(settings)
+        with_signals = ""
+        if signals:  # "signals" alone: every one of them (`SIGNAL_NAMES`)
+            some = len(signals) < len(SIGNAL_NAMES)
+            with_signals = f" + signals: {', '.join(signals)}" if some else " + signals"
         if dense_scored is None:
-            fused = bm25_scored
-            why = _strip_dense_prefix(rankings["dense"].reason)
-            notes.append(f"fused = BM25 (dense is off: {why})")
+            fused, base = bm25_scored, "bm25"
+            off = _strip_dense_prefix(rankings["dense"].reason)
+            notes.append(f"fused = BM25{with_signals} (dense is off: {off})")
         elif settings.fusion == "weighted":
             w = min(max(settings.bm25_weight, 0.0), 1.0)
-            fused = weighted([bm25_scored, dense_scored], [w, 1.0 - w])
+            fused, base = weighted([bm25_scored, dense_scored], [w, 1.0 - w]), "weighted"
         else:
-            fused = rrf([[i for i, _ in bm25_scored], [i for i, _ in dense_scored]], settings.rrf_k)
+            lists = [[i for i, _ in bm25_scored], [i for i, _ in dense_scored]]
+            fused, base = rrf(lists, settings.rrf_k), "rrf"
         t = timed("fusion", t)
-        rankings["fused"] = Ranking("fused", self._hits(fused, depth))
+        if signals and query.strip():
+            weights = Weights.from_settings(settings)
+            scored = rescore(
+                query, fused, self.facts(weights), weights, base=base, bm25=self.bm25,
+                depth=depth, exclude=exclude,
+            )
+            hits = tuple(
+                Hit(chunk=self.chunks[i], score=float(s), rank=r, why=why)
+                for r, (i, s, why) in enumerate(scored[:depth], start=1)
+            )
+            rankings["fused"] = Ranking("fused", hits)
+            fused = [(i, s) for i, s, _ in scored]  # what rerank takes its candidates from
+            if dense_scored is not None:
+                blend = "RRF" if base == "rrf" else "a weighted blend"
+                notes.append(f"fused = {blend} of BM25 and dense{with_signals}")
+            t = timed("signals", t)
+        else:
+            rankings["fused"] = Ranking("fused", self._hits(fused, depth))
 
         if not settings.rerank:
             rankings["rerank"] = Ranking("rerank", available=False, reason=RERANK_OFF)

@@ -1,0 +1,111 @@
+"""What role a file plays (test, example, docs, changelog …), read from its path and language.
+
+The role prior of the code signals (`core.rank.signals`) pushes these files down unless the
+query asks for the role ("test for routing", "changelog", "example of a middleware"). Roles
+come from folder names, file-name conventions and the file's language, never from the
+repository's name, so they mean the same in every repository.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+ROLES = (
+    "test", "example", "docs", "changelog", "benchmark", "vendored", "generated", "migration",
+    "legacy",
+)  # fmt: skip
+
+# A file under a folder of one of these names plays the role.
+_ROLE_DIRS: dict[str, frozenset[str]] = {
+    "test": frozenset({
+        "test", "tests", "__tests__", "testing", "spec", "specs", "testdata", "test_data",
+        "e2e", "integration_tests", "unit_tests",
+    }),
+    "example": frozenset({
+        "example", "examples", "_examples", "demo", "demos", "sample", "samples", "docs_src",
+        "tutorial", "tutorials", "cookbook",
+    }),
+    "docs": frozenset({"doc", "docs", "documentation", "_docs", "man"}),
+    "benchmark": frozenset({"bench", "benches", "benchmark", "benchmarks", "asv_bench"}),
+    "vendored": frozenset({
+        "vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party",
+        "external", "extern", "node_modules", "single_include",
+    }),
+    "generated": frozenset({"generated", "__generated__", "_generated"}),
+    "migration": frozenset({"migrations", "migration", "alembic"}),
+    "legacy": frozenset({"compat", "_compat", "legacy", "deprecated"}),
+}  # fmt: skip
+# test_x.py, x_test.go, x.test.ts, x.spec.js, x_spec.rb, XTest.java, XTests.cs, conftest.py
+_TEST_FILE = re.compile(
+    r"(?:^test_.*|.*_test|.*_tests|.*_spec|.*\.test|.*\.spec|.*[a-z]Tests?|conftest"
+    r"|test_helpers?)$"
+)
+_SPEC_FILE = re.compile(r".*[a-z](?:Spec|Suite)$")  # Kotest, ScalaTest, Quick, MUnit
+_SPEC_LANGUAGES = frozenset({"kotlin", "scala", "swift", "groovy"})
+_CHANGELOG = re.compile(
+    r"^(?:change_?log|changes|history|news|release_?notes|releases|whatsnew|upgrading)$"
+)
+_GENERATED_FILE = re.compile(r".*(?:_pb2(?:_grpc)?|\.pb|\.generated|\.g|\.min|_generated)$")
+_LEGACY_FILE = re.compile(r"^_?(?:compat|py2compat|py3compat|legacy)$")
+_DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "latex"})
+
+# The query words that ask for each role (that role is then not pushed down).
+_ASKED_BY: dict[str, frozenset[str]] = {
+    "test": frozenset({
+        "test", "tests", "testing", "tested", "spec", "specs", "unittest", "pytest",
+        "fixture", "fixtures", "mock", "mocks",
+    }),
+    "example": frozenset({
+        "example", "examples", "demo", "demos", "sample", "samples", "tutorial",
+    }),
+    "docs": frozenset({
+        "doc", "docs", "documentation", "documented", "readme", "guide", "manual",
+    }),
+    "changelog": frozenset({
+        "changelog", "changelogs", "changes", "history", "release", "releases", "news",
+        "changed", "whatsnew",
+    }),
+    "benchmark": frozenset({"benchmark", "benchmarks", "bench", "performance"}),
+    "vendored": frozenset({"vendor", "vendored", "vendoring", "bundled"}),
+    "generated": frozenset({"generated", "codegen", "protobuf"}),
+    "migration": frozenset({"migration", "migrations", "migrate"}),
+    "legacy": frozenset({
+        "legacy", "compat", "compatibility", "deprecated", "deprecation", "backport",
+    }),
+}  # fmt: skip
+
+
+def path_roles(path: str, language: str | None) -> frozenset[str]:
+    """The roles a file plays, from its path and language (never the repository's name)."""
+    pure = PurePosixPath(path)
+    dirs = [part.lower() for part in pure.parts[:-1]]
+    name = pure.name
+    stem = name.split(".", 1)[0] if not name.startswith(".") else name
+    full_stem = pure.stem  # x.test for x.test.ts
+    roles = {role for role, names in _ROLE_DIRS.items() if any(d in names for d in dirs)}
+    if (
+        _TEST_FILE.match(full_stem)
+        or _TEST_FILE.match(stem)
+        or (language in _SPEC_LANGUAGES and _SPEC_FILE.match(stem))
+    ):
+        roles.add("test")
+    prose = language is None or language in _DOC_LANGUAGES
+    if prose and _CHANGELOG.match(stem.lower()):  # history.py is code, HISTORY.md is not
+        roles.add("changelog")
+    elif language in _DOC_LANGUAGES:
+        roles.add("docs")
+    if stem.lower().startswith(("bench_", "benchmark_")):
+        roles.add("benchmark")
+    if _GENERATED_FILE.match(full_stem) or name.endswith(".d.ts"):
+        roles.add("generated")
+    if _LEGACY_FILE.match(stem.lower()):
+        roles.add("legacy")
+    return frozenset(roles)
+
+
+def roles_asked(words: Iterable[str]) -> frozenset[str]:
+    """The roles a query asks for by name ("test for routing" asks for tests)."""
+    said = {word.lower() for word in words}
+    return frozenset(role for role, asked in _ASKED_BY.items() if said & asked)

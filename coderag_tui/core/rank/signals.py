@@ -1,0 +1,390 @@
+"""Code-aware signals: what code tells us for free, added to the fused list with the reasons.
+
+The fused list (BM25, or the fusion of BM25 and dense) is re-scored; BM25 and dense stay raw.
+Fused scores are divided by the best one, so the top candidate starts at 1 and each signal is
+a weight on that scale (a setting each, `signal_*`; 0 turns one off):
+
+* **definitions** — a chunk defining a name the query writes as code rises: a whole-query
+  name (`APIRouter`, `parse_config`, `Sinatra::Base`, `res.send`, `name()`) or a name written
+  as code inside a question or an issue. Chunks defining it join the candidates even when the
+  fused list missed them. A name defined in n files gives each 1/sqrt(n) of the weight, and a
+  definition spelled in another case (`engine` for `Engine`) half of that.
+* **identifier forms** — the same for names made of the query's plain words (`parse config`
+  -> parseConfig, parse_config, ConfigParser), and at half that for a single word (`session`
+  -> Session).
+* **path match** — the share of the query's words found in a file's name or its folder's name
+  (stems compared: `routes` ~ routing.py).
+* **file coherence** — a file whose candidate chunks score highly together: the sum of its
+  chunks' fused scores over the largest such sum.
+* **role priors** — a file that is a test, example, doc, changelog, benchmark, vendored,
+  generated, migration or compat/legacy code (`core.rank.roles`) has its score multiplied by
+  the prior, unless the query asks for that role ("test for …", "changelog", "example").
+* **issue terms** — a long query (issue text, `core.rank.query_terms`) is also searched with
+  its code terms alone (names, paths, frames, exception names), so its prose does not drown
+  them; a file it names by path or traceback frame rises (by a dotted module name or a name
+  equal to the file's, a quarter as much), and so does a chunk defining a frame's function.
+
+Definitions and issue terms go to the chunks they are about; path match, coherence and a file
+named in an issue go once to each file's best chunk, so one file does not fill the list. Every
+hit carries `why`: the fused score and each signal's contribution, which sum to its score.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.rank.definitions import Defined, Definitions, form
+from coderag_tui.core.rank.query_terms import QueryTerms, analyse, identifier_parts, stem
+from coderag_tui.core.rank.roles import path_roles
+from coderag_tui.core.records import Chunk
+
+if TYPE_CHECKING:
+    from coderag_tui.core.rank.lexical import BM25Index
+    from coderag_tui.settings import Settings
+
+# The labels of a hit's `why` (a definition's label names it: `definition: APIRouter`).
+DEFINITION = "definition"
+FORM = "identifier form"
+PATH = "path"
+COHERENCE = "file coherence"
+ISSUE = "issue terms"
+ROLE = "role"
+
+# The settings of the signals and the names notes give them (see `signals_on`).
+SIGNAL_NAMES: dict[str, str] = {
+    "signal_definitions": "definitions",
+    "signal_forms": "identifier forms",
+    "signal_path": "path match",
+    "signal_coherence": "file coherence",
+    "signal_roles": "role priors",
+    "signal_issue_terms": "issue terms",
+}
+
+MAX_DEFINED = 40  # chunks defining one query name that are credited (and may join)
+OTHER_CASE = 0.5  # a definition spelled otherwise than the query (`engine` for `Engine`)
+# How surely an issue names a file, in units of the issue-terms weight: by its path (or a
+# traceback frame), by a dotted module name, or by a name written as code equal to its name.
+NAMED_BY = {"path": 2.0, "module": 0.5, "name": 0.5}
+FRAME = 1.0  # a chunk defining a traceback frame's function in the frame's file, likewise
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Each signal's weight on the scale where the best fused candidate scores 1 (0: off);
+    `roles` multiplies the score of a file in a role the query does not ask for (1: off)."""
+
+    definitions: float = 1.0
+    forms: float = 0.5
+    path: float = 1.0
+    coherence: float = 0.2
+    roles: float = 0.5
+    issue_terms: float = 0.5
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Weights:
+        if not settings.signals:
+            return cls.off()
+        return cls(
+            definitions=settings.signal_definitions,
+            forms=settings.signal_forms,
+            path=settings.signal_path,
+            coherence=settings.signal_coherence,
+            roles=settings.signal_roles,
+            issue_terms=settings.signal_issue_terms,
+        )
+
+    @classmethod
+    def off(cls) -> Weights:
+        return cls(0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+
+def signals_on(settings: Settings) -> list[str]:
+    """The names of the signals a search with these settings uses (empty: none)."""
+    if not settings.signals:
+        return []
+    off = Weights.off()
+    return [
+        label
+        for name, label in SIGNAL_NAMES.items()
+        if getattr(settings, name) != getattr(off, name.removeprefix("signal_"))
+    ]
+
+
+@dataclass
+class CodeFacts:
+    """What the signals know about a list of chunks, computed once for it: each chunk's
+    file, each file's chunks, name words and roles, and the definitions."""
+
+    chunks: Sequence[Chunk]
+    definitions: Definitions | None
+    file_of: list[int] = field(default_factory=list)
+    chunks_of: list[list[int]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    path_words: list[frozenset[str]] = field(default_factory=list)
+    roles: list[frozenset[str]] = field(default_factory=list)
+    _files_defining: dict[str, int] = field(default_factory=dict, repr=False)
+    _known: frozenset[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        ids: dict[str, int] = {}
+        for i, chunk in enumerate(self.chunks):
+            fid = ids.get(chunk.path)
+            if fid is None:
+                fid = ids[chunk.path] = len(self.paths)
+                self.paths.append(chunk.path)
+                self.path_words.append(_path_words(chunk.path))
+                self.roles.append(path_roles(chunk.path, chunk.language))
+                self.chunks_of.append([])
+            self.file_of.append(fid)
+            self.chunks_of[fid].append(i)
+
+    def defining(self, key: str) -> tuple[Defined, ...]:
+        """The definitions of names of this form (see `definitions.form`)."""
+        return self.definitions.lookup(key) if self.definitions is not None else ()
+
+    def files_defining(self, key: str) -> int:
+        """How many files define a name of this form."""
+        count = self._files_defining.get(key)
+        if count is None:
+            files = {self.file_of[d.chunk] for d in self.defining(key)}
+            count = self._files_defining[key] = len(files)
+        return count
+
+    def knows(self, name: str) -> bool:
+        """Whether the repository has a file, folder or definition of this name."""
+        if self._known is None:
+            known: set[str] = set()
+            for path in self.paths:
+                pure = PurePosixPath(path)
+                known.update(form(part) for part in pure.parts[:-1])
+                known.add(form(pure.name.split(".", 1)[0]))
+            self._known = frozenset(known)
+        key = form(name)
+        return key in self._known or (self.definitions is not None and key in self.definitions)
+
+
+def _path_words(path: str) -> frozenset[str]:
+    """Stems of the words of a file's name and of its folder's name."""
+    pure = PurePosixPath(path)
+    words = identifier_parts(pure.name.split(".", 1)[0])
+    if len(pure.parts) > 1:
+        words += identifier_parts(pure.parts[-2])
+    return frozenset(stem(w) for w in words if len(w) >= 2)
+
+
+# --- re-scoring -------------------------------------------------------------------------------
+
+Why = tuple[tuple[str, float], ...]
+Scored = tuple[int, float, Why]
+_Add = Callable[[int, str, float], None]
+_Boosts = dict[int, dict[str, float]]  # file -> label -> value, for the file's best chunk
+
+
+def rescore(
+    query: str,
+    fused: Sequence[tuple[int, float]],
+    facts: CodeFacts,
+    weights: Weights,
+    *,
+    base: str = "bm25",
+    bm25: BM25Index | None = None,
+    depth: int = 100,
+    exclude: Iterable[int] = (),
+) -> list[Scored]:
+    """The fused candidates (index, score; best first) re-scored by the signals, best first,
+    each with its `why` (`base` names the fused score in it). `bm25` serves the issue-terms
+    pass, which looks `depth` chunks deep; chunks in `exclude` never appear."""
+    terms = analyse(query)
+    excluded = frozenset(exclude)
+    top = max((s for _, s in fused), default=0.0)
+    scale = top if top > 0 else 1.0
+    parts: dict[int, dict[str, float]] = {i: {base: s / scale} for i, s in fused}
+
+    def add(i: int, label: str, value: float) -> None:
+        if i not in excluded and value != 0.0:
+            entry = parts.setdefault(i, {base: 0.0})
+            entry[label] = entry.get(label, 0.0) + value
+
+    boosts: _Boosts = defaultdict(dict)
+    if terms.long and weights.issue_terms > 0:
+        _issue_terms(terms, facts, weights.issue_terms, bm25, depth, add, parts, boosts, base)
+    if weights.definitions > 0 or weights.forms > 0:
+        _definitions(terms, facts, weights, add)
+    if weights.path > 0:
+        _path_match(terms, facts, weights.path, parts, boosts)
+    if weights.coherence > 0:
+        _coherence(parts, facts, weights.coherence, base, boosts)
+    _to_best_chunks(parts, facts, boosts, excluded)
+    if weights.roles != 1.0:
+        for i, entry in parts.items():
+            roles = facts.roles[facts.file_of[i]] - terms.roles_asked
+            if roles:
+                entry[f"{ROLE}: {min(roles)}"] = sum(entry.values()) * (weights.roles - 1.0)
+    out = [(i, sum(e.values()), tuple(e.items())) for i, e in parts.items() if i not in excluded]
+    out.sort(key=lambda item: (-item[1], item[0]))
+    return out
+
+
+def _definitions(terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Add) -> None:
+    """Chunks defining a name the query writes as code, or a form of its plain words."""
+    credited: dict[int, float] = {}
+
+    def credit(key: str, weight: float, label: str, spelled: str = "") -> None:
+        found = facts.defining(key)
+        if not found or weight <= 0:
+            return
+        full = weight / math.sqrt(facts.files_defining(key))
+        for d in found[:MAX_DEFINED]:
+            value = full if not spelled or d.name == spelled else full * OTHER_CASE
+            have = credited.get(d.chunk, 0.0)
+            if value > have:  # a chunk counts its best name, once
+                add(d.chunk, label, value - have)
+                credited[d.chunk] = value
+
+    names = list(terms.names)
+    for dotted in terms.dotted:  # issue text: the parts after one the repository knows
+        known = next((n for n, part in enumerate(dotted) if facts.knows(part)), len(dotted))
+        names += [part for part in dotted[known + 1 :] if part not in names]
+    for rank, name in enumerate(names):
+        weight = weights.definitions
+        if terms.name_query and rank > 0:
+            weight *= 0.5  # `Sinatra::Base`: Base in full, Sinatra at half
+        credit(form(name), weight, f"{DEFINITION}: {name}", name)
+    if not terms.name_query and weights.forms > 0:
+        for key in terms.forms:
+            credit(key, weights.forms, f"{FORM}: {key}")
+        for word in terms.words:
+            if len(word) >= 4 and word.isalpha():
+                credit(word, weights.forms * 0.5, f"{FORM}: {word}")
+
+
+def _path_match(
+    terms: QueryTerms, facts: CodeFacts, weight: float, parts: dict[int, dict[str, float]],
+    boosts: _Boosts,
+) -> None:  # fmt: skip
+    """The share of the query's words (plain words of 3+ letters and the parts of its names)
+    found in a candidate file's name or folder name."""
+    words = [w for w in terms.words if len(w) >= 3 and not w.isdigit()]
+    for name in terms.names:
+        words += [p for p in identifier_parts(name) if len(p) >= 3]
+    stems = sorted({stem(w) for w in words})
+    if not stems:
+        return
+    for fid in {facts.file_of[i] for i in parts}:
+        found: set[str] = set()
+        for part in facts.path_words[fid]:
+            found.update(_same_words(part, stems))
+        if found:
+            boosts[fid][PATH] = weight * len(found) / len(stems)
+
+
+def _same_words(word: str, stems: list[str]) -> list[str]:
+    """The sorted `stems` that are one word with `word` (see `same_word`): equal to it, a
+    prefix of it, or starting with it, 4+ letters shared."""
+    found = [word[:n] for n in range(4, len(word)) if word[:n] in stems]
+    if word in stems:
+        found.append(word)
+    if len(word) >= 4:  # the stems that start with it sit together in sorted order
+        at = bisect.bisect_left(stems, word)
+        while at < len(stems) and stems[at].startswith(word):
+            found.append(stems[at])
+            at += 1
+    return found
+
+
+def _issue_terms(
+    terms: QueryTerms, facts: CodeFacts, weight: float, bm25: BM25Index | None, depth: int,
+    add: _Add, parts: dict[int, dict[str, float]], boosts: _Boosts, base: str,
+) -> None:  # fmt: skip
+    """Issue text: BM25 over its code terms alone, the chunks defining a traceback frame's
+    function in the frame's file, and the files the issue names."""
+    if bm25 is not None and terms.code_text:
+        scored = bm25.search_tokens(bm25.tokenize_query(terms.code_text), depth)
+        best = max((s for _, s in scored), default=0.0)
+        if best > 0:
+            for i, s in scored:
+                add(i, ISSUE, weight * s / best)
+    for path, function in terms.frames:
+        suffix = _path_suffix(path)
+        if function and suffix:
+            for d in facts.defining(form(function)):
+                if ("/" + facts.paths[facts.file_of[d.chunk]]).endswith("/" + suffix):
+                    add(d.chunk, f"{ISSUE}: traceback frame {function}", weight * FRAME)
+    present = {facts.file_of[i] for i in parts}
+    for fid, how in _named_files(terms, facts).items():
+        if fid not in present:  # not among the candidates: its first chunk stands for it
+            parts.setdefault(facts.chunks_of[fid][0], {base: 0.0})
+        boosts[fid][f"{PATH}: {how} in the issue"] = weight * NAMED_BY[how]
+
+
+def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
+    """The files an issue names, and how (see `NAMED_BY`): `path` (a path or traceback
+    frame; a bare file name that several files share, like `__init__.py`, names none),
+    `module` (`pvlib.irradiance.reindl` -> pvlib/irradiance.py) or `name` (`PVSystem` ->
+    pvsystem.py)."""
+    suffixes = {s for s in map(_path_suffix, terms.paths) if s}
+    modules = {"/".join(d[:n]).lower() for d in terms.dotted for n in range(1, len(d) + 1)}
+    names = {form(name) for name in terms.names}
+    by_suffix: dict[str, list[int]] = defaultdict(list)
+    named: dict[int, str] = {}
+    for fid, path in enumerate(facts.paths):
+        slashed = "/" + path
+        suffix = next((s for s in suffixes if slashed.endswith("/" + s)), None)
+        if suffix is not None:
+            by_suffix[suffix].append(fid)
+        elif any(slashed.rsplit(".", 1)[0].lower().endswith("/" + m) for m in modules):
+            named[fid] = "module"
+        elif form(PurePosixPath(path).name.split(".", 1)[0]) in names:
+            named[fid] = "name"
+    for suffix, fids in by_suffix.items():
+        if "/" in suffix or len(fids) == 1:
+            named.update(dict.fromkeys(fids, "path"))
+    return named
+
+
+def _path_suffix(path: str) -> str:
+    """A file and its folder (`site-packages/pkg/mod.py` -> pkg/mod.py); a bare file name
+    stays as it is; '' for a path without a file extension."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p and p != "."]
+    if not parts or "." not in parts[-1].strip("."):
+        return ""
+    return "/".join(parts[-2:])
+
+
+def _coherence(
+    parts: dict[int, dict[str, float]], facts: CodeFacts, weight: float, base: str,
+    boosts: _Boosts,
+) -> None:  # fmt: skip
+    """Each file's candidates' fused scores summed, over the largest such sum."""
+    sums: dict[int, float] = defaultdict(float)
+    for i, entry in parts.items():
+        sums[facts.file_of[i]] += entry.get(base, 0.0)
+    top = max(sums.values(), default=0.0)
+    if top > 0:
+        for fid, total in sums.items():
+            if total > 0:
+                boosts[fid][COHERENCE] = weight * total / top
+
+
+def _to_best_chunks(
+    parts: dict[int, dict[str, float]], facts: CodeFacts, boosts: _Boosts,
+    excluded: frozenset[int],
+) -> None:  # fmt: skip
+    """Add each file's boosts to its best candidate chunk (on a tie, the earlier one)."""
+    best: dict[int, tuple[float, int]] = {}
+    for i, entry in parts.items():
+        if i not in excluded:
+            fid, total = facts.file_of[i], sum(entry.values())
+            if fid not in best or (-total, i) < (-best[fid][0], best[fid][1]):
+                best[fid] = (total, i)
+    for fid, values in boosts.items():
+        if fid in best:
+            entry = parts[best[fid][1]]
+            for label, value in values.items():
+                entry[label] = entry.get(label, 0.0) + value

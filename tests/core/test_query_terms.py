@@ -1,0 +1,113 @@
+"""What the signals read from a query, and the roles read from a path."""
+
+from __future__ import annotations
+
+import pytest
+
+from coderag_tui.core.rank.query_terms import analyse, name_forms, same_word, stem
+from coderag_tui.core.rank.roles import path_roles, roles_asked
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("APIRouter", ("APIRouter",)),
+        ("parse_config", ("parse_config",)),
+        ("Sinatra::Base", ("Base", "Sinatra")),
+        ("res.send", ("send", "res")),
+        ("reindl()", ("reindl",)),
+        ("Session", ("Session",)),
+    ],
+)
+def test_a_whole_query_name_gets_exact_name_priority(query: str, names: tuple[str, ...]) -> None:
+    terms = analyse(query)
+    assert terms.name_query and terms.names == names and not terms.long
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("session", ()),  # a lower-case word is a word
+        ("how does safeParse return errors", ("safeParse",)),
+        ("how the Gin Engine embeds RouterGroup", ("RouterGroup",)),  # capitals alone: words
+        ("how res.redirect builds the Location header", ("redirect", "res")),
+        ("what HTTPAdapter does with retries", ("HTTPAdapter",)),
+    ],
+)
+def test_inside_a_question_only_what_is_written_as_code_is_a_name(
+    query: str, names: tuple[str, ...]
+) -> None:
+    terms = analyse(query)
+    assert not terms.name_query and terms.names == names
+
+
+def test_plain_words_give_the_forms_of_the_names_they_could_make() -> None:
+    forms = name_forms(["parse", "config"])
+    assert {"parseconfig", "configparse", "configparser"} <= set(forms)
+    assert same_word(stem("routes"), stem("route")) and same_word(stem("routing"), "router")
+    assert same_word("dependency", stem("dependencies"))
+
+
+ISSUE = """temperature.fuentes errors when given tz-aware inputs on pandas>=1.0.0
+When the inputs to `temperature.fuentes` have a tz-aware index, an internal call to `np.diff`
+returns Timedelta objects instead of integers and the model then raises an error right away.
+It only happens with recent pandas releases; older ones just warn. See pvlib/temperature.py.
+
+Traceback (most recent call last):
+  File "/home/me/env/lib/python3.8/site-packages/pvlib/temperature.py", line 602, in fuentes
+    timedelta_hours = np.diff(poa_global.index).astype(float) / 1e9 / 60 / 60
+TypeError: float() argument must be a string or a number, not 'Timedelta'
+"""
+
+
+def test_issue_text_gathers_frames_paths_dotted_names_and_exceptions() -> None:
+    terms = analyse(ISSUE)
+    assert terms.long and not terms.name_query
+    assert terms.frames == (
+        ("/home/me/env/lib/python3.8/site-packages/pvlib/temperature.py", "fuentes"),
+    )
+    assert "pvlib/temperature.py" in terms.paths
+    assert ("temperature", "fuentes") in terms.dotted and ("np", "diff") in terms.dotted
+    assert "TypeError" in terms.names and "fuentes" in terms.names
+    assert "When" not in terms.names and "It" not in terms.names  # sentences start with capitals
+    assert "fuentes" in terms.code_text and "pvlib/temperature.py" in terms.code_text
+    assert terms.roles_asked == frozenset()  # issues talk about tests without asking for them
+
+
+@pytest.mark.parametrize(
+    ("path", "language", "roles"),
+    [
+        ("src/click/core.py", "python", set()),
+        ("tests/test_core.py", "python", {"test"}),
+        ("binding/binding_test.go", "go", {"test"}),
+        ("src/v4/classic/tests/string.test.ts", "typescript", {"test"}),
+        ("gson/src/test/java/com/google/gson/GsonTest.java", "java", {"test"}),
+        ("spec/models/user_spec.rb", "ruby", {"test"}),
+        ("src/main/kotlin/FlowSpec.kt", "kotlin", {"test"}),
+        ("src/main/java/security/KeySpec.java", "java", set()),  # Spec means test in Kotest
+        ("CHANGELOG.md", "markdown", {"changelog"}),
+        ("HISTORY.rst", "rst", {"changelog"}),
+        ("idlelib/history.py", "python", set()),  # code named history is code
+        ("README.md", "markdown", {"docs"}),
+        ("docs/examples/plot_sun.py", "python", {"docs", "example"}),
+        ("benchmarks/bench_search.py", "python", {"benchmark"}),
+        ("vendor/github.com/x/y.go", "go", {"vendored"}),
+        ("api/v1/service_pb2.py", "python", {"generated"}),
+        ("types/index.d.ts", "typescript", {"generated"}),
+        ("db/migrations/0001_initial.py", "python", {"migration"}),
+        ("src/requests/compat.py", "python", {"legacy"}),
+        ("src/click/testing.py", "python", set()),  # the test runner is the implementation
+    ],
+)
+def test_roles_come_from_the_path_and_language(
+    path: str, language: str, roles: set[str]
+) -> None:
+    assert path_roles(path, language) == roles
+
+
+def test_a_query_asks_for_a_role_by_naming_it() -> None:
+    assert analyse("test for routing").roles_asked == {"test"}
+    assert analyse("what changed in the changelog").roles_asked == {"changelog"}
+    assert analyse("an example of a middleware").roles_asked == {"example"}
+    assert analyse("how are routes registered").roles_asked == frozenset()
+    assert roles_asked(["Tests"]) == {"test"}
