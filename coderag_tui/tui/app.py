@@ -337,6 +337,7 @@ class CoderagApp(App[None]):
         if not self.has_main_screen or message.serial != self.session.serial:
             return
         self.session.finished(message.run, self.main.focused_ranking())
+        self.session.secrets = message.secrets
         self.main.show_run(message.run)
         self._refresh_prompt_views()
 

@@ -9,6 +9,7 @@ the queue, so a fast indexer never floods the UI.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -111,6 +112,8 @@ class SearchFinished(Message):
 
     serial: int
     run: SearchRun
+    # Kinds of suspected secret in the listed chunks, by chunk key (they are marked).
+    secrets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Set once the results are on screen; the worker packs the prompt after that, because
     # token counting holds the GIL and would otherwise delay the first paint of the results.
     rendered: threading.Event = field(default_factory=threading.Event)

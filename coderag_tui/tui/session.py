@@ -7,6 +7,7 @@ Nothing here imports Textual.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from coderag_tui.core.engine import Dense, PromptRequest, PromptResult, Rerank, search_depth
@@ -43,6 +44,7 @@ class Session:
     pack_error: str = ""
     advice: str = ""
     selected_key: str | None = None
+    secrets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kinds by chunk key
     pinned: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
 

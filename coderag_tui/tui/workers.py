@@ -183,7 +183,8 @@ def search(
     if worker.is_cancelled:
         return
     # Rankings first: they render while the prompt is packed (token counting takes longer).
-    finished = SearchFinished(serial, run)
+    listed = {h.chunk.key: h.chunk for r in run.rankings.values() for h in r.hits}
+    finished = SearchFinished(serial, run, engine.secret_kinds(listed.values()))
     post(finished)
     finished.rendered.wait(timeout=1.0)
     if worker.is_cancelled:

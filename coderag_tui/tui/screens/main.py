@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 
+from coderag_tui.core.prompt.pack import SECRET
 from coderag_tui.core.rank.words import tokenize
 from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
 from coderag_tui.core.visible import one_line
@@ -24,6 +25,12 @@ from coderag_tui.tui.widgets.rankings import TITLES, RankingColumn, RankingsBoar
 from coderag_tui.tui.widgets.status import IndexState, TopBar, WorkProgress
 from coderag_tui.tui.widgets.tuning import TuningPanel
 
+# What the prompt does with a chunk that holds a suspected secret, by `secrets` setting.
+SECRET_FATE = {
+    "hold": ": held back from the prompt",
+    "redact": ": masked in the prompt",
+    "allow": ": in the prompt as it is",
+}
 
 class MainScreen(Screen[None]):
     """Everything about one query at a glance; the app fills it from core results."""
@@ -136,7 +143,7 @@ class MainScreen(Screen[None]):
 
     def show_run(self, run: SearchRun) -> None:
         settings = self.host.settings
-        self.board.show_run(run, {}, rows=max(settings.k, 1))
+        self.board.show_run(run, {}, rows=max(settings.k, 1), secrets=self.host.session.secrets)
         self.board.set_rerank_visible(settings.rerank)
         self.latency.show_run(run)
         self.show_selection()
@@ -164,6 +171,11 @@ class MainScreen(Screen[None]):
             marks.append(("  📌 pinned", "$success"))
         if key in session.excluded:
             marks.append(("  ✕ excluded", "$error"))
+        found = session.secrets.get(chunk.key)
+        if found:
+            fate = SECRET_FATE.get(host.settings.secrets, "")
+            kinds = ", ".join(found)
+            marks.append((f"  ⚠ suspected secret ({kinds}){fate}", "$warning"))
         ranks.update(
             Content.assemble((line, "bold"), ("   " + one_line(chunk.key), "$text-muted"), *marks),
             layout=False,  # one line, fixed height
@@ -204,8 +216,11 @@ class MainScreen(Screen[None]):
             return
         fraction = packed.tokens / max(budget, 1)
         chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
-        over = sum(1 for d in packed.dropped if d.reason != "excluded")
+        held = sum(1 for d in packed.dropped if d.reason == SECRET)
+        over = sum(1 for d in packed.dropped if d.reason not in ("excluded", SECRET))
         details = [f"{chunks_in} chunks in", f"{over} dropped"]
+        if held:
+            details.append(f"⚠ {held} held back (secrets)")
         if session.pinned:
             details.append(f"{len(session.pinned)} pinned")
         if session.excluded:

@@ -129,7 +129,7 @@ class PromptScreen(Screen[None]):
                 Text(str(drop.rank or "—"), justify="right"),
                 Text(one_line(drop.key)),
                 Text(f"{drop.tokens:,}", justify="right"),
-                Text(drop.reason),
+                Text(drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else "")),
                 key=drop.key,
             )
         included.border_subtitle = f"{len(packed.blocks)} blocks"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from textual import on
@@ -77,7 +78,14 @@ class RankingColumn(Vertical):
         """The chunk keys shown, in rank order."""
         return [row.key for row in self.table.rows]
 
-    def show(self, ranking: Ranking | None, *, empty_hint: str = "", rows: int = 20) -> None:
+    def show(
+        self,
+        ranking: Ranking | None,
+        *,
+        empty_hint: str = "",
+        rows: int = 20,
+        secrets: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
         """Fill the table with a ranking's top `rows` hits, or explain why there is no list."""
         table = self.table
         # Only touch classes and display when they change: each change restyles the screen.
@@ -96,7 +104,9 @@ class RankingColumn(Vertical):
         lines = [
             Row(
                 str(hit.rank),
-                f"{one_line(hit.chunk.path)}:{hit.chunk.start_line}-{hit.chunk.end_line}",
+                # ⚠ marks a chunk with a suspected secret: it stays out of the prompt.
+                ("⚠ " if secrets and hit.chunk.key in secrets else "")
+                + f"{one_line(hit.chunk.path)}:{hit.chunk.start_line}-{hit.chunk.end_line}",
                 fmt.format(hit.score),
                 hit.chunk.key,
             )
@@ -149,12 +159,19 @@ class RankingsBoard(Horizontal):
         self.column("rerank").display = visible
 
     def show_run(
-        self, run: SearchRun | None, hints: dict[RankingName, str], *, rows: int = 20
+        self,
+        run: SearchRun | None,
+        hints: dict[RankingName, str],
+        *,
+        rows: int = 20,
+        secrets: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
-        """Fill every column from a search (or show each column's hint before the first one)."""
+        """Fill every column from a search (or show each column's hint before the first one);
+        chunks with suspected secrets (kinds by key) are marked."""
         for name in RANKING_NAMES:
             ranking = None if run is None else run.rankings.get(name)
-            self.column(name).show(ranking, empty_hint=hints.get(name, ""), rows=rows)
+            column = self.column(name)
+            column.show(ranking, empty_hint=hints.get(name, ""), rows=rows, secrets=secrets)
 
     def follow(self, key: str | None) -> None:
         for col in self.query(RankingColumn):
