@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.index.keeper import IndexKeeper
 from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun, SecretFinding
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
+    from coderag_tui.core.index.keeper import IndexKeeper
     from coderag_tui.core.index.store import EmbeddingCache, Store
     from coderag_tui.core.prompt.pack import Advice
     from coderag_tui.core.prompt.render import Template
@@ -259,6 +259,9 @@ class Engine:
 
     # ---------------------------------------------------------------- the lexical stage
     def __post_init__(self) -> None:
+        # Imported here: the store (SQLite) and lock library are not needed to import the engine.
+        from coderag_tui.core.index.keeper import IndexKeeper
+
         self._keeper = IndexKeeper(self.explicit, self.clock)
 
     def store(self, settings: Settings | None = None) -> Store:

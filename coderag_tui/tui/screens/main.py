@@ -12,7 +12,6 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static, TabbedContent, TabPane
 
-from coderag_tui.core.prompt.pack import SECRET
 from coderag_tui.core.rank.words import tokenize
 from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
 from coderag_tui.core.visible import one_line
@@ -216,8 +215,8 @@ class MainScreen(Screen[None]):
             return
         fraction = packed.tokens / max(budget, 1)
         chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
-        held = sum(1 for d in packed.dropped if d.reason == SECRET)
-        over = sum(1 for d in packed.dropped if d.reason not in ("excluded", SECRET))
+        held = sum(1 for d in packed.dropped if d.secrets)  # held back: suspected secrets
+        over = sum(1 for d in packed.dropped if d.reason != "excluded" and not d.secrets)
         details = [f"{chunks_in} chunks in", f"{over} dropped"]
         if held:
             details.append(f"⚠ {held} held back (secrets)")
