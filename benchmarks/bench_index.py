@@ -102,17 +102,21 @@ def run_strategy(repo: Path, index_root: Path, strategy: str, corpus_bytes: int)
     t, cpu = time.perf_counter(), time.process_time()
     chunks = store.chunks(settings.chunking_spec.key)
     load_s, load_cpu = time.perf_counter() - t, time.process_time() - cpu
-    print(f"  load:    {load_s:6.3f} s  for {len(chunks)} chunks [target < 0.3 s]; "
-          f"process CPU {load_cpu:.3f} s")
+    print(
+        f"  load:    {load_s:6.3f} s  for {len(chunks)} chunks [target < 0.3 s]; "
+        f"process CPU {load_cpu:.3f} s"
+    )
     size_mb = sum(p.stat().st_size for p in settings.index_path.parent.glob("*")) / 1e6
     print(f"  index:   {size_mb:.1f} MB on disk")
     store.close()
     store = Store.open(settings.index_path)  # a fresh connection, as the engine's first build
     t = time.perf_counter()
     damage = store.damage()
-    print(f"  check:   {(time.perf_counter() - t) * 1000:6.1f} ms  SQLite's page check "
-          f"(PRAGMA quick_check), once per opened index before its first build: "
-          f"{damage or 'sound'}")
+    print(
+        f"  check:   {(time.perf_counter() - t) * 1000:6.1f} ms  SQLite's page check "
+        f"(PRAGMA quick_check), once per opened index before its first build: "
+        f"{damage or 'sound'}"
+    )
     store.close()
     return ok
 
@@ -123,8 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunking", default="lines,ast")
     args = parser.parse_args(argv)
     # Wall times on a shared machine grow with its load; CPU times show the work itself.
-    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
-          + f" on {os.cpu_count()} cores")
+    print(
+        "load average (1, 5, 15 min): "
+        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        + f" on {os.cpu_count()} cores"
+    )
     with tempfile.TemporaryDirectory(prefix="coderag-bench-") as tmp:
         repo = Path(tmp) / "stdlib"
         t = time.perf_counter()

@@ -52,19 +52,24 @@ def main() -> None:
         counter.count(c.text)
     cached_s = time.perf_counter() - t0
     print(f"corpus  {len(texts)} files, {megabytes:.1f} MB, {len(chunks)} chunks, {total} tokens")
-    print(f"count   batch {batch_s:.2f} s ({total / batch_s / 1e6:.2f} M tok/s), "
-          f"one by one {single_s:.2f} s, cached {cached_s * 1000:.1f} ms")
+    print(
+        f"count   batch {batch_s:.2f} s ({total / batch_s / 1e6:.2f} M tok/s), "
+        f"one by one {single_s:.2f} s, cached {cached_s * 1000:.1f} ms"
+    )
     template = load_template("markdown")
     task = "Why does a cancelled task leave the event loop running?"
     for budget in (4_000, 8_000, 32_000, 128_000):
         counter = fresh_counter()
         t0 = time.perf_counter()
-        packed = pack(hits, budget=budget, counter=counter, template=template, task=task,
-                      file_text=texts.get)
+        packed = pack(
+            hits, budget=budget, counter=counter, template=template, task=task, file_text=texts.get
+        )
         seconds = time.perf_counter() - t0
         assert counter.count(packed.text) <= budget
-        print(f"pack    {budget:>7,} tokens: {seconds:5.2f} s  {packed.tokens:>7,} used, "
-              f"{len(packed.blocks)} blocks, {len(packed.dropped)} dropped")
+        print(
+            f"pack    {budget:>7,} tokens: {seconds:5.2f} s  {packed.tokens:>7,} used, "
+            f"{len(packed.blocks)} blocks, {len(packed.dropped)} dropped"
+        )
 
 
 if __name__ == "__main__":

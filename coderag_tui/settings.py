@@ -105,9 +105,7 @@ def _about(doc: str, **facts: Any) -> dict[str, _Meta]:
 
 
 _PATH_REFUSED = "it names a path, and a repository may not point coderag outside itself"
-_SECRETS_REFUSED = (
-    "a repository's own config may not decide that its secrets go into prompts"
-)
+_SECRETS_REFUSED = "a repository's own config may not decide that its secrets go into prompts"
 
 
 @dataclass(frozen=True)
@@ -269,7 +267,8 @@ class Settings:
         metadata=_about(
             "Weight of a chunk defining a name the query writes as code (APIRouter, "
             "parse_config, a.b.c); 0 turns it off.",
-            ge=0, metavar="W",
+            ge=0,
+            metavar="W",
         ),
     )
     signal_forms: float = field(
@@ -277,7 +276,8 @@ class Settings:
         metadata=_about(
             "Weight of a chunk defining a name made of the query's words (parse config -> "
             "parseConfig, parse_config, ConfigParser); 0 turns it off.",
-            ge=0, metavar="W",
+            ge=0,
+            metavar="W",
         ),
     )
     signal_path: float = field(
@@ -285,7 +285,8 @@ class Settings:
         metadata=_about(
             "Weight of the share of query words found in a file's name or its folder's "
             "name; 0 turns it off.",
-            ge=0, metavar="W",
+            ge=0,
+            metavar="W",
         ),
     )
     signal_coherence: float = field(
@@ -293,7 +294,8 @@ class Settings:
         metadata=_about(
             "Weight by which a file with several matching chunks lifts its best chunk; 0 "
             "turns it off.",
-            ge=0, metavar="W",
+            ge=0,
+            metavar="W",
         ),
     )
     signal_roles: float = field(
@@ -302,7 +304,9 @@ class Settings:
             "Score multiplier for tests, examples, docs, changelogs, benchmarks, vendored, "
             "generated, migration and legacy code unless the query asks for them; 1 turns "
             "it off.",
-            ge=0, le=1, metavar="X",
+            ge=0,
+            le=1,
+            metavar="X",
         ),
     )
     signal_issue_terms: float = field(
@@ -310,7 +314,8 @@ class Settings:
         metadata=_about(
             "Weight of the code terms of a long query (identifiers, paths, traceback frames, "
             "exception names) searched apart from its prose; 0 turns it off.",
-            ge=0, metavar="W",
+            ge=0,
+            metavar="W",
         ),
     )
 

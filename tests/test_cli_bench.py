@@ -13,8 +13,19 @@ from coderag_tui.cli import main
 def test_bench_json_with_rank_bm25_comparison(
     tiny_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["bench", str(tiny_repo), "--compare", "rank-bm25", "--queries", "5",
-                 "--chunking", "lines:8,file", "--json"])
+    code = main(
+        [
+            "bench",
+            str(tiny_repo),
+            "--compare",
+            "rank-bm25",
+            "--queries",
+            "5",
+            "--chunking",
+            "lines:8,file",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [r["chunking"] for r in out] == ["lines:8:0", "file"]

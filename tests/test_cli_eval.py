@@ -17,8 +17,9 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "comm
 
 
 def _head(repo: Path) -> str:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _dataset(path: Path, rows: list[dict[str, object]]) -> Path:
@@ -30,24 +31,52 @@ def test_eval_json_bm25_runs_end_to_end(
     tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     head = _head(tiny_repo)
-    data = _dataset(tmp_path / "d.jsonl", [
-        {"id": "pay", "query": "charge a card and retry when the gateway times out",
-         "gold_files": ["shop/payment.py"], "base_commit": head},
-        {"instance_id": "stock", "problem_statement": "reserve items out of stock for an order",
-         "gold_files": ["shop/inventory.py"],
-         "gold_chunks": [{"path": "shop/inventory.py", "start_line": 15, "end_line": 20}]},
-    ])
-    code = main([
-        "eval", str(data), "--repo", str(tiny_repo), "--modes", "bm25",
-        "--chunking", "lines:8,file", "--tokenizer", "default,split",
-        "--index-dir", str(tmp_path / "index"), "--tree-cache", str(tmp_path / "trees"),
-        "--json", "--csv", str(tmp_path / "out.csv"), "--markdown", str(tmp_path / "out.md"),
-    ])
+    data = _dataset(
+        tmp_path / "d.jsonl",
+        [
+            {
+                "id": "pay",
+                "query": "charge a card and retry when the gateway times out",
+                "gold_files": ["shop/payment.py"],
+                "base_commit": head,
+            },
+            {
+                "instance_id": "stock",
+                "problem_statement": "reserve items out of stock for an order",
+                "gold_files": ["shop/inventory.py"],
+                "gold_chunks": [{"path": "shop/inventory.py", "start_line": 15, "end_line": 20}],
+            },
+        ],
+    )
+    code = main(
+        [
+            "eval",
+            str(data),
+            "--repo",
+            str(tiny_repo),
+            "--modes",
+            "bm25",
+            "--chunking",
+            "lines:8,file",
+            "--tokenizer",
+            "default,split",
+            "--index-dir",
+            str(tmp_path / "index"),
+            "--tree-cache",
+            str(tmp_path / "trees"),
+            "--json",
+            "--csv",
+            str(tmp_path / "out.csv"),
+            "--markdown",
+            str(tmp_path / "out.md"),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     configs = {(c["mode"], c["chunking"], c["tokenizer"]): c for c in out["configs"]}
-    assert set(configs) == {("bm25", ch, tok) for ch in ("lines:8", "file")
-                            for tok in ("default", "split")}
+    assert set(configs) == {
+        ("bm25", ch, tok) for ch in ("lines:8", "file") for tok in ("default", "split")
+    }
     file_default = configs[("bm25", "file", "default")]
     assert file_default["n"] == 2
     assert file_default["files"]["acc@1"] == 1.0  # both questions find their file first
@@ -69,14 +98,29 @@ def test_eval_table_from_git_history(
 ) -> None:
     cart = tiny_repo / "shop" / "cart.py"
     cart.write_text(cart.read_text() + "\n\ndef clear_cart(cart):\n    cart.items.clear()\n")
-    subprocess.run([*GIT, "-C", str(tiny_repo), "commit", "-qam", "Let a shopping cart be cleared"],
-                   check=True)
+    subprocess.run(
+        [*GIT, "-C", str(tiny_repo), "commit", "-qam", "Let a shopping cart be cleared"], check=True
+    )
     saved = tmp_path / "history.jsonl"
-    code = main([
-        "eval", "--from-git-history", "5", "--repo", str(tiny_repo), "--modes", "bm25",
-        "--chunking", "file", "--index-dir", str(tmp_path / "index"),
-        "--tree-cache", str(tmp_path / "trees"), "--save-dataset", str(saved),
-    ])
+    code = main(
+        [
+            "eval",
+            "--from-git-history",
+            "5",
+            "--repo",
+            str(tiny_repo),
+            "--modes",
+            "bm25",
+            "--chunking",
+            "file",
+            "--index-dir",
+            str(tmp_path / "index"),
+            "--tree-cache",
+            str(tmp_path / "trees"),
+            "--save-dataset",
+            str(saved),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "file-level retrieval" in out and "bm25" in out
@@ -96,12 +140,16 @@ def test_eval_table_from_git_history(
     ],
 )
 def test_bad_input_is_one_sentence(
-    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    args: list[str], message: str,
+    tiny_repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
 ) -> None:
     data = _dataset(tmp_path / "d.jsonl", [{"id": "1", "query": "q", "gold_files": ["a.py"]}])
-    argv = [str(data) if a == "DATA" else str(tmp_path / a) if a.endswith(".jsonl") else a
-            for a in args]
+    argv = [
+        str(data) if a == "DATA" else str(tmp_path / a) if a.endswith(".jsonl") else a for a in args
+    ]
     if "--repos" in argv:
         argv[argv.index("--repos") + 1] = str(tmp_path / "nowhere")
     code = main(["eval", *argv, "--repo", str(tiny_repo), "--index-dir", str(tmp_path / "i")])
@@ -115,10 +163,30 @@ def test_eval_semble_format_reports_ndcg_per_repository_category_language(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repos, dataset = make_semble_fixture(tmp_path)
-    common = ["eval", str(dataset), "--repos", str(repos), "--modes", "bm25",
-              "--index-dir", str(tmp_path / "index"), "--tree-cache", str(tmp_path / "trees")]
-    code = main([*common, "--chunking", "file,lines:8", "--tokenizer", "split+path",
-                 "--json", "--markdown", str(tmp_path / "out.md")])
+    common = [
+        "eval",
+        str(dataset),
+        "--repos",
+        str(repos),
+        "--modes",
+        "bm25",
+        "--index-dir",
+        str(tmp_path / "index"),
+        "--tree-cache",
+        str(tmp_path / "trees"),
+    ]
+    code = main(
+        [
+            *common,
+            "--chunking",
+            "file,lines:8",
+            "--tokenizer",
+            "split+path",
+            "--json",
+            "--markdown",
+            str(tmp_path / "out.md"),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     file_config = out["configs"][0]
@@ -128,8 +196,9 @@ def test_eval_semble_format_reports_ndcg_per_repository_category_language(
     assert set(semble["by_repo"]) == {"acme/tiny", "acme/other"}
     assert set(semble["by_category"]) == {"semantic", "symbol", "architecture"}
     assert semble["by_language"]["python"]["repos"] == 2
-    assert all(not f.startswith(("docs/", "tests/"))
-               for i in out["instances"] for f in i["top_files"])
+    assert all(
+        not f.startswith(("docs/", "tests/")) for i in out["instances"] for f in i["top_files"]
+    )
     [comparison] = out["comparisons"]
     assert comparison["metric"] == "ndcg10_semble"
     assert comparison["baseline"]["chunking"] == "file"
@@ -139,12 +208,25 @@ def test_eval_semble_format_reports_ndcg_per_repository_category_language(
     assert "**NDCG@10 (semble) per category**" in markdown
     assert "**paired bootstrap vs file:" in markdown
 
-    code = main([*common, "--chunking", "file,lines:8", "--tokenizer", "split+path",
-                 "--baseline", "lines:8"])
+    code = main(
+        [
+            *common,
+            "--chunking",
+            "file,lines:8",
+            "--tokenizer",
+            "split+path",
+            "--baseline",
+            "lines:8",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
-    for title in ("NDCG@10 (semble) per repository", "NDCG@10 (semble) per category",
-                  "NDCG@10 (semble) per language", "paired bootstrap vs lines:8"):
+    for title in (
+        "NDCG@10 (semble) per repository",
+        "NDCG@10 (semble) per category",
+        "NDCG@10 (semble) per language",
+        "paired bootstrap vs lines:8",
+    ):
         assert title in text
     assert "acme/other" in text and "architecture" in text
 
@@ -153,8 +235,22 @@ def test_a_baseline_outside_the_grid_is_one_sentence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repos, dataset = make_semble_fixture(tmp_path)
-    code = main(["eval", str(dataset), "--repos", str(repos), "--modes", "bm25",
-                 "--chunking", "file", "--baseline", "fused", "--index-dir", str(tmp_path / "i")])
+    code = main(
+        [
+            "eval",
+            str(dataset),
+            "--repos",
+            str(repos),
+            "--modes",
+            "bm25",
+            "--chunking",
+            "file",
+            "--baseline",
+            "fused",
+            "--index-dir",
+            str(tmp_path / "i"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "'fused' is not a mode, chunking or tokenizer of this run" in err
@@ -164,13 +260,33 @@ def test_a_baseline_outside_the_grid_is_one_sentence(
 def test_a_swe_bench_grid_compares_on_mrr_and_has_no_semble_scores(
     tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = _dataset(tmp_path / "d.jsonl", [
-        {"instance_id": "pay", "problem_statement": "charge a card, retry on gateway timeout",
-         "gold_files": ["shop/payment.py"]},
-    ])
-    code = main(["eval", str(data), "--repo", str(tiny_repo), "--modes", "bm25",
-                 "--chunking", "lines:8,file", "--index-dir", str(tmp_path / "index"),
-                 "--tree-cache", str(tmp_path / "trees"), "--json"])
+    data = _dataset(
+        tmp_path / "d.jsonl",
+        [
+            {
+                "instance_id": "pay",
+                "problem_statement": "charge a card, retry on gateway timeout",
+                "gold_files": ["shop/payment.py"],
+            },
+        ],
+    )
+    code = main(
+        [
+            "eval",
+            str(data),
+            "--repo",
+            str(tiny_repo),
+            "--modes",
+            "bm25",
+            "--chunking",
+            "lines:8,file",
+            "--index-dir",
+            str(tmp_path / "index"),
+            "--tree-cache",
+            str(tmp_path / "trees"),
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert all("semble" not in c for c in out["configs"])

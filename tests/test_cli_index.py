@@ -64,8 +64,18 @@ def test_bad_path_is_one_sentence_and_exit_2(
 def test_bad_overlap_is_one_sentence_and_exit_2(
     tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["index", str(tiny_repo), "--index-dir", str(index_dir),
-                 "--chunk-lines", "10", "--overlap", "10"])
+    code = main(
+        [
+            "index",
+            str(tiny_repo),
+            "--index-dir",
+            str(index_dir),
+            "--chunk-lines",
+            "10",
+            "--overlap",
+            "10",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--overlap: must be below --chunk-lines (10)" in err
 
@@ -98,7 +108,9 @@ def test_corrupt_index_notice_is_printed(
 
 
 def test_ctrl_c_exits_130_and_says_what_was_kept(
-    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str],
+    tiny_repo: Path,
+    index_dir: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ticks: Iterator[int] = iter(range(10**9))
@@ -115,9 +127,7 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(
     monkeypatch.setattr(indexer, "build_index", press_ctrl_c_after_three_files)
     code = main(["index", str(tiny_repo), "--index-dir", str(index_dir)])
     assert code == 130
-    assert capsys.readouterr().err == (
-        "coderag: interrupted; 3 files kept; run again to finish.\n"
-    )
+    assert capsys.readouterr().err == ("coderag: interrupted; 3 files kept; run again to finish.\n")
     monkeypatch.undo()
     main(["index", str(tiny_repo), "--index-dir", str(index_dir), "--json"])
     data = json.loads(capsys.readouterr().out)
@@ -125,7 +135,9 @@ def test_ctrl_c_exits_130_and_says_what_was_kept(
 
 
 def test_unknown_chunking_from_the_environment_is_one_sentence(
-    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str],
+    tiny_repo: Path,
+    index_dir: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CODERAG_CHUNKING", "words")

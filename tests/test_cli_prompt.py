@@ -23,8 +23,9 @@ TASK = "how is a discount applied to the cart total?"
 HEADER = re.compile(r"^### \[(?P<path>.+) · lines (?P<start>\d+)–(?P<end>\d+)\]$", re.M)
 
 
-def prompt(capsys: pytest.CaptureFixture[str], repo: Path, index_dir: Path, *extra: str,
-           task: str = TASK) -> tuple[int, str, str]:
+def prompt(
+    capsys: pytest.CaptureFixture[str], repo: Path, index_dir: Path, *extra: str, task: str = TASK
+) -> tuple[int, str, str]:
     code = main(["prompt", task, str(repo), "--index-dir", str(index_dir), "--no-dense", *extra])
     out, err = capsys.readouterr()
     return code, out, err
@@ -100,10 +101,18 @@ def test_out_writes_the_file_and_keeps_stdout_clean(
 def test_xml_template_context_last_and_exclusions(
     capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
 ) -> None:
-    _, out, _ = prompt(capsys, tiny_repo, index_dir, "--template", "xml", "--context-last",
-                       "--exclude", "README.md:1-3")
+    _, out, _ = prompt(
+        capsys,
+        tiny_repo,
+        index_dir,
+        "--template",
+        "xml",
+        "--context-last",
+        "--exclude",
+        "README.md:1-3",
+    )
     assert out.index("<task>") < out.index("<context>")
-    root = ET.fromstring(f"<p>{out[len(ROLE):]}</p>")
+    root = ET.fromstring(f"<p>{out[len(ROLE) :]}</p>")
     paths = [c.get("path") for c in root.iter("chunk")]
     assert "shop/cart.py" in paths and "README.md" not in paths
 
@@ -118,8 +127,11 @@ def test_xml_template_context_last_and_exclusions(
     ],
 )
 def test_mistakes_end_in_one_sentence(
-    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path,
-    flags: list[str], message: str
+    capsys: pytest.CaptureFixture[str],
+    tiny_repo: Path,
+    index_dir: Path,
+    flags: list[str],
+    message: str,
 ) -> None:
     code, out, err = prompt(capsys, tiny_repo, index_dir, *flags)
     assert code == 2
@@ -130,8 +142,13 @@ def test_mistakes_end_in_one_sentence(
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "coderag_tui", *args], cwd=ROOT, capture_output=True,
-        text=True, env={**base, **(env or {})}, check=False, start_new_session=True,
+        [sys.executable, "-m", "coderag_tui", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        check=False,
+        start_new_session=True,
         stdin=subprocess.DEVNULL,
     )
 
@@ -139,8 +156,16 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_same_index_and_query_give_byte_identical_prompts_across_runs(
     capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
 ) -> None:
-    first = run_cli("prompt", TASK, str(tiny_repo), "--index-dir", str(index_dir),
-                    "--no-dense", "--budget", "900")
+    first = run_cli(
+        "prompt",
+        TASK,
+        str(tiny_repo),
+        "--index-dir",
+        str(index_dir),
+        "--no-dense",
+        "--budget",
+        "900",
+    )
     assert first.returncode == 0, first.stderr
     code, second, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "900")
     assert code == 0
@@ -154,9 +179,18 @@ def test_copy_without_clipboard_or_terminal_still_saves_and_says_so(
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     target = tmp_path / "p.md"
-    done = run_cli("prompt", TASK, str(tiny_repo), "--index-dir", str(index_dir), "--no-dense",
-                   "--copy", "--out", str(target),
-                   env={"PATH": str(empty), "DISPLAY": "", "WAYLAND_DISPLAY": ""})
+    done = run_cli(
+        "prompt",
+        TASK,
+        str(tiny_repo),
+        "--index-dir",
+        str(index_dir),
+        "--no-dense",
+        "--copy",
+        "--out",
+        str(target),
+        env={"PATH": str(empty), "DISPLAY": "", "WAYLAND_DISPLAY": ""},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert "no clipboard tool and no terminal to send OSC 52 to" in done.stderr

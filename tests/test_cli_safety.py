@@ -58,8 +58,9 @@ def test_index_rebuilds_a_damaged_index_and_says_so_in_one_clean_sentence(
 ) -> None:
     repo = make_many_files_repo(tmp_path / "repo", 400)
     ix = str(tmp_path / "ix")
-    code, out, _ = cli(capsys, "index", str(repo), "--index-dir", ix, "--chunk-lines", "8",
-                       "--json")
+    code, out, _ = cli(
+        capsys, "index", str(repo), "--index-dir", ix, "--chunk-lines", "8", "--json"
+    )
     assert code == 0
     db = Path(json.loads(out)["index_path"])
     damage_pages(db, seed=7)
@@ -70,8 +71,20 @@ def test_index_rebuilds_a_damaged_index_and_says_so_in_one_clean_sentence(
     (note,) = [line for line in out.splitlines() if line.startswith("Note:")]
     assert "was damaged" in note and "moved it to" in note
     assert all(ch.isprintable() for ch in note)
-    code, out, err = cli(capsys, "search", "unit321_widget", str(repo), "--index-dir", ix,
-                         "--chunk-lines", "8", "--no-dense", "--json", "--k", "1")
+    code, out, err = cli(
+        capsys,
+        "search",
+        "unit321_widget",
+        str(repo),
+        "--index-dir",
+        ix,
+        "--chunk-lines",
+        "8",
+        "--no-dense",
+        "--json",
+        "--k",
+        "1",
+    )
     assert code == 0, err
     assert json.loads(out)["rankings"]["bm25"]["hits"][0]["path"] == "pkg1/mod321.py"
 
@@ -111,8 +124,11 @@ def test_search_keeps_a_file_indexed_under_a_larger_max_file_bytes(
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
 def test_an_explicit_other_max_file_bytes_reindexes_and_says_why(
-    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch, how: str,
+    tiny_repo: Path,
+    index_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
 ) -> None:
     _with_big_file(tiny_repo)
     common = (str(tiny_repo), "--index-dir", str(index_dir))
@@ -122,8 +138,9 @@ def test_an_explicit_other_max_file_bytes_reindexes_and_says_why(
         extra = ("--max-file-bytes", "1048576")
     else:
         monkeypatch.setenv("CODERAG_MAX_FILE_BYTES", "1048576")
-    code, out, err = cli(capsys, "search", "zebra lookup table", *common, "--no-dense",
-                         "--json", *extra)
+    code, out, err = cli(
+        capsys, "search", "zebra lookup table", *common, "--no-dense", "--json", *extra
+    )
     assert code == 0, err
     assert BIG not in _paths(out)
     (note,) = [line for line in err.splitlines() if "max_file_bytes" in line]
@@ -157,8 +174,16 @@ def test_an_undecodable_task_is_replaced_and_out_is_written_whole(
     keep = tmp_path / "out" / "keep.txt"
     keep.parent.mkdir()
     keep.write_text("the previous prompt\n", encoding="utf-8")
-    done = run_cli("prompt", b"retry \xff", str(tiny_repo), "--index-dir", str(index_dir),
-                   "--no-dense", "--out", str(keep))
+    done = run_cli(
+        "prompt",
+        b"retry \xff",
+        str(tiny_repo),
+        "--index-dir",
+        str(index_dir),
+        "--no-dense",
+        "--out",
+        str(keep),
+    )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert keep.read_text(encoding="utf-8").endswith("retry \ufffd\n")
@@ -166,17 +191,37 @@ def test_an_undecodable_task_is_replaced_and_out_is_written_whole(
     assert "1 byte" in note and "U+FFFD" in note
     assert os.listdir(keep.parent) == ["keep.txt"]  # no temporary file left behind
 
-    copied = run_cli("prompt", b"retry \xff", str(tiny_repo), "--index-dir", str(index_dir),
-                     "--no-dense", "--copy", env={"PATH": str(tmp_path), "DISPLAY": ""})
+    copied = run_cli(
+        "prompt",
+        b"retry \xff",
+        str(tiny_repo),
+        "--index-dir",
+        str(index_dir),
+        "--no-dense",
+        "--copy",
+        env={"PATH": str(tmp_path), "DISPLAY": ""},
+    )
     assert "Traceback" not in copied.stderr
     assert copied.returncode == 1 and "no clipboard tool" in copied.stderr
 
 
 def test_an_undecodable_task_on_stdin_is_replaced_too(tiny_repo: Path, index_dir: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "coderag_tui", "prompt", "-", str(tiny_repo), "--index-dir",
-         str(index_dir), "--no-dense"],
-        input=b"why does retry \xfe\xff fail?", capture_output=True, cwd=ROOT, check=False,
+        [
+            sys.executable,
+            "-m",
+            "coderag_tui",
+            "prompt",
+            "-",
+            str(tiny_repo),
+            "--index-dir",
+            str(index_dir),
+            "--no-dense",
+        ],
+        input=b"why does retry \xfe\xff fail?",
+        capture_output=True,
+        cwd=ROOT,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8:strict"},
     )
     err = done.stderr.decode()
@@ -206,9 +251,16 @@ def test_an_unreadable_repository_folder_is_one_sentence() -> None:
         (pub / "home").mkdir(mode=0o777)
         (pub / "home").chmod(0o777)
         for command in (["search", "charge card"], ["index"]):
-            done = run_cli(*command, str(repo), "--index-dir", str(pub / "home" / "ix"),
-                           "--no-dense" if command[0] == "search" else "--json",
-                           prefix=NOBODY, env={"HOME": str(pub / "home")}, cwd=pub)
+            done = run_cli(
+                *command,
+                str(repo),
+                "--index-dir",
+                str(pub / "home" / "ix"),
+                "--no-dense" if command[0] == "search" else "--json",
+                prefix=NOBODY,
+                env={"HOME": str(pub / "home")},
+                cwd=pub,
+            )
             line = _one_sentence(done.stderr)
             assert done.returncode == 2
             assert f"cannot read the repository folder {repo}" in line
@@ -243,7 +295,10 @@ def test_two_index_runs_at_once_never_double_the_work(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen(
         [sys.executable, "-c", SLOW_BUILDER, str(repo), str(ix), str(marker)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     deadline = time.monotonic() + 30
     while not marker.exists():
@@ -305,8 +360,16 @@ def test_search_answers_from_an_index_file_that_is_immutable(
         pytest.skip("chattr +i is not available on this file system")
     try:
         _touch_a_file(tiny_repo)
-        code, out, err = cli(capsys, "search", "refund transaction_id", str(tiny_repo),
-                             "--index-dir", str(index_dir), "--no-dense", "--json")
+        code, out, err = cli(
+            capsys,
+            "search",
+            "refund transaction_id",
+            str(tiny_repo),
+            "--index-dir",
+            str(index_dir),
+            "--no-dense",
+            "--json",
+        )
         assert code == 0, err
         assert json.loads(out)["rankings"]["bm25"]["hits"][0]["path"] == "shop/payment.py"
         assert "could not update the index" in err
@@ -327,10 +390,24 @@ def test_search_answers_when_the_disk_fills_up(tmp_path: Path) -> None:
     big = repo / "shop" / "catalogue.py"
     big.write_text("".join(f"ITEM_{i} = 'refund policy {i}'\n" for i in range(20_000)))
     done = subprocess.run(
-        [sys.executable, "-m", "coderag_tui", "search", "refund transaction_id", str(repo),
-         "--index-dir", str(ix), "--no-dense", "--json"],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=lambda: _small_files(64 * 1024),
+        [
+            sys.executable,
+            "-m",
+            "coderag_tui",
+            "search",
+            "refund transaction_id",
+            str(repo),
+            "--index-dir",
+            str(ix),
+            "--no-dense",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: _small_files(64 * 1024),
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["rankings"]["bm25"]["hits"][0]["path"] == "shop/payment.py"

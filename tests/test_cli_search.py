@@ -24,8 +24,9 @@ def common(tiny_repo: Path, index_dir: Path) -> list[str]:
 def test_json_has_every_ranking_hits_with_ranks_timings_and_notes(
     capsys: pytest.CaptureFixture[str], common: list[str]
 ) -> None:
-    code, out, err = search(capsys, "refund transaction_id", *common, "--json", "--no-dense",
-                            "--k", "3")
+    code, out, err = search(
+        capsys, "refund transaction_id", *common, "--json", "--no-dense", "--k", "3"
+    )
     assert code == 0
     data = json.loads(out)
     assert data["query"] == "refund transaction_id"
@@ -71,8 +72,9 @@ def test_from_location_queries_with_the_lines_before(
     capsys: pytest.CaptureFixture[str], common: list[str], tiny_repo: Path
 ) -> None:
     lines = (tiny_repo / "shop/cart.py").read_text().splitlines()
-    code, out, err = search(capsys, "--from", "shop/cart.py:30", "--query-lines", "5",
-                            *common, "--no-dense", "--json")
+    code, out, err = search(
+        capsys, "--from", "shop/cart.py:30", "--query-lines", "5", *common, "--no-dense", "--json"
+    )
     assert code == 0
     data = json.loads(out)
     assert data["query"] == "\n".join(lines[24:29])
@@ -117,15 +119,17 @@ def test_bad_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
 
 def test_tokenizer_flags_reach_bm25(capsys: pytest.CaptureFixture[str], common: list[str]) -> None:
     # "declined" only occurs inside the identifier PaymentDeclined: found when it is split
-    _, out, _ = search(capsys, "declined", *common, "--no-dense", "--json",
-                       "--no-split-identifiers")
+    _, out, _ = search(
+        capsys, "declined", *common, "--no-dense", "--json", "--no-split-identifiers"
+    )
     assert json.loads(out)["rankings"]["bm25"]["hits"] == []
     _, out, _ = search(capsys, "declined", *common, "--no-dense", "--json")  # on by default
     assert json.loads(out)["rankings"]["bm25"]["hits"][0]["path"] == "shop/payment.py"
     # "inventory" is in the text of one 8-line chunk, and in the path of all three
     for flags, expected in ((["--no-path-in-text"], 1), ([], 3)):
-        _, out, _ = search(capsys, "inventory", *common, "--no-dense", "--json", "--mode", "bm25",
-                           *flags)
+        _, out, _ = search(
+            capsys, "inventory", *common, "--no-dense", "--json", "--mode", "bm25", *flags
+        )
         data = json.loads(out)
         assert data["shown"] == ["bm25"]
         hits = data["rankings"]["bm25"]["hits"]

@@ -31,10 +31,12 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def prompt(capsys: pytest.CaptureFixture[str], repo: Path, index_dir: Path,
-           *extra: str) -> tuple[int, str, str]:
-    return run(capsys, "prompt", TASK, str(repo), "--index-dir", str(index_dir), "--no-dense",
-               *extra)
+def prompt(
+    capsys: pytest.CaptureFixture[str], repo: Path, index_dir: Path, *extra: str
+) -> tuple[int, str, str]:
+    return run(
+        capsys, "prompt", TASK, str(repo), "--index-dir", str(index_dir), "--no-dense", *extra
+    )
 
 
 def test_the_prompt_holds_secrets_back_and_says_which_and_why(
@@ -95,12 +97,21 @@ def test_index_verbose_lists_key_files_as_skipped_and_the_flag_indexes_them(
 ) -> None:
     code, out, _ = run(capsys, "index", str(repo), "--index-dir", str(index_dir), "--verbose")
     assert code == 0
-    assert ".env: a key or credentials file (an environment file; --include-secret-files " \
+    assert (
+        ".env: a key or credentials file (an environment file; --include-secret-files "
         "indexes it)" in out
+    )
     assert "id_rsa: a key or credentials file (an SSH private key;" in out
     assert "settings.py: AWS Access Key" in out  # the files with suspected secrets, by kind
-    code, out, _ = run(capsys, "index", str(repo), "--index-dir", str(index_dir), "--json",
-                       "--include-secret-files")
+    code, out, _ = run(
+        capsys,
+        "index",
+        str(repo),
+        "--index-dir",
+        str(index_dir),
+        "--json",
+        "--include-secret-files",
+    )
     assert code == 0
     data = json.loads(out)
     assert not [s for s in data["skipped"] if s["reason_code"] == "SECRET_FILE"]
@@ -114,8 +125,9 @@ def test_index_verbose_lists_key_files_as_skipped_and_the_flag_indexes_them(
 def test_search_json_marks_hits_that_hold_secrets(
     capsys: pytest.CaptureFixture[str], repo: Path, index_dir: Path
 ) -> None:
-    code, out, _ = run(capsys, "search", TASK, str(repo), "--index-dir", str(index_dir),
-                       "--no-dense", "--json")
+    code, out, _ = run(
+        capsys, "search", TASK, str(repo), "--index-dir", str(index_dir), "--no-dense", "--json"
+    )
     assert code == 0
     hits = json.loads(out)["rankings"]["bm25"]["hits"]
     marks = {hit["path"]: hit["secret"] for hit in hits}
@@ -133,13 +145,16 @@ def test_a_repository_config_cannot_switch_it_off(
     (repo / ".coderag.toml").write_text(line + "\n")
     code, out, err = prompt(capsys, repo, index_dir)
     assert code == 2 and out == ""
-    assert f"{key} cannot be set by the repository's own .coderag.toml because a " \
+    assert (
+        f"{key} cannot be set by the repository's own .coderag.toml because a "
         "repository's own config may not decide that its secrets go into prompts" in err
+    )
     with pytest.raises(SettingsError):
         read_settings({"repo": repo}, environ={})
 
 
 def test_the_user_may_choose_through_the_environment(tmp_path: Path) -> None:
-    loaded = read_settings({}, environ={"CODERAG_SECRETS": "redact"},
-                           config_file=tmp_path / "none.toml")
+    loaded = read_settings(
+        {}, environ={"CODERAG_SECRETS": "redact"}, config_file=tmp_path / "none.toml"
+    )
     assert loaded.settings.secrets == "redact"

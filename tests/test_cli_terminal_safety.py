@@ -48,8 +48,17 @@ def test_search_tables_and_notes_show_escapes(
 ) -> None:
     index = str(tmp_path / "ix")
     for extra in ([], ["--files"]):
-        code = main(["search", "retry payment", str(hostile_repo), "--index-dir", index,
-                     "--no-dense", *extra])
+        code = main(
+            [
+                "search",
+                "retry payment",
+                str(hostile_repo),
+                "--index-dir",
+                index,
+                "--no-dense",
+                *extra,
+            ]
+        )
         out, err = capsys.readouterr()
         assert code == 0
         _no_escape(out + err)
@@ -69,8 +78,17 @@ def test_index_verbose_lists_skipped_names_visibly(
 def test_json_keeps_the_exact_text(
     hostile_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["prompt", "retry payment", str(hostile_repo), "--index-dir",
-                 str(tmp_path / "ix"), "--no-dense", "--json"])
+    code = main(
+        [
+            "prompt",
+            "retry payment",
+            str(hostile_repo),
+            "--index-dir",
+            str(tmp_path / "ix"),
+            "--no-dense",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0
     assert "\x1b]52;c;ZXZpbA==\x07" in data["prompt"]
@@ -79,8 +97,16 @@ def test_json_keeps_the_exact_text(
 def test_a_piped_prompt_is_exact_and_stderr_counts_the_controls(
     hostile_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["prompt", "retry payment", str(hostile_repo), "--index-dir",
-                 str(tmp_path / "ix"), "--no-dense"])
+    code = main(
+        [
+            "prompt",
+            "retry payment",
+            str(hostile_repo),
+            "--index-dir",
+            str(tmp_path / "ix"),
+            "--no-dense",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0
     assert "\x1b]52;c;ZXZpbA==\x07" in out  # a pipe gets the exact text
@@ -93,9 +119,23 @@ def test_a_prompt_printed_on_a_terminal_shows_escapes(hostile_repo: Path, tmp_pa
     leader, follower = pty.openpty()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "coderag_tui", "prompt", "retry payment", str(hostile_repo),
-         "--index-dir", str(tmp_path / "ix"), "--no-dense", "--budget", "2000"],
-        stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+        [
+            sys.executable,
+            "-m",
+            "coderag_tui",
+            "prompt",
+            "retry payment",
+            str(hostile_repo),
+            "--index-dir",
+            str(tmp_path / "ix"),
+            "--no-dense",
+            "--budget",
+            "2000",
+        ],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
     os.close(follower)
     received = b""
@@ -125,7 +165,10 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None
     proc = subprocess.run(
         f"{sys.executable} -m coderag_tui index {repo} --index-dir {tmp_path / 'ix'} --verbose"
         " | head -1",
-        shell=True, capture_output=True, text=True, timeout=120,
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.stdout.count("\n") == 1
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr

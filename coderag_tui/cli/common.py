@@ -68,12 +68,18 @@ INVERSE_FLAGS: dict[str, tuple[str, str]] = {
 # Flags that set a setting to one of its values: (flag, value, help).
 VALUE_FLAGS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "secrets": (
-        ("--allow-secrets", "allow",
-         "include chunks with suspected secrets as they are (still said on stderr); "
-         "same as --secrets allow"),
-        ("--redact-secrets", "redact",
-         "include chunks with suspected secrets, each secret replaced by <redacted:TYPE>; "
-         "same as --secrets redact"),
+        (
+            "--allow-secrets",
+            "allow",
+            "include chunks with suspected secrets as they are (still said on stderr); "
+            "same as --secrets allow",
+        ),
+        (
+            "--redact-secrets",
+            "redact",
+            "include chunks with suspected secrets, each secret replaced by <redacted:TYPE>; "
+            "same as --secrets redact",
+        ),
     ),
 }
 FLAG_SPELLINGS = "_setting_flags"  # Namespace attribute: setting -> the flag spelling used
@@ -224,11 +230,21 @@ DEFAULT_QUERY_LINES = 20  # lines before FILE:LINE that make a code-to-code quer
 
 def add_location_args(parser: argparse._ActionsContainer) -> None:
     """--from FILE:LINE and --query-lines: ask with the code before a line, as completion does."""
-    parser.add_argument("--from", dest="from_location", default=None, metavar="FILE:LINE",
-                        help="query with the lines before LINE of FILE (LINE excluded); that "
-                        "code's own chunk is left out of every ranking")
-    parser.add_argument("--query-lines", type=int, default=DEFAULT_QUERY_LINES, metavar="N",
-                        help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})")
+    parser.add_argument(
+        "--from",
+        dest="from_location",
+        default=None,
+        metavar="FILE:LINE",
+        help="query with the lines before LINE of FILE (LINE excluded); that "
+        "code's own chunk is left out of every ranking",
+    )
+    parser.add_argument(
+        "--query-lines",
+        type=int,
+        default=DEFAULT_QUERY_LINES,
+        metavar="N",
+        help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})",
+    )
 
 
 def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:

@@ -49,47 +49,122 @@ def register(sub: Any) -> None:
             "and tokenizers, and print one table row per configuration."
         ),
     )
-    parser.add_argument("dataset", nargs="?", type=Path, metavar="DATASET.jsonl",
-                        help="rows with id/instance_id, query/problem_statement, gold_files")
-    parser.add_argument("--from-git-history", type=int, metavar="N", default=None,
-                        help="use the last N non-merge commits touching 1-5 source files instead")
-    parser.add_argument("--save-dataset", type=Path, metavar="FILE", default=None,
-                        help="also write the rows built from git history to FILE (JSONL)")
-    parser.add_argument("--repo", dest="path", default=None, metavar="PATH",
-                        help="the repository for rows without `repo` (default: current folder)")
-    parser.add_argument("--repos", type=Path, metavar="DIR", default=None,
-                        help="folder holding the repositories named by rows (owner/name, name "
-                             "or owner+name; bare or checkout)")
-    parser.add_argument("--modes", default=DEFAULT_MODES,
-                        help=f"comma list of {','.join(RANKING_NAMES)},fused-files (RRF of the "
-                             f"BM25 and dense file rankings) (default: {DEFAULT_MODES})")
-    parser.add_argument("--chunking", dest="chunkings", default=None,
-                        help="comma list, e.g. lines:32,lines:64,ast,file (default: the settings')")
-    parser.add_argument("--tokenizer", dest="tokenizers", default=None,
-                        help="comma list of default,split,path,split+path (default: the settings')")
-    parser.add_argument("--k", dest="cutoff", type=int, default=10, metavar="K",
-                        help="cut-off for recall@K (Acc@1/5/10 are always shown)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N",
-                        help="evaluate only the first N rows")
-    parser.add_argument("--include", action="append", default=[], metavar="GLOB",
-                        help="only rank files matching GLOB (repeatable, e.g. '*.py')")
-    parser.add_argument("--exclude-tests", action="store_true",
-                        help="do not rank test files (tests/ folders, test_*.py, conftest.py)")
-    parser.add_argument("--tree-cache", type=Path, default=None, metavar="DIR",
-                        help="where trees at base_commit are extracted (default: user cache)")
+    parser.add_argument(
+        "dataset",
+        nargs="?",
+        type=Path,
+        metavar="DATASET.jsonl",
+        help="rows with id/instance_id, query/problem_statement, gold_files",
+    )
+    parser.add_argument(
+        "--from-git-history",
+        type=int,
+        metavar="N",
+        default=None,
+        help="use the last N non-merge commits touching 1-5 source files instead",
+    )
+    parser.add_argument(
+        "--save-dataset",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="also write the rows built from git history to FILE (JSONL)",
+    )
+    parser.add_argument(
+        "--repo",
+        dest="path",
+        default=None,
+        metavar="PATH",
+        help="the repository for rows without `repo` (default: current folder)",
+    )
+    parser.add_argument(
+        "--repos",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="folder holding the repositories named by rows (owner/name, name "
+        "or owner+name; bare or checkout)",
+    )
+    parser.add_argument(
+        "--modes",
+        default=DEFAULT_MODES,
+        help=f"comma list of {','.join(RANKING_NAMES)},fused-files (RRF of the "
+        f"BM25 and dense file rankings) (default: {DEFAULT_MODES})",
+    )
+    parser.add_argument(
+        "--chunking",
+        dest="chunkings",
+        default=None,
+        help="comma list, e.g. lines:32,lines:64,ast,file (default: the settings')",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        dest="tokenizers",
+        default=None,
+        help="comma list of default,split,path,split+path (default: the settings')",
+    )
+    parser.add_argument(
+        "--k",
+        dest="cutoff",
+        type=int,
+        default=10,
+        metavar="K",
+        help="cut-off for recall@K (Acc@1/5/10 are always shown)",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="evaluate only the first N rows"
+    )
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only rank files matching GLOB (repeatable, e.g. '*.py')",
+    )
+    parser.add_argument(
+        "--exclude-tests",
+        action="store_true",
+        help="do not rank test files (tests/ folders, test_*.py, conftest.py)",
+    )
+    parser.add_argument(
+        "--tree-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where trees at base_commit are extracted (default: user cache)",
+    )
     # The settings run() reads from the flags (the rest come from config files and CODERAG_*).
     add_setting_flags(parser, ["embed_model", "embed_backend", "dense_stripes", "rerank_model"])
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--csv", type=Path, default=None, metavar="FILE",
-                        help="also write one row per configuration to FILE")
-    parser.add_argument("--json-file", type=Path, default=None, metavar="FILE",
-                        help="also write the JSON results (with every instance) to FILE")
-    parser.add_argument("--markdown", type=Path, default=None, metavar="FILE",
-                        help="also write the summary as a markdown table to FILE")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write one row per configuration to FILE",
+    )
+    parser.add_argument(
+        "--json-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the JSON results (with every instance) to FILE",
+    )
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the summary as a markdown table to FILE",
+    )
     add_repo_args(parser, path_positional=False)
-    parser.add_argument("--baseline", default=None, metavar="CONFIG",
-                        help="compare every configuration with this one by a paired bootstrap, "
-                             "e.g. 'bm25' or 'fused lines:64 split+path' (default: the first)")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="CONFIG",
+        help="compare every configuration with this one by a paired bootstrap, "
+        "e.g. 'bm25' or 'fused lines:64 split+path' (default: the first)",
+    )
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -97,8 +172,12 @@ def _split(text: str) -> tuple[str, ...]:
 
 
 def _tokenizer_name(split: bool, path: bool) -> str:
-    return {(False, False): "default", (True, False): "split", (False, True): "path",
-            (True, True): "split+path"}[(split, path)]
+    return {
+        (False, False): "default",
+        (True, False): "split",
+        (False, True): "path",
+        (True, True): "split+path",
+    }[(split, path)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,8 +191,11 @@ def run(args: argparse.Namespace) -> int:
     from coderag_tui.core.eval.evaluation import Grid, run_eval
 
     values = {
-        "path": args.path, "index_dir": args.index_dir, "embed_model": args.embed_model,
-        "embed_backend": args.embed_backend, "rerank_model": args.rerank_model,
+        "path": args.path,
+        "index_dir": args.index_dir,
+        "embed_model": args.embed_model,
+        "embed_backend": args.embed_backend,
+        "rerank_model": args.rerank_model,
         "dense_stripes": args.dense_stripes,
     }
     settings = settings_from_args(argparse.Namespace(**values))
@@ -146,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
         modes=_split(args.modes),
         chunkings=_split(args.chunkings) if args.chunkings else (default_chunking,),
         tokenizers=(
-            _split(args.tokenizers) if args.tokenizers
+            _split(args.tokenizers)
+            if args.tokenizers
             else (_tokenizer_name(settings.split_identifiers, settings.path_in_text),)
         ),
         k=args.cutoff,
@@ -165,8 +248,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _ProgressView(enabled=True) as view:
             report = run_eval(
-                rows, settings, grid, repos_dir=args.repos, tree_cache=args.tree_cache,
-                progress=view.update, cancel=cancel, baseline=baseline,
+                rows,
+                settings,
+                grid,
+                repos_dir=args.repos,
+                tree_cache=args.tree_cache,
+                progress=view.update,
+                cancel=cancel,
+                baseline=baseline,
             )
     except KeyboardInterrupt:
         cancel.set()
@@ -214,7 +303,8 @@ def _baseline(text: str | None, grid: Grid, dense_stripes: int) -> tuple[str, st
                 f"run; use some of {known}."
             )
     return (
-        mode_label(mode, dense_stripes), chunking,
+        mode_label(mode, dense_stripes),
+        chunking,
         ANY_TOKENIZER if mode == "dense" else tokenizer,
     )
 
@@ -243,9 +333,13 @@ class _ProgressView:
             )
 
             self._progress = Progress(
-                TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TextColumn("{task.description}"),
-                console=self.console, transient=True,
+                TextColumn("[bold]eval"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=self.console,
+                transient=True,
             )
             self._progress.__enter__()
             self._task = self._progress.add_task("", total=None)
@@ -258,13 +352,18 @@ class _ProgressView:
     def update(self, event: EvalProgress) -> None:
         if self._progress is not None:
             self._progress.update(
-                self._task, total=event.total, completed=event.done,
+                self._task,
+                total=event.total,
+                completed=event.done,
                 description=f"{event.label} {event.detail}",
             )
         elif self.lines and event.detail == "done":
             elapsed = time.perf_counter() - self._started
-            print(f"[{event.done}/{event.total}] {event.label} ({elapsed:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{event.done}/{event.total}] {event.label} ({elapsed:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _pct(value: float) -> str:
@@ -292,8 +391,11 @@ def _semble_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[s
         if r.ndcg10_semble is not None and r.language:
             languages.setdefault(r.repo, r.language)
     tables = []
-    for title, attr in (("repository", "by_repo"), ("category", "by_category"),
-                        ("language", "by_language")):
+    for title, attr in (
+        ("repository", "by_repo"),
+        ("category", "by_category"),
+        ("language", "by_language"),
+    ):
         groups: dict[str, None] = {}
         for s in summaries:
             groups.update(dict.fromkeys(getattr(s.semble, attr)))
@@ -301,17 +403,27 @@ def _semble_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[s
         head = [title, *extra, "queries", "repos", *labels]
         rows: list[list[str]] = []
         overall: list[GroupScore] = [s.semble.overall for s in summaries if s.semble]
-        rows.append(["all (mean of repositories)", *([""] * len(extra)),
-                     str(overall[0].queries), str(overall[0].repos),
-                     *(f"{g.ndcg10:.3f}" for g in overall)])
+        rows.append(
+            [
+                "all (mean of repositories)",
+                *([""] * len(extra)),
+                str(overall[0].queries),
+                str(overall[0].repos),
+                *(f"{g.ndcg10:.3f}" for g in overall),
+            ]
+        )
         for group in groups:
             scores = [getattr(s.semble, attr).get(group) for s in summaries]
             first = next(g for g in scores if g is not None)
-            rows.append([
-                group, *([languages.get(group, "")] if extra else []),
-                str(first.queries), str(first.repos),
-                *(f"{g.ndcg10:.3f}" if g is not None else "" for g in scores),
-            ])
+            rows.append(
+                [
+                    group,
+                    *([languages.get(group, "")] if extra else []),
+                    str(first.queries),
+                    str(first.repos),
+                    *(f"{g.ndcg10:.3f}" if g is not None else "" for g in scores),
+                ]
+            )
         tables.append((f"{SEMBLE_NDCG_TITLE} per {title}", head, rows))
     return tables
 
@@ -321,8 +433,11 @@ def _comparison_rows(report: EvalReport) -> tuple[str, list[str], list[list[str]
     if not report.comparisons:
         return None
     first = report.comparisons[0]
-    labels = {s.config: label for s, label in
-              zip(report.summaries, _config_labels(list(report.summaries)), strict=True)}
+    labels = {
+        s.config: label
+        for s, label in zip(report.summaries, _config_labels(list(report.summaries)), strict=True)
+    }
+
     def name(metric: str) -> str:
         return {"mrr": "MRR (files)"}.get(metric, SEMBLE_NDCG_TITLE)
 
@@ -334,14 +449,25 @@ def _comparison_rows(report: EvalReport) -> tuple[str, list[str], list[list[str]
         f"{100 * first.interval.confidence:.0f}% interval, "
         f"{first.interval.resamples} resamples of queries"
     )
-    head = ["configuration", *(["metric"] if mixed else []), "queries", "baseline", "score",
-            "difference", "interval", "verdict"]
+    head = [
+        "configuration",
+        *(["metric"] if mixed else []),
+        "queries",
+        "baseline",
+        "score",
+        "difference",
+        "interval",
+        "verdict",
+    ]
     rows = [
         [
             labels.get(c.candidate, " ".join(c.candidate)),
-            *([name(c.metric)] if mixed else []), str(c.interval.n),
-            f"{c.baseline_score:.3f}", f"{c.candidate_score:.3f}",
-            f"{c.interval.mean_diff:+.3f}", f"[{c.interval.low:+.3f}, {c.interval.high:+.3f}]",
+            *([name(c.metric)] if mixed else []),
+            str(c.interval.n),
+            f"{c.baseline_score:.3f}",
+            f"{c.candidate_score:.3f}",
+            f"{c.interval.mean_diff:+.3f}",
+            f"[{c.interval.low:+.3f}, {c.interval.high:+.3f}]",
             c.interval.verdict,
         ]
         for c in report.comparisons
@@ -360,17 +486,17 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
     names = report.metric_names
     with_semble = any(s.semble is not None for s in report.summaries)
     for level in ("files", "chunks"):
-        summaries = [
-            s for s in report.summaries if level == "files" or s.chunk_scores is not None
-        ]
+        summaries = [s for s in report.summaries if level == "files" or s.chunk_scores is not None]
         if not summaries:
             continue
         table = Table(title=f"{level[:-1]}-level retrieval (Acc and recall in %, k={report.k})")
         for col in ("mode", "chunking", "tokenizer", "n"):
             table.add_column(col, justify="right" if col == "n" else "left")
         for name in names:
-            table.add_column(name.replace("acc", "Acc").replace("ndcg", "NDCG")
-                             .replace("mrr", "MRR"), justify="right")
+            table.add_column(
+                name.replace("acc", "Acc").replace("ndcg", "NDCG").replace("mrr", "MRR"),
+                justify="right",
+            )
         semble_column = with_semble and level == "files"
         if semble_column:
             table.add_column(SEMBLE_NDCG_TITLE, justify="right")
@@ -385,8 +511,9 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
             if semble_column:
                 cells.append(f"{s.semble.overall.ndcg10:.3f}" if s.semble is not None else "")
             stages = " · ".join(f"{st} {ms:.1f}" for st, ms in s.stage_ms.items())
-            table.add_row(s.mode, s.chunking, s.tokenizer, str(s.n), *cells,
-                          f"{s.search_ms:.1f}", stages)
+            table.add_row(
+                s.mode, s.chunking, s.tokenizer, str(s.n), *cells, f"{s.search_ms:.1f}", stages
+            )
         console.print(table)
     comparison = _comparison_rows(report)
     for title, head, rows in [*_semble_tables(report), *([comparison] if comparison else [])]:
@@ -411,8 +538,15 @@ def markdown_table(report: EvalReport) -> str:
     comparisons, when the run has them."""
     names = report.metric_names
     with_semble = any(s.semble is not None for s in report.summaries)
-    head = ["mode", "chunking", "tokenizer", "n", *names,
-            *([SEMBLE_NDCG_TITLE] if with_semble else []), "median ms"]
+    head = [
+        "mode",
+        "chunking",
+        "tokenizer",
+        "n",
+        *names,
+        *([SEMBLE_NDCG_TITLE] if with_semble else []),
+        "median ms",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in report.summaries:
         cells = [
@@ -421,17 +555,25 @@ def markdown_table(report: EvalReport) -> str:
         ]
         if with_semble:
             cells.append(f"{s.semble.overall.ndcg10:.3f}" if s.semble is not None else "")
-        lines.append("| " + " | ".join(
-            [s.mode, s.chunking, s.tokenizer, str(s.n), *cells, f"{s.search_ms:.1f}"]
-        ) + " |")
+        lines.append(
+            "| "
+            + " | ".join([s.mode, s.chunking, s.tokenizer, str(s.n), *cells, f"{s.search_ms:.1f}"])
+            + " |"
+        )
     if with_semble:
         lines += ["", SEMBLE_NOTE]
     comparison = _comparison_rows(report)
     for title, table_head, rows in [
-        *_semble_tables(report), *([comparison] if comparison else []),
+        *_semble_tables(report),
+        *([comparison] if comparison else []),
     ]:
-        lines += ["", f"**{title}**", "", "| " + " | ".join(table_head) + " |",
-                  "|" + "---|" * len(table_head)]
+        lines += [
+            "",
+            f"**{title}**",
+            "",
+            "| " + " | ".join(table_head) + " |",
+            "|" + "---|" * len(table_head),
+        ]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 

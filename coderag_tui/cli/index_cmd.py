@@ -38,10 +38,14 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_repo_args(parser)
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object with the full report (no progress bar)")
-    parser.add_argument("--verbose", "-v", action="store_true",
-                        help="list every skipped file with its reason")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object with the full report (no progress bar)",
+    )
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="list every skipped file with its reason"
+    )
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
 
 
@@ -73,8 +77,14 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[IndexProgress], None] | N
 
     def update(p: IndexProgress) -> None:
         speed = f"{p.bytes_done / 1e6 / p.elapsed_s:.1f} MB/s" if p.elapsed_s > 0 else ""
-        bar.update(task, description=p.stage, completed=p.files_done,
-                   total=p.files_total or None, chunks=p.chunks, speed=speed)
+        bar.update(
+            task,
+            description=p.stage,
+            completed=p.files_done,
+            total=p.files_total or None,
+            chunks=p.chunks,
+            speed=speed,
+        )
 
     with bar:
         yield update

@@ -55,21 +55,43 @@ def register(subparsers: Any) -> None:
             "/ save it). Status lines go to stderr."
         ),
     )
-    parser.add_argument("task", metavar="TASK", nargs="?", default=None,
-                        help="what the model should do; also the search query ('-' reads stdin); "
-                        "with --from it may be left out (the code is the task)")
+    parser.add_argument(
+        "task",
+        metavar="TASK",
+        nargs="?",
+        default=None,
+        help="what the model should do; also the search query ('-' reads stdin); "
+        "with --from it may be left out (the code is the task)",
+    )
     add_repo_args(parser)
     add_location_args(parser)
-    parser.add_argument("--copy", action="store_true",
-                        help="copy the prompt to the clipboard (pyperclip, else OSC 52)")
-    parser.add_argument("--out", type=Path, default=None, metavar="FILE",
-                        help="write the prompt to FILE")
-    parser.add_argument("--json", action="store_true",
-                        help="print the prompt with its token account as one JSON object")
-    parser.add_argument("--pin", action="append", default=[], metavar="PATH:A-B",
-                        help="put this chunk first (repeatable; keys as `coderag search` shows)")
-    parser.add_argument("--exclude", action="append", default=[], metavar="PATH:A-B",
-                        help="never include this chunk (repeatable)")
+    parser.add_argument(
+        "--copy",
+        action="store_true",
+        help="copy the prompt to the clipboard (pyperclip, else OSC 52)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="FILE", help="write the prompt to FILE"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the prompt with its token account as one JSON object",
+    )
+    parser.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="PATH:A-B",
+        help="put this chunk first (repeatable; keys as `coderag search` shows)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATH:A-B",
+        help="never include this chunk (repeatable)",
+    )
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_ranking_args(parser.add_argument_group("ranking (the same options as `coderag search`)"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
@@ -165,8 +187,9 @@ def secret_lines(account: SecretAccount) -> list[str]:
     return lines
 
 
-def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
-            copy: CopyResult | None) -> dict[str, Any]:
+def as_json(
+    packed: PackedPrompt, counter: TokenCounter, advice: Advice, copy: CopyResult | None
+) -> dict[str, Any]:
     """The --json object: the prompt, its token account, and where it went."""
     return {
         "prompt": packed.text,
@@ -178,21 +201,35 @@ def as_json(packed: PackedPrompt, counter: TokenCounter, advice: Advice,
         "note": counter.note,
         "blocks": [
             {
-                "path": b.path, "start_line": b.start_line, "end_line": b.end_line,
-                "language": b.language, "tokens": b.tokens, "chunk_keys": list(b.chunk_keys),
-                "best_rank": b.best_rank, "secrets": list(b.secrets),
+                "path": b.path,
+                "start_line": b.start_line,
+                "end_line": b.end_line,
+                "language": b.language,
+                "tokens": b.tokens,
+                "chunk_keys": list(b.chunk_keys),
+                "best_rank": b.best_rank,
+                "secrets": list(b.secrets),
             }
             for b in packed.blocks
         ],
         "dropped": [
-            {"key": d.key, "rank": d.rank, "tokens": d.tokens, "reason": d.reason,
-             "secrets": list(d.secrets)}
+            {
+                "key": d.key,
+                "rank": d.rank,
+                "tokens": d.tokens,
+                "reason": d.reason,
+                "secrets": list(d.secrets),
+            }
             for d in packed.dropped
         ],
         "secrets": _secrets_record(secret_account(packed)),
         "advice": advice.text,
-        "copy": None if copy is None else {
-            "ok": copy.ok, "method": copy.method, "message": copy.message,
+        "copy": None
+        if copy is None
+        else {
+            "ok": copy.ok,
+            "method": copy.method,
+            "message": copy.message,
         },
     }
 
@@ -204,18 +241,23 @@ def _secrets_record(account: SecretAccount) -> dict[str, Any]:
             {"path": path, "chunks": n, "kinds": list(kinds)} for path, n, kinds in account.held
         ],
         "included": [
-            {"path": path, "blocks": n, "kinds": list(kinds)}
-            for path, n, kinds in account.included
+            {"path": path, "blocks": n, "kinds": list(kinds)} for path, n, kinds in account.included
         ],
     }
 
 
-def build_prompt(settings: Settings, task: str, *, dense: bool = True,
-                 pinned: Sequence[str] = (), excluded: Sequence[str] = (),
-                 progress: Callable[[Any], None] | None = None,
-                 query: str | None = None, origin: Origin | None = None,
-                 explicit: frozenset[str] | None = None,
-                 ) -> tuple[PromptResult, tuple[str, ...]]:
+def build_prompt(
+    settings: Settings,
+    task: str,
+    *,
+    dense: bool = True,
+    pinned: Sequence[str] = (),
+    excluded: Sequence[str] = (),
+    progress: Callable[[Any], None] | None = None,
+    query: str | None = None,
+    origin: Origin | None = None,
+    explicit: frozenset[str] | None = None,
+) -> tuple[PromptResult, tuple[str, ...]]:
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
     (the result, notes to show once). With `origin`, the query's own chunk is left out."""
     from coderag_tui.core.engine import Engine, PromptError, PromptRequest, prompt_tools
@@ -253,8 +295,15 @@ def run(args: argparse.Namespace) -> int:
     task = given if given is not None else query or ""
     with _spinner(not args.json and sys.stderr.isatty()) as progress:
         result, notes = build_prompt(
-            settings, task, dense=args.dense, pinned=args.pin, excluded=args.exclude,
-            progress=progress, query=query, origin=origin, explicit=frozenset(explicit),
+            settings,
+            task,
+            dense=args.dense,
+            pinned=args.pin,
+            excluded=args.exclude,
+            progress=progress,
+            query=query,
+            origin=origin,
+            explicit=frozenset(explicit),
         )
     packed, counter, advice = result.packed, result.counter, result.advice
     copy: CopyResult | None = None

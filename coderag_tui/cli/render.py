@@ -84,7 +84,8 @@ def files_table(
     for name in shown:
         table.add_column("#", justify="right", style="dim", no_wrap=True)
         table.add_column(
-            f"{RANKING_TITLES.get(name, name)} files", style=RANKING_STYLES.get(name, ""),
+            f"{RANKING_TITLES.get(name, name)} files",
+            style=RANKING_STYLES.get(name, ""),
             overflow="fold",
         )
         table.add_column("best lines", no_wrap=True)
@@ -116,9 +117,7 @@ def timings_table(run: SearchRun, *, title: str | None = "stage timings") -> Tab
 def unavailable_lines(run: SearchRun, names: Sequence[RankingName]) -> list[str]:
     """The reason of each chosen ranking that could not be computed (reasons name their stage)."""
     return [
-        run.rankings[n].reason
-        for n in names
-        if n in run.rankings and not run.rankings[n].available
+        run.rankings[n].reason for n in names if n in run.rankings and not run.rankings[n].available
     ]
 
 
@@ -147,9 +146,14 @@ def hit_record(
     }
 
 
-def run_record(run: SearchRun, names: Sequence[RankingName], k: int, *,
-               files: bool = False,
-               secrets: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+def run_record(
+    run: SearchRun,
+    names: Sequence[RankingName],
+    k: int,
+    *,
+    files: bool = False,
+    secrets: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
     """A JSON-ready SearchRun: rankings (top k hits), optional files, timings and notes;
     `secrets` (kinds by chunk key, see Engine.secret_kinds) marks hits with suspected secrets."""
     rankings: dict[str, Any] = {}
@@ -164,8 +168,13 @@ def run_record(run: SearchRun, names: Sequence[RankingName], k: int, *,
         }
         if files and ranking.available:
             entry["files"] = [
-                {"rank": f.rank, "path": f.path, "score": f.score,
-                 "start_line": f.best_chunk.start_line, "end_line": f.best_chunk.end_line}
+                {
+                    "rank": f.rank,
+                    "path": f.path,
+                    "score": f.score,
+                    "start_line": f.best_chunk.start_line,
+                    "end_line": f.best_chunk.end_line,
+                }
                 for f in run.files(name)[:k]
             ]
         rankings[name] = entry

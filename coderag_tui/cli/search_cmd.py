@@ -49,15 +49,27 @@ def register(subparsers: Any) -> None:
             "rankings side by side with the time of every stage."
         ),
     )
-    parser.add_argument("query", nargs="?", default=None, metavar="QUERY",
-                        help="what to look for (omit it with --from)")
+    parser.add_argument(
+        "query",
+        nargs="?",
+        default=None,
+        metavar="QUERY",
+        help="what to look for (omit it with --from)",
+    )
     add_repo_args(parser)
     # budget: lists go deep enough to fill it (the depth rule every face shares)
     add_setting_flags(parser, ["k", "budget"])
-    parser.add_argument("--mode", choices=MODES, default="all",
-                        help="which ranking to show (default: all of them side by side)")
-    parser.add_argument("--files", action="store_true",
-                        help="aggregate chunk hits to files (each file scored by its best chunk)")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="all",
+        help="which ranking to show (default: all of them side by side)",
+    )
+    parser.add_argument(
+        "--files",
+        action="store_true",
+        help="aggregate chunk hits to files (each file scored by its best chunk)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     add_location_args(parser)
     add_ranking_args(parser.add_argument_group("ranking"))
@@ -122,18 +134,24 @@ def run(args: argparse.Namespace) -> int:
     interactive = not args.json and sys.stderr.isatty()
     try:
         with _status(interactive) as progress:
-            engine = Engine.open(settings, progress=progress, dense=want_dense,
-                                 explicit=frozenset(explicit))
+            engine = Engine.open(
+                settings, progress=progress, dense=want_dense, explicit=frozenset(explicit)
+            )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
         result = engine.search(query, settings, origin)
         # Hits are marked, not hidden: a search stays on this machine (prompts hold them back).
         try:
-            secrets = engine.secret_kinds(
-                hit.chunk for ranking in result.rankings.values()
-                for hit in ranking.hits[: settings.k]
-            ) if args.json else {}
+            secrets = (
+                engine.secret_kinds(
+                    hit.chunk
+                    for ranking in result.rankings.values()
+                    for hit in ranking.hits[: settings.k]
+                )
+                if args.json
+                else {}
+            )
         except StoreError as exc:
             raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
@@ -149,8 +167,13 @@ def run(args: argparse.Namespace) -> int:
     if args.mode not in ("all", *names):
         say(f"showing the {names[0]} ranking, because {args.mode} is unavailable.")
     if args.json:
-        record = run_record(result, list(RANKING_NAMES) if args.mode == "all" else names,
-                            settings.k, files=args.files, secrets=secrets)
+        record = run_record(
+            result,
+            list(RANKING_NAMES) if args.mode == "all" else names,
+            settings.k,
+            files=args.files,
+            secrets=secrets,
+        )
         record["repo"] = str(settings.repo_root)
         record["chunking"] = settings.chunking_spec.key
         record["mode"] = args.mode
@@ -173,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
     if args.from_location is not None:
         console.print(
             f"query: the {args.query_lines} lines before {one_line(args.from_location)}",
-            style="dim", markup=False, highlight=False,
+            style="dim",
+            markup=False,
+            highlight=False,
         )
     console.print(body)
     if args.mode == "all":

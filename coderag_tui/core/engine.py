@@ -359,8 +359,8 @@ class Engine:
                 try:
                     generation = store.generation(key)
                     unchanged = current is not None and current.generation == generation
-                    chunks = current.chunks if current is not None and unchanged else (
-                        store.chunks(key)
+                    chunks = (
+                        current.chunks if current is not None and unchanged else (store.chunks(key))
                     )
                     break
                 except IndexDamaged:  # a row that no longer reads: move it aside, build anew
@@ -380,9 +380,7 @@ class Engine:
         bm25.warm_up()
         return Lexical(chunks, bm25, generation, report, True, said)
 
-    def _as_it_is(
-        self, settings: Settings, current: Lexical | None, notices: list[str]
-    ) -> Lexical:
+    def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:
         """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
         from coderag_tui.core.index.store import StoreError
         from coderag_tui.core.rank.lexical import load_or_build_bm25
@@ -398,8 +396,9 @@ class Engine:
         if not chunks and stale is not None:
             why = str(stale).rstrip(".")
             raise StoreError(f"{why}; it holds no chunks of {key} to answer from.")
-        return Lexical(chunks, load_or_build_bm25(store, settings, chunks), generation, None,
-                       True, said)
+        return Lexical(
+            chunks, load_or_build_bm25(store, settings, chunks), generation, None, True, said
+        )
 
     def lexical_for(self, settings: Settings, lexical: Lexical) -> Lexical:
         """The same chunks with the BM25 index of `settings`' tokenizer (eval's tokenizer grid)."""
@@ -437,8 +436,13 @@ class Engine:
                 notices.append(choice.reason)
         try:
             index = load_or_build_dense(
-                self.store(settings), settings, lexical.chunks, embedder,
-                self._embedding_cache(settings), progress=progress, cancel=cancel,
+                self.store(settings),
+                settings,
+                lexical.chunks,
+                embedder,
+                self._embedding_cache(settings),
+                progress=progress,
+                cancel=cancel,
             )
         except Exception as exc:  # a model failing mid-way must not take a face down
             return Dense(
@@ -549,8 +553,13 @@ class Engine:
         depth = search_depth(settings)
         run = searcher.run(query, settings.with_(depth=depth), exclude=exclude)
         return SearchRun(
-            query=run.query, rankings=run.rankings, timings=run.timings, notes=run.notes,
-            depth=depth, origin=origin, left_out=len(exclude),
+            query=run.query,
+            rankings=run.rankings,
+            timings=run.timings,
+            notes=run.notes,
+            depth=depth,
+            origin=origin,
+            left_out=len(exclude),
         )
 
     def prompt(

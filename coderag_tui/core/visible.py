@@ -13,9 +13,7 @@ import re
 
 # C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidirectional controls
 # (embeddings, overrides, isolates, marks) that "Trojan Source" attacks use.
-_CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMES = {"\r": "\\r", "\x1b": "\\x1b"}
 
 

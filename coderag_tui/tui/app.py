@@ -130,12 +130,19 @@ class CoderagApp(App[None]):
     ) -> None:
         """Every notification is plain text with control characters shown: messages quote
         queries, paths and repository text, which must never be read as markup or sent raw."""
-        super().notify(visible(message), title=visible(title), severity=severity,
-                       timeout=timeout, markup=markup)
+        super().notify(
+            visible(message),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def on_mount(self) -> None:
-        for title, problems in (("Theme problems (the rest loaded fine)", self.theme_problems),
-                                ("Settings", self.startup_notices)):
+        for title, problems in (
+            ("Theme problems (the rest loaded fine)", self.theme_problems),
+            ("Settings", self.startup_notices),
+        ):
             if problems:
                 text = "\n".join(f"• {p}" for p in problems)
                 self.notify(text, title=title, severity="warning", timeout=12)
@@ -526,6 +533,9 @@ def make_app(
     `notices` are shown once the screen is up (warnings from reading the settings).
     """
     return CoderagApp(
-        settings, clock=clock, state_path=state_path, system_clipboard=system_clipboard,
+        settings,
+        clock=clock,
+        state_path=state_path,
+        system_clipboard=system_clipboard,
         notices=notices,
     )

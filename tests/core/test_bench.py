@@ -25,9 +25,23 @@ def test_sampled_queries_are_deterministic_identifiers_and_prose() -> None:
     first = sample_queries(_chunks(), 6)
     assert first == sample_queries(_chunks(), 6)
     assert len(first) == 6
-    identifiers = {"charge_card", "refund", "apply_discount", "total_cents", "reserve",
-                   "restock", "renderCart", "checkout", "PaymentDeclined", "OutOfStock",
-                   "Inventory", "Cart", "Item", "test_total", "test_discount"}
+    identifiers = {
+        "charge_card",
+        "refund",
+        "apply_discount",
+        "total_cents",
+        "reserve",
+        "restock",
+        "renderCart",
+        "checkout",
+        "PaymentDeclined",
+        "OutOfStock",
+        "Inventory",
+        "Cart",
+        "Item",
+        "test_total",
+        "test_discount",
+    }
     assert any(q in identifiers for q in first)
     assert any(" " in q for q in first)  # a docstring or comment line
     assert sample_queries(_chunks(), 6, seed=1) != first or len(set(first)) < 6
@@ -52,8 +66,10 @@ def test_stage_latencies_scale_per_million_chars() -> None:
 def test_compare_with_rank_bm25_agrees_on_the_best_chunk() -> None:
     chunks = _chunks()
     result = compare_rank_bm25(
-        chunks, ["charge card gateway timeout", "reserve stock", "discount percent"],
-        split_identifiers=False, path_in_text=False,
+        chunks,
+        ["charge card gateway timeout", "reserve stock", "discount percent"],
+        split_identifiers=False,
+        path_in_text=False,
     )
     assert result.ours_p50_ms > 0 and result.theirs_p50_ms > 0
     assert result.top10_overlap > 0.5

@@ -122,8 +122,12 @@ def test_rendered_prompt_never_exceeds_the_budget(
 ) -> None:
     root, hits = corpus
     packed = pack(
-        hits, budget=budget, counter=counter, template=load_template(template_name),
-        task=TASK, file_text=read_file(root),
+        hits,
+        budget=budget,
+        counter=counter,
+        template=load_template(template_name),
+        task=TASK,
+        file_text=read_file(root),
     )
     assert counter.count(packed.text) == packed.tokens <= budget
     assert packed.blocks, "at least the first chunk fits every budget tested"
@@ -148,8 +152,13 @@ def test_any_budget_and_order_stays_within_budget_with_exact_line_ranges(
     random.Random(seed).shuffle(order)
     ranked = [Hit(h.chunk, h.score, i + 1) for i, h in enumerate(order)]
     packed = pack(
-        ranked, budget=budget, counter=counter, template=load_template("markdown"),
-        task=TASK, trim_last=trim_last, file_text=read_file(root),
+        ranked,
+        budget=budget,
+        counter=counter,
+        template=load_template("markdown"),
+        task=TASK,
+        trim_last=trim_last,
+        file_text=read_file(root),
     )
     assert counter.count(packed.text) <= budget
     first = ranked[0].chunk
@@ -165,7 +174,11 @@ def test_first_block_is_the_top_ranked_chunk_and_blocks_follow_rank(
 ) -> None:
     root, hits = corpus
     packed = pack(
-        hits, budget=8000, counter=counter, template=load_template("markdown"), task=TASK,
+        hits,
+        budget=8000,
+        counter=counter,
+        template=load_template("markdown"),
+        task=TASK,
         file_text=read_file(root),
     )
     headers = markdown_blocks(packed.text)
@@ -189,8 +202,12 @@ def test_overlapping_and_adjacent_chunks_of_a_file_merge_into_one_block(
     hits = [Hit(c, 1.0, i + 1) for i, c in enumerate(ranked)]
     for file_text in (read_file(tmp_path), None):  # from the file, or from the chunks alone
         packed = pack(
-            hits, budget=4000, counter=counter, template=load_template("markdown"),
-            task="t", file_text=file_text,
+            hits,
+            budget=4000,
+            counter=counter,
+            template=load_template("markdown"),
+            task="t",
+            file_text=file_text,
         )
         spans = [(b.start_line, b.end_line) for b in packed.blocks]
         assert spans == [(1, 20), (30, 40)]
@@ -208,8 +225,14 @@ def test_pinned_go_first_and_excluded_never_appear(
     pinned = [hits[9].chunk.key, hits[4].chunk.key]
     excluded = [hits[0].chunk.key, hits[2].chunk.key]
     packed = pack(
-        hits[:30], budget=6000, counter=counter, template=load_template("markdown"), task=TASK,
-        pinned=pinned, excluded=excluded, file_text=read_file(root),
+        hits[:30],
+        budget=6000,
+        counter=counter,
+        template=load_template("markdown"),
+        task=TASK,
+        pinned=pinned,
+        excluded=excluded,
+        file_text=read_file(root),
     )
     included = [k for b in packed.blocks for k in b.chunk_keys]
     assert included[:2] == pinned
@@ -226,7 +249,11 @@ def test_dropped_chunks_are_reported_and_nothing_is_cut_by_default(
 ) -> None:
     root, hits = corpus
     packed = pack(
-        hits[:40], budget=3000, counter=counter, template=load_template("markdown"), task=TASK,
+        hits[:40],
+        budget=3000,
+        counter=counter,
+        template=load_template("markdown"),
+        task=TASK,
         file_text=read_file(root),
     )
     by_key = {h.chunk.key: h.chunk for h in hits}
@@ -244,8 +271,11 @@ def test_trim_last_cuts_the_last_chunk_at_a_line_boundary_to_fill_the_budget(
 ) -> None:
     root, hits = corpus
     kwargs = {
-        "budget": 3000, "counter": counter, "template": load_template("markdown"),
-        "task": TASK, "file_text": read_file(root),
+        "budget": 3000,
+        "counter": counter,
+        "template": load_template("markdown"),
+        "task": TASK,
+        "file_text": read_file(root),
     }
     whole = pack(hits, **kwargs)  # type: ignore[arg-type]
     trimmed = pack(hits, trim_last=True, **kwargs)  # type: ignore[arg-type]
@@ -262,10 +292,22 @@ def test_same_inputs_give_byte_identical_prompts(
     corpus: tuple[Path, list[Hit]], counter: TokenCounter
 ) -> None:
     root, hits = corpus
-    a = pack(hits, budget=8000, counter=counter, template=load_template("xml"), task=TASK,
-             file_text=read_file(root))
-    b = pack(hits, budget=8000, counter=token_counter("cl100k_base", env={}),
-             template=load_template("xml"), task=TASK, file_text=read_file(root))
+    a = pack(
+        hits,
+        budget=8000,
+        counter=counter,
+        template=load_template("xml"),
+        task=TASK,
+        file_text=read_file(root),
+    )
+    b = pack(
+        hits,
+        budget=8000,
+        counter=token_counter("cl100k_base", env={}),
+        template=load_template("xml"),
+        task=TASK,
+        file_text=read_file(root),
+    )
     assert a.text.encode() == b.text.encode()
     assert a == b
 
@@ -316,8 +358,14 @@ def test_advice_counts_how_many_chunks_fit() -> None:
 
 def test_a_pinned_chunk_missing_from_the_results_is_reported(counter: TokenCounter) -> None:
     hit = Hit(Chunk("a.py", 1, 2, "lines", "python", "x = 1\ny = 2"), 1.0, 1)
-    packed = pack([hit], budget=500, counter=counter, template=load_template("markdown"),
-                  task="t", pinned=["gone.py:1-9"])
+    packed = pack(
+        [hit],
+        budget=500,
+        counter=counter,
+        template=load_template("markdown"),
+        task="t",
+        pinned=["gone.py:1-9"],
+    )
     assert [b.chunk_keys for b in packed.blocks] == [("a.py:1-2",)]
     assert [(d.key, d.reason) for d in packed.dropped] == [("gone.py:1-9", PINNED_MISSING)]
 
@@ -329,8 +377,14 @@ def test_an_estimating_counter_marks_the_prompt_as_approximate(
     estimate = token_counter(
         "o200k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)}, offline_encoding="none"
     )
-    packed = pack(hits[:40], budget=3000, counter=estimate, template=load_template("markdown"),
-                  task=TASK, file_text=read_file(root))
+    packed = pack(
+        hits[:40],
+        budget=3000,
+        counter=estimate,
+        template=load_template("markdown"),
+        task=TASK,
+        file_text=read_file(root),
+    )
     assert (packed.exact, packed.encoding) == (False, "estimate")
     assert estimate.count(packed.text) == packed.tokens <= 3000
     assert len(packed.text) <= 3000 * 3, "the estimate is characters / 3"
@@ -340,8 +394,9 @@ def test_packing_order_puts_the_reranked_few_first_then_the_fused_rest() -> None
     chunks = [Chunk("a.py", i, i, "lines", "python", f"x = {i}") for i in range(1, 6)]
     fused = tuple(Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, start=1))
     rerank = (Hit(chunks[3], 0.9, 1), Hit(chunks[1], 0.8, 2))
-    run = SearchRun("q", {"fused": Ranking("fused", fused), "rerank": Ranking("rerank", rerank)},
-                    timings=())
+    run = SearchRun(
+        "q", {"fused": Ranking("fused", fused), "rerank": Ranking("rerank", rerank)}, timings=()
+    )
     order = packing_order(run)
     assert [h.chunk.start_line for h in order] == [4, 2, 1, 3, 5]
     assert [h.rank for h in order] == [1, 2, 3, 4, 5]

@@ -34,9 +34,7 @@ def fake_xclip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, works: bool) 
     keep = f'cat > "{store}"' if works else "cat > /dev/null"
     script = bin_dir / "xclip"
     script.write_text(
-        "#!/bin/sh\n"
-        f'for a in "$@"; do [ "$a" = "-o" ] && exec cat "{store}"; done\n'
-        f"{keep}\n",
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "-o" ] && exec cat "{store}"; done\n{keep}\n',
         encoding="utf-8",
     )
     script.chmod(0o755)
@@ -126,8 +124,13 @@ def test_without_a_tool_or_a_terminal_the_user_learns_what_to_install(tmp_path: 
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-        env={"PATH": str(empty), "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": str(empty), "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
         stdin=subprocess.DEVNULL,
     )
     first, message = done.stdout.splitlines()

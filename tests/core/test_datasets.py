@@ -26,8 +26,9 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "comm
 
 
 def git(repo: Path, *args: str) -> str:
-    done = subprocess.run([*GIT, "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(
+        [*GIT, "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
     return done.stdout.strip()
 
 
@@ -51,9 +52,15 @@ def history_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         "c1": commit(repo, "Fix the a constant", {"a.py": "a = 2\n"}),
         "c2": commit(repo, "Docs only", {"README.md": "readme v2\n"}),
         "c3": commit(repo, "Add c", {"c.py": "c = 1\n"}),
-        "c4": commit(repo, "Touch a and b\n\nWith a body.", {
-            "a.py": "a = 3\n", "b.py": "b = 3\n", "d.py": "new\n",
-        }),
+        "c4": commit(
+            repo,
+            "Touch a and b\n\nWith a body.",
+            {
+                "a.py": "a = 3\n",
+                "b.py": "b = 3\n",
+                "d.py": "new\n",
+            },
+        ),
         "c5": commit(repo, "Too many files", {f"m{i}.py": f"m = {i}\n" for i in range(6)}),
         "c6": commit(repo, "Touch all six", {f"m{i}.py": f"m = {i + 10}\n" for i in range(6)}),
     }
@@ -68,10 +75,25 @@ def history_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 def test_load_dataset_accepts_both_field_spellings(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text(
-        json.dumps({"instance_id": "x-1", "problem_statement": "why", "gold_files": ["a.py"],
-                    "repo": "o/n", "base_commit": "abc"}) + "\n\n"
-        + json.dumps({"id": "2", "query": "how", "gold_files": ["/b.py"],
-                      "gold_chunks": [{"path": "b.py", "start_line": 3, "end_line": 9}]}) + "\n",
+        json.dumps(
+            {
+                "instance_id": "x-1",
+                "problem_statement": "why",
+                "gold_files": ["a.py"],
+                "repo": "o/n",
+                "base_commit": "abc",
+            }
+        )
+        + "\n\n"
+        + json.dumps(
+            {
+                "id": "2",
+                "query": "how",
+                "gold_files": ["/b.py"],
+                "gold_chunks": [{"path": "b.py", "start_line": 3, "end_line": 9}],
+            }
+        )
+        + "\n",
         encoding="utf-8",
     )
     rows = load_dataset(path)
@@ -83,32 +105,48 @@ def test_load_dataset_accepts_both_field_spellings(tmp_path: Path) -> None:
 
 
 SEMBLE_ROW = {
-    "id": "fastapi-15", "query": "Depends", "gold_files": ["fastapi/params.py"],
+    "id": "fastapi-15",
+    "query": "Depends",
+    "gold_files": ["fastapi/params.py"],
     "gold_chunks": [{"path": "fastapi/params.py", "start_line": 746, "end_line": 749}],
-    "secondary_files": ["fastapi/param_functions.py"], "category": "symbol",
-    "repo": "fastapi/fastapi", "base_commit": "c3c9dd6b1a08", "language": "python",
+    "secondary_files": ["fastapi/param_functions.py"],
+    "category": "symbol",
+    "repo": "fastapi/fastapi",
+    "base_commit": "c3c9dd6b1a08",
+    "language": "python",
     "benchmark_root": "fastapi/",
 }
 
 
 def test_semble_rows_keep_category_language_scope_and_targets(tmp_path: Path) -> None:
-    plain = {**SEMBLE_ROW, "id": "fastapi-0", "query": "how does dependency injection work",
-             "gold_files": ["fastapi/dependencies/utils.py"], "gold_chunks": [],
-             "secondary_files": ["fastapi/dependencies/models.py", "fastapi/params.py"],
-             "category": "architecture", "benchmark_root": None}
+    plain = {
+        **SEMBLE_ROW,
+        "id": "fastapi-0",
+        "query": "how does dependency injection work",
+        "gold_files": ["fastapi/dependencies/utils.py"],
+        "gold_chunks": [],
+        "secondary_files": ["fastapi/dependencies/models.py", "fastapi/params.py"],
+        "category": "architecture",
+        "benchmark_root": None,
+    }
     path = _write(tmp_path / "nl.jsonl", json.dumps(SEMBLE_ROW) + "\n" + json.dumps(plain) + "\n")
     symbol, architecture = load_dataset(path)
     assert symbol.semble and architecture.semble
     assert (symbol.category, symbol.language, symbol.benchmark_root) == (
-        "symbol", "python", "fastapi")
+        "symbol",
+        "python",
+        "fastapi",
+    )
     assert architecture.benchmark_root is None
     # the range's file is listed in gold_files for file-level metrics; semble's target is the
     # range alone, then the secondary file
     assert symbol.targets == (
-        Target("fastapi/params.py", 746, 749), Target("fastapi/param_functions.py"),
+        Target("fastapi/params.py", 746, 749),
+        Target("fastapi/param_functions.py"),
     )
     assert architecture.targets == (
-        Target("fastapi/dependencies/utils.py"), Target("fastapi/dependencies/models.py"),
+        Target("fastapi/dependencies/utils.py"),
+        Target("fastapi/dependencies/models.py"),
         Target("fastapi/params.py"),
     )
     again = load_dataset(_write(tmp_path / "again.jsonl", rows_to_jsonl([symbol, architecture])))
@@ -117,8 +155,10 @@ def test_semble_rows_keep_category_language_scope_and_targets(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
-    [("secondary_files", "a.py", "`secondary_files` that is not a list"),
-     ("benchmark_root", ["src"], "`benchmark_root` that is not a folder path")],
+    [
+        ("secondary_files", "a.py", "`secondary_files` that is not a list"),
+        ("benchmark_root", ["src"], "`benchmark_root` that is not a folder path"),
+    ],
 )
 def test_bad_semble_fields_name_the_line(
     tmp_path: Path, field: str, value: object, message: str
@@ -178,8 +218,9 @@ def test_find_repository_layouts(tmp_path: Path, history_repo: tuple[Path, dict[
     repo, _ = history_repo
     repos = tmp_path / "repos"
     (repos / "acme").mkdir(parents=True)
-    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(repos / "acme+widget" / "repo")],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(repo), str(repos / "acme+widget" / "repo")], check=True
+    )
     subprocess.run(["git", "clone", "-q", str(repo), str(repos / "acme" / "tool")], check=True)
     assert find_repository(repos, "acme/widget") == repos / "acme+widget" / "repo"
     assert find_repository(repos, "acme/tool") == repos / "acme" / "tool"
@@ -221,12 +262,17 @@ def test_tree_under_a_root_holds_only_that_folder(tmp_path: Path) -> None:
     repo = tmp_path / "scoped"
     repo.mkdir()
     git(repo, "init", "-q")
-    sha = commit(repo, "init", {"lib/a.rb": "a\n", "lib/x/b.rb": "b\n", "spec/a_spec.rb": "s\n",
-                                "README.md": "r\n"})
-    tree = materialise_tree(repo, sha, cache_dir=tmp_path / "t",
-                            candidates=CandidateFilter().under("lib"))
+    sha = commit(
+        repo,
+        "init",
+        {"lib/a.rb": "a\n", "lib/x/b.rb": "b\n", "spec/a_spec.rb": "s\n", "README.md": "r\n"},
+    )
+    tree = materialise_tree(
+        repo, sha, cache_dir=tmp_path / "t", candidates=CandidateFilter().under("lib")
+    )
     assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()) == [
-        "lib/a.rb", "lib/x/b.rb",
+        "lib/a.rb",
+        "lib/x/b.rb",
     ]
     assert tree.name.endswith("-under-lib")
 

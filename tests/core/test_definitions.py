@@ -24,40 +24,78 @@ from coderag_tui.settings import Settings
 
 # One small file per language with a grammar, and the names a reader would say it defines.
 SAMPLES: dict[str, tuple[str, str, set[str]]] = {
-    "python": ("a.py", "X = 1\n\nclass Cart:\n    def add(self):\n        y = 2\n\n"
-               "@cache\ndef total():\n    pass\n", {"X", "Cart", "add", "total"}),
-    "javascript": ("a.js", "function send(body) {}\nclass View { render() {} }\n"
-                   "const etag = () => 1;\nres.json = function json(obj) {};\n",
-                   {"send", "View", "render", "etag", "json"}),
-    "typescript": ("a.ts", "export interface ZodType {}\nexport type Infer = number;\n"
-                   "export const parse = (x: unknown) => x;\nenum Kind { A }\n"
-                   "export abstract class Base { abstract run(): void; }\n",
-                   {"ZodType", "Infer", "parse", "Kind", "Base", "run"}),
+    "python": (
+        "a.py",
+        "X = 1\n\nclass Cart:\n    def add(self):\n        y = 2\n\n"
+        "@cache\ndef total():\n    pass\n",
+        {"X", "Cart", "add", "total"},
+    ),
+    "javascript": (
+        "a.js",
+        "function send(body) {}\nclass View { render() {} }\n"
+        "const etag = () => 1;\nres.json = function json(obj) {};\n",
+        {"send", "View", "render", "etag", "json"},
+    ),
+    "typescript": (
+        "a.ts",
+        "export interface ZodType {}\nexport type Infer = number;\n"
+        "export const parse = (x: unknown) => x;\nenum Kind { A }\n"
+        "export abstract class Base { abstract run(): void; }\n",
+        {"ZodType", "Infer", "parse", "Kind", "Base", "run"},
+    ),
     "tsx": ("a.tsx", "export function App() { return <div/>; }\n", {"App"}),
-    "go": ("a.go", "package gin\n\ntype Engine struct{}\n\nfunc New() *Engine { return nil }\n\n"
-           "func (e *Engine) Run() {}\n\nconst Version = \"1\"\n", {"Engine", "New", "Run",
-                                                               "Version"}),
-    "rust": ("a.rs", "pub struct Router;\npub trait IntoResponse {}\nimpl Router {\n"
-             "    pub fn route(&self) {}\n}\nmacro_rules! json { () => {} }\n"
-             "const MAX: u8 = 1;\n", {"Router", "IntoResponse", "route", "json", "MAX"}),
-    "java": ("A.java", "class Gson {\n  static final int MAX_DEPTH = 3;\n  int depth;\n"
-             "  String toJson(Object o) { return null; }\n}\ninterface TypeAdapter {}\n",
-             {"Gson", "MAX_DEPTH", "toJson", "TypeAdapter"}),
-    "c": ("a.c", "#define LIMIT 3\nstruct node { int v; };\ntypedef int handle;\n"
-          "static char *name_of(int id) { return 0; }\n", {"LIMIT", "node", "handle",
-                                                          "name_of"}),
-    "cpp": ("a.cpp", "namespace fmt {\nclass formatter { void parse(); };\n}\n"
-            "void fmt::formatter::parse() {}\n", {"fmt", "formatter", "parse"}),
-    "ruby": ("a.rb", "module Sinatra\n  class Base\n    def call(env); end\n"
-             "    def self.get(path); end\n  end\nend\nVERSION = '4'\n",
-             {"Sinatra", "Base", "call", "get", "VERSION"}),
-    "c_sharp": ("A.cs", "namespace N { class Pack { void Write() {} }\ninterface IPack {} }\n",
-                {"Pack", "Write", "IPack"}),
-    "php": ("A.php", "<?php\nclass Logger { const API = 2; public function info() {} }\n"
-            "function handler() {}\ninterface HandlerInterface {}\n",
-            {"Logger", "API", "info", "handler", "HandlerInterface"}),
-    "kotlin": ("A.kt", "class Flow { fun collect() {} }\nobject Dispatchers {}\n",
-               {"Flow", "collect", "Dispatchers"}),
+    "go": (
+        "a.go",
+        "package gin\n\ntype Engine struct{}\n\nfunc New() *Engine { return nil }\n\n"
+        'func (e *Engine) Run() {}\n\nconst Version = "1"\n',
+        {"Engine", "New", "Run", "Version"},
+    ),
+    "rust": (
+        "a.rs",
+        "pub struct Router;\npub trait IntoResponse {}\nimpl Router {\n"
+        "    pub fn route(&self) {}\n}\nmacro_rules! json { () => {} }\n"
+        "const MAX: u8 = 1;\n",
+        {"Router", "IntoResponse", "route", "json", "MAX"},
+    ),
+    "java": (
+        "A.java",
+        "class Gson {\n  static final int MAX_DEPTH = 3;\n  int depth;\n"
+        "  String toJson(Object o) { return null; }\n}\ninterface TypeAdapter {}\n",
+        {"Gson", "MAX_DEPTH", "toJson", "TypeAdapter"},
+    ),
+    "c": (
+        "a.c",
+        "#define LIMIT 3\nstruct node { int v; };\ntypedef int handle;\n"
+        "static char *name_of(int id) { return 0; }\n",
+        {"LIMIT", "node", "handle", "name_of"},
+    ),
+    "cpp": (
+        "a.cpp",
+        "namespace fmt {\nclass formatter { void parse(); };\n}\nvoid fmt::formatter::parse() {}\n",
+        {"fmt", "formatter", "parse"},
+    ),
+    "ruby": (
+        "a.rb",
+        "module Sinatra\n  class Base\n    def call(env); end\n"
+        "    def self.get(path); end\n  end\nend\nVERSION = '4'\n",
+        {"Sinatra", "Base", "call", "get", "VERSION"},
+    ),
+    "c_sharp": (
+        "A.cs",
+        "namespace N { class Pack { void Write() {} }\ninterface IPack {} }\n",
+        {"Pack", "Write", "IPack"},
+    ),
+    "php": (
+        "A.php",
+        "<?php\nclass Logger { const API = 2; public function info() {} }\n"
+        "function handler() {}\ninterface HandlerInterface {}\n",
+        {"Logger", "API", "info", "handler", "HandlerInterface"},
+    ),
+    "kotlin": (
+        "A.kt",
+        "class Flow { fun collect() {} }\nobject Dispatchers {}\n",
+        {"Flow", "collect", "Dispatchers"},
+    ),
 }
 
 

@@ -21,9 +21,7 @@ def settings_for(repo: Path, index_dir: Path, **kw: object) -> Settings:
     return Settings(repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=8, **kw)  # type: ignore[arg-type]
 
 
-def test_open_indexes_the_repo_and_explains_missing_dense(
-    tiny_repo: Path, index_dir: Path
-) -> None:
+def test_open_indexes_the_repo_and_explains_missing_dense(tiny_repo: Path, index_dir: Path) -> None:
     settings = settings_for(tiny_repo, index_dir)
     with Engine.open(settings) as engine:
         lexical = engine.lexical
@@ -38,9 +36,7 @@ def test_open_indexes_the_repo_and_explains_missing_dense(
         assert run.files()[0].path == "shop/payment.py"
     # a second open reuses the saved index and gives the same answer
     with Engine.open(settings, dense=False) as again:
-        assert again.search("transaction_id refund").final.hits[0].chunk.path == (
-            "shop/payment.py"
-        )
+        assert again.search("transaction_id refund").final.hits[0].chunk.path == ("shop/payment.py")
         assert "turned off" in again.search("refund").rankings["dense"].reason
 
 

@@ -119,24 +119,47 @@ def make_semble_fixture(tmp_path: Path) -> tuple[Path, Path]:
         path.write_text(text, encoding="utf-8")
     subprocess.run([*GIT, "-C", str(work), "add", "-A"], check=True)
     subprocess.run([*GIT, "-C", str(work), "commit", "-qm", "init"], check=True)
-    head = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     repos = tmp_path / "repos"
     for name in ("acme+tiny", "acme+other"):
-        subprocess.run(["git", "clone", "-q", "--bare", str(work), str(repos / name / "repo")],
-                       check=True)
+        subprocess.run(
+            ["git", "clone", "-q", "--bare", str(work), str(repos / name / "repo")], check=True
+        )
     common = {"base_commit": head, "language": "python", "benchmark_root": "src"}
     rows = [
-        {"id": "t-0", "query": "retry with exponential backoff and jitter",
-         "gold_files": ["src/pkg/retry.py"], "gold_chunks": [],
-         "secondary_files": ["src/pkg/http.py"], "category": "semantic", "repo": "acme/tiny",
-         **common},
-        {"id": "t-1", "query": "parse_config", "gold_files": ["src/pkg/config.py"],
-         "gold_chunks": [{"path": "src/pkg/config.py", "start_line": 18, "end_line": 24}],
-         "secondary_files": [], "category": "symbol", "repo": "acme/tiny", **common},
-        {"id": "o-0", "query": "connection pool", "gold_files": ["src/pkg/http.py"],
-         "gold_chunks": [], "secondary_files": ["src/pkg/config.py"],
-         "category": "architecture", "repo": "acme/other", **common, "benchmark_root": "src/"},
+        {
+            "id": "t-0",
+            "query": "retry with exponential backoff and jitter",
+            "gold_files": ["src/pkg/retry.py"],
+            "gold_chunks": [],
+            "secondary_files": ["src/pkg/http.py"],
+            "category": "semantic",
+            "repo": "acme/tiny",
+            **common,
+        },
+        {
+            "id": "t-1",
+            "query": "parse_config",
+            "gold_files": ["src/pkg/config.py"],
+            "gold_chunks": [{"path": "src/pkg/config.py", "start_line": 18, "end_line": 24}],
+            "secondary_files": [],
+            "category": "symbol",
+            "repo": "acme/tiny",
+            **common,
+        },
+        {
+            "id": "o-0",
+            "query": "connection pool",
+            "gold_files": ["src/pkg/http.py"],
+            "gold_chunks": [],
+            "secondary_files": ["src/pkg/config.py"],
+            "category": "architecture",
+            "repo": "acme/other",
+            **common,
+            "benchmark_root": "src/",
+        },
     ]
     dataset = tmp_path / "nl.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -150,13 +173,26 @@ def semble_set(tmp_path: Path) -> tuple[Path, list[EvalRow]]:
 
 
 def _run(
-    rows: list[EvalRow], repos: Path, tmp_path: Path, grid: Grid, *,
-    baseline: tuple[str, str, str] | None = None, resamples: int = 1000,
+    rows: list[EvalRow],
+    repos: Path,
+    tmp_path: Path,
+    grid: Grid,
+    *,
+    baseline: tuple[str, str, str] | None = None,
+    resamples: int = 1000,
     embedder: HashingEmbedder | None = None,
 ) -> EvalReport:
     settings = Settings(repo=tmp_path, index_dir=tmp_path / "index")
-    return run_eval(rows, settings, grid, repos_dir=repos, tree_cache=tmp_path / "trees",
-                    baseline=baseline, resamples=resamples, embedder=embedder)
+    return run_eval(
+        rows,
+        settings,
+        grid,
+        repos_dir=repos,
+        tree_cache=tmp_path / "trees",
+        baseline=baseline,
+        resamples=resamples,
+        embedder=embedder,
+    )
 
 
 def test_out_of_scope_files_never_appear(
@@ -207,9 +243,7 @@ def test_semble_ndcg_by_hand_is_the_mean_over_repositories(
     assert by_id["o-0"].scores["mrr"] == pytest.approx(0.5)
 
 
-def test_secondary_targets_count(
-    semble_set: tuple[Path, list[EvalRow]], tmp_path: Path
-) -> None:
+def test_secondary_targets_count(semble_set: tuple[Path, list[EvalRow]], tmp_path: Path) -> None:
     repos, rows = semble_set
     without = [replace(rows[0], secondary_files=())]
     only_secondary = [replace(rows[0], gold_files=("src/pkg/pool.py",))]
@@ -228,9 +262,9 @@ def test_a_line_range_target_needs_an_overlapping_chunk(
     grid = Grid(chunkings=("lines:8",))  # config.py: lines 1-8, 9-16, 17-24
     hit = _run([rows[1]], repos, tmp_path, grid).instances[0]
     assert hit.ndcg10_semble == 1.0
-    elsewhere = replace(rows[1], gold_chunks=(
-        replace(rows[1].gold_chunks[0], start_line=1, end_line=8),
-    ))
+    elsewhere = replace(
+        rows[1], gold_chunks=(replace(rows[1].gold_chunks[0], start_line=1, end_line=8),)
+    )
     missed = _run([elsewhere], repos, tmp_path, grid).instances[0]
     assert missed.scores["acc@1"] == 1.0  # the file is first ...
     assert missed.ndcg10_semble == 0.0  # ... but no top chunk covers lines 1-8
@@ -243,7 +277,8 @@ def test_configurations_are_compared_by_a_paired_bootstrap(
     grid = Grid(chunkings=("file", "lines:8"), tokenizers=("default", "split+path"))
     report = _run(rows, repos, tmp_path, grid, resamples=2000)
     assert [c.candidate for c in report.comparisons] == [
-        ("bm25", "file", "split+path"), ("bm25", "lines:8", "default"),
+        ("bm25", "file", "split+path"),
+        ("bm25", "lines:8", "default"),
         ("bm25", "lines:8", "split+path"),
     ]
     first = report.comparisons[0]
@@ -256,8 +291,9 @@ def test_configurations_are_compared_by_a_paired_bootstrap(
         assert c.interval.low <= c.interval.mean_diff <= c.interval.high
         assert c.interval.mean_diff == pytest.approx(c.candidate_score - c.baseline_score)
     assert len(report.to_json()["comparisons"]) == 3
-    chosen = _run(rows, repos, tmp_path, grid, resamples=500,
-                  baseline=("bm25", "lines:8", "default"))
+    chosen = _run(
+        rows, repos, tmp_path, grid, resamples=500, baseline=("bm25", "lines:8", "default")
+    )
     assert {c.baseline for c in chosen.comparisons} == {("bm25", "lines:8", "default")}
     assert len(chosen.comparisons) == 3
 
@@ -280,9 +316,18 @@ def test_a_mode_without_chunks_is_compared_on_mrr(
 
 def test_a_swe_bench_row_keeps_todays_shape(tmp_path: Path) -> None:
     path = tmp_path / "swe.jsonl"
-    path.write_text(json.dumps({
-        "instance_id": "x-1", "problem_statement": "it breaks", "gold_files": ["a.py"],
-        "repo": "o/x", "base_commit": "abc",
-    }) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "instance_id": "x-1",
+                "problem_statement": "it breaks",
+                "gold_files": ["a.py"],
+                "repo": "o/x",
+                "base_commit": "abc",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     row = load_dataset(path)[0]
     assert not row.semble and row.benchmark_root is None and row.secondary_files == ()

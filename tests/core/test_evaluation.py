@@ -66,8 +66,9 @@ def test_refund_card_transaction_refunds():
 
 
 def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run([*GIT, "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(
+        [*GIT, "-C", str(repo), *args], capture_output=True, text=True, check=True
+    )
     return done.stdout.strip()
 
 
@@ -87,9 +88,15 @@ def shop(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "shop"
     repo.mkdir()
     _git(repo, "init", "-q")
-    first = _commit(repo, "initial", {
-        "shop/payment.py": PAYMENT_V1, "shop/cart.py": CART, "tests/test_payment.py": TEST_PAYMENT,
-    })
+    first = _commit(
+        repo,
+        "initial",
+        {
+            "shop/payment.py": PAYMENT_V1,
+            "shop/cart.py": CART,
+            "tests/test_payment.py": TEST_PAYMENT,
+        },
+    )
     _commit(repo, "add refunds", {"shop/refunds.py": REFUNDS})
     return repo, first
 
@@ -107,8 +114,9 @@ def test_row_is_evaluated_at_its_base_commit(shop: tuple[Path, str], tmp_path: P
         EvalRow("at-base", QUERY, ("shop/payment.py",), base_commit=first),
         EvalRow("working-tree", QUERY, ("shop/payment.py",)),
     ]
-    report = run_eval(rows, _settings(repo, tmp_path), Grid(chunkings=("file",)),
-                      tree_cache=tmp_path / "trees")
+    report = run_eval(
+        rows, _settings(repo, tmp_path), Grid(chunkings=("file",)), tree_cache=tmp_path / "trees"
+    )
     by_id = {r.id: r for r in report.instances}
     at_base = by_id["at-base"]
     # refunds.py did not exist at the base commit: the gold file is first and nothing leaks in
@@ -131,8 +139,10 @@ def test_grid_gives_one_summary_per_configuration(shop: tuple[Path, str], tmp_pa
     grid = Grid(chunkings=("lines:4", "file"), tokenizers=("default", "split+path"))
     report = run_eval(rows, _settings(repo, tmp_path), grid, tree_cache=tmp_path / "trees")
     assert [(s.mode, s.chunking, s.tokenizer) for s in report.summaries] == [
-        ("bm25", "lines:4", "default"), ("bm25", "lines:4", "split+path"),
-        ("bm25", "file", "default"), ("bm25", "file", "split+path"),
+        ("bm25", "lines:4", "default"),
+        ("bm25", "lines:4", "split+path"),
+        ("bm25", "file", "default"),
+        ("bm25", "file", "split+path"),
     ]
     assert report.to_json()["configs"][2]["files"]["acc@1"] == 1.0  # file, default
     assert {row["chunking"] for row in report.csv_rows()} == {"lines:4", "file"}
@@ -145,7 +155,8 @@ def test_candidate_filter_keeps_tests_out(shop: tuple[Path, str], tmp_path: Path
     plain = run_eval(rows, _settings(repo, tmp_path), grid, tree_cache=tmp_path / "t1")
     assert "tests/test_payment.py" in plain.instances[0].top_files
     filtered = run_eval(
-        rows, _settings(repo, tmp_path),
+        rows,
+        _settings(repo, tmp_path),
         Grid(chunkings=("file",), candidates=CandidateFilter(("*.py",), exclude_tests=True)),
         tree_cache=tmp_path / "t2",
     )
@@ -159,15 +170,21 @@ def test_missing_repository_and_commit_are_skipped_with_reasons(
 ) -> None:
     repo, first = shop
     repos = tmp_path / "repos"
-    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(repos / "acme+shop" / "repo")],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(repo), str(repos / "acme+shop" / "repo")], check=True
+    )
     rows = [
         EvalRow("ok", QUERY, ("shop/payment.py",), repo="acme/shop", base_commit=first),
         EvalRow("gone", QUERY, ("x.py",), repo="acme/absent", base_commit=first),
         EvalRow("bad-commit", QUERY, ("x.py",), repo="acme/shop", base_commit="deadbeef"),
     ]
-    report = run_eval(rows, _settings(repo, tmp_path), Grid(chunkings=("file",)),
-                      repos_dir=repos, tree_cache=tmp_path / "trees")
+    report = run_eval(
+        rows,
+        _settings(repo, tmp_path),
+        Grid(chunkings=("file",)),
+        repos_dir=repos,
+        tree_cache=tmp_path / "trees",
+    )
     assert [r.id for r in report.instances] == ["ok"]
     reasons = dict(report.skipped)
     assert "acme/absent is not under" in reasons["gone"]
@@ -199,15 +216,23 @@ def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
 ) -> None:
     repo, first = shop
     rows = [EvalRow("r", QUERY, ("shop/payment.py",), base_commit=first)]
-    grid = Grid(modes=("bm25", "dense", "fused", "fused-files"), chunkings=("file",),
-                tokenizers=("default", "split"))
+    grid = Grid(
+        modes=("bm25", "dense", "fused", "fused-files"),
+        chunkings=("file",),
+        tokenizers=("default", "split"),
+    )
     settings = _settings(repo, tmp_path).with_(signals=False)  # fused = RRF alone
-    report = run_eval(rows, settings, grid, tree_cache=tmp_path / "trees",
-                      embedder=HashingEmbedder())
+    report = run_eval(
+        rows, settings, grid, tree_cache=tmp_path / "trees", embedder=HashingEmbedder()
+    )
     assert [(s.mode, s.tokenizer) for s in report.summaries] == [
-        ("bm25", "default"), ("bm25", "split"), ("dense", ANY_TOKENIZER),
-        ("fused", "default"), ("fused", "split"),
-        ("fused-files", "default"), ("fused-files", "split"),
+        ("bm25", "default"),
+        ("bm25", "split"),
+        ("dense", ANY_TOKENIZER),
+        ("fused", "default"),
+        ("fused", "split"),
+        ("fused-files", "default"),
+        ("fused-files", "split"),
     ]
     # with one chunk per file, fusing file rankings and fusing chunk rankings agree
     by_mode = {(r.mode, r.tokenizer): r.top_files for r in report.instances}
@@ -224,9 +249,12 @@ def test_a_stripe_cap_is_named_in_the_modes_that_use_dense(
     rows = [EvalRow("r", QUERY, ("shop/payment.py",), base_commit=first)]
     grid = Grid(modes=("bm25", "dense", "fused"), chunkings=("file",))
     settings = _settings(repo, tmp_path).with_(dense_stripes=0)
-    report = run_eval(rows, settings, grid, tree_cache=tmp_path / "trees",
-                      embedder=HashingEmbedder())
+    report = run_eval(
+        rows, settings, grid, tree_cache=tmp_path / "trees", embedder=HashingEmbedder()
+    )
     assert [s.mode for s in report.summaries] == [
-        "bm25", "dense (all stripes)", "fused (all stripes)"
+        "bm25",
+        "dense (all stripes)",
+        "fused (all stripes)",
     ]
     assert {r["mode"] for r in report.csv_rows()} == {s.mode for s in report.summaries}

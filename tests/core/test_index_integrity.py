@@ -42,8 +42,11 @@ def _built(settings: Settings) -> list[object]:
 
 def _aside(db: Path) -> list[Path]:
     """The damaged files moved aside (without their WAL and shared-memory side files)."""
-    return [p for p in db.parent.glob(db.name + ".corrupt-*")
-            if not p.name.endswith(("-wal", "-shm", "-journal"))]
+    return [
+        p
+        for p in db.parent.glob(db.name + ".corrupt-*")
+        if not p.name.endswith(("-wal", "-shm", "-journal"))
+    ]
 
 
 def _printable(text: str) -> bool:

@@ -93,8 +93,9 @@ def test_same_size_and_mtime_means_not_read(settings: Settings, store: Store) ->
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     report = build_index(settings, store)
     assert report.files_read == 0
-    texts = "".join(c.text for c in store.chunks(settings.chunking_spec.key)
-                    if c.path == "shop/payment.py")
+    texts = "".join(
+        c.text for c in store.chunks(settings.chunking_spec.key) if c.path == "shop/payment.py"
+    )
     assert "RETRY" not in texts and "retry" in texts
 
 
@@ -162,8 +163,9 @@ def test_hostile_repo_skips_carry_reasons(tmp_path: Path, git: bool) -> None:
         assert set(report.invalid_utf8) == INVALID_UTF8_FILES
         chunked = {c.path for c in store.chunks(settings.chunking_spec.key)}
         assert chunked == EXPECTED_FILES - {"src/empty.py"}
-        latin = "".join(c.text for c in store.chunks(settings.chunking_spec.key)
-                        if c.path == "src/latin1.py")
+        latin = "".join(
+            c.text for c in store.chunks(settings.chunking_spec.key) if c.path == "src/latin1.py"
+        )
         assert "caf\ufffd" in latin
 
         again = build_index(settings, store)
@@ -221,8 +223,15 @@ def test_cancel_then_rerun_equals_a_clean_index(tmp_path: Path, workers: int) ->
             cancel.set()
 
     with Store.open(settings.index_path) as store:
-        report = build_index(settings, store, progress=progress, cancel=cancel, batch_files=10,
-                             workers=workers, clock=ticking_clock())
+        report = build_index(
+            settings,
+            store,
+            progress=progress,
+            cancel=cancel,
+            batch_files=10,
+            workers=workers,
+            clock=ticking_clock(),
+        )
         assert report.cancelled and report.files_indexed == 23 and report.files_left == 37
         assert store.file_count() == 23  # cancel commits the open batch
         rest = build_index(settings, store)
@@ -242,8 +251,7 @@ def test_ctrl_c_keeps_finished_files_and_rerun_has_no_duplicates(tmp_path: Path)
 
     with Store.open(settings.index_path) as store:
         with pytest.raises(IndexInterrupted) as stop:
-            build_index(settings, store, progress=progress, batch_files=10,
-                        clock=ticking_clock())
+            build_index(settings, store, progress=progress, batch_files=10, clock=ticking_clock())
         kept: IndexReport = stop.value.report
         assert kept.cancelled and kept.files_indexed == 17
         assert store.file_count() == 17
@@ -282,7 +290,9 @@ def test_sigkill_mid_batch_then_rerun_equals_a_clean_index(tmp_path: Path) -> No
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(repo), str(index), "110"],
-        stdout=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert child.stdout is not None

@@ -46,7 +46,12 @@ def test_recall_at_smaller_k_counts_only_the_top() -> None:
 def test_single_gold_at_rank_one_is_perfect() -> None:
     scores = score_files(["x.py", "y.py"], ["x.py"])
     assert scores == {
-        "acc@1": 1.0, "acc@5": 1.0, "acc@10": 1.0, "recall@10": 1.0, "mrr": 1.0, "ndcg@10": 1.0,
+        "acc@1": 1.0,
+        "acc@5": 1.0,
+        "acc@10": 1.0,
+        "recall@10": 1.0,
+        "mrr": 1.0,
+        "ndcg@10": 1.0,
     }
 
 
@@ -105,7 +110,13 @@ def test_mean_scores_averages_per_metric() -> None:
 def test_metric_names_include_the_requested_k() -> None:
     assert metric_names(10) == ("acc@1", "acc@5", "acc@10", "recall@10", "mrr", "ndcg@10")
     assert metric_names(20) == (
-        "acc@1", "acc@5", "acc@10", "acc@20", "recall@20", "mrr", "ndcg@10",
+        "acc@1",
+        "acc@5",
+        "acc@10",
+        "acc@20",
+        "recall@20",
+        "mrr",
+        "ndcg@10",
     )
 
 
@@ -197,8 +208,12 @@ def test_grouped_bootstrap_averages_groups_not_queries() -> None:
 
 @pytest.mark.parametrize(
     ("base", "cand", "kwargs"),
-    [([], [], {}), ([1.0], [1.0, 2.0], {}), ([1.0], [1.0], {"resamples": 0}),
-     ([1.0], [1.0], {"groups": ["a", "b"]})],
+    [
+        ([], [], {}),
+        ([1.0], [1.0, 2.0], {}),
+        ([1.0], [1.0], {"resamples": 0}),
+        ([1.0], [1.0], {"groups": ["a", "b"]}),
+    ],
 )
 def test_bootstrap_rejects_unpaired_input(
     base: list[float], cand: list[float], kwargs: dict[str, object]

@@ -36,9 +36,9 @@ def test_markdown_has_role_context_headers_fences_and_the_task_last() -> None:
     text = template.render(blocks, TASK)
     assert text.startswith(ROLE + "\n\n" + CONTEXT_HEADING + "\n\n")
     assert "### [src/f.py · lines 3–4]\n```python\n" + CODE + "\n```\n" in text
-    assert "### [we\"ird <p>.ts · lines 10–10]\n```typescript\nx\n```" in text
+    assert '### [we"ird <p>.ts · lines 10–10]\n```typescript\nx\n```' in text
     assert text.endswith(f"{TASK_HEADING}\n\n{TASK}\n")
-    assert text.index("src/f.py") < text.index("we\"ird")
+    assert text.index("src/f.py") < text.index('we"ird')
 
 
 def test_context_last_puts_the_task_first() -> None:

@@ -99,9 +99,7 @@ def test_issue_text_gathers_frames_paths_dotted_names_and_exceptions() -> None:
         ("src/click/testing.py", "python", set()),  # the test runner is the implementation
     ],
 )
-def test_roles_come_from_the_path_and_language(
-    path: str, language: str, roles: set[str]
-) -> None:
+def test_roles_come_from_the_path_and_language(path: str, language: str, roles: set[str]) -> None:
     assert path_roles(path, language) == roles
 
 

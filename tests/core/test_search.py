@@ -65,8 +65,9 @@ def bm25() -> BM25Index:
 
 
 def test_without_a_model_or_signals_fused_equals_bm25_and_says_why() -> None:
-    searcher = Searcher(CHUNKS, bm25(), dense_reason="dense search is off: no model here.",
-                        clock=StepClock())
+    searcher = Searcher(
+        CHUNKS, bm25(), dense_reason="dense search is off: no model here.", clock=StepClock()
+    )
     run = searcher.run("charge the card", Settings(k=5, signals=False))
     keys = [h.chunk.key for h in run.rankings["bm25"].hits]
     assert keys and [h.chunk.key for h in run.rankings["fused"].hits] == keys
@@ -187,8 +188,14 @@ def test_a_status_code_query_finds_the_chunk_that_raises_it() -> None:
     from coderag_tui.core.records import Chunk
 
     chunks = [
-        Chunk("web/errors.py", 1, 3, "lines", "python",
-              "def not_found(request):\n    raise HTTPError(404, 'no such page')\n"),
+        Chunk(
+            "web/errors.py",
+            1,
+            3,
+            "lines",
+            "python",
+            "def not_found(request):\n    raise HTTPError(404, 'no such page')\n",
+        ),
         Chunk("web/ok.py", 1, 2, "lines", "python", "def ok(request):\n    return 200\n"),
     ]
     index = BM25Index.build(chunks, split_identifiers=True, path_in_text=True)

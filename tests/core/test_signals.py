@@ -68,7 +68,7 @@ def parse_config(text: str) -> dict:
         raise TypeError("settings must be an object")
     return data
 ''',
-    "tests/test_routing.py": '''from webapp.routing import APIRouter
+    "tests/test_routing.py": """from webapp.routing import APIRouter
 from webapp.applications import App
 
 
@@ -86,8 +86,8 @@ def test_api_router_routes_are_registered_in_the_app():
     app.include_router(router)
     assert app.router.routes  # routes registered through APIRouter
     assert isinstance(app.router, APIRouter)
-''',
-    "CHANGELOG.md": '''# Changelog
+""",
+    "CHANGELOG.md": """# Changelog
 
 ## 0.3
 - Routes are registered in the order they are declared; how routes are registered is
@@ -96,11 +96,11 @@ def test_api_router_routes_are_registered_in_the_app():
 
 ## 0.2
 - Routes registered on an APIRouter can be included in an app.
-''',
+""",
 }
 
 GO_REPO: dict[str, str] = {
-    "config/loader.go": '''package config
+    "config/loader.go": """package config
 
 // ParseConfig reads the settings file of a server.
 func ParseConfig(data []byte) (Config, error) {
@@ -112,8 +112,8 @@ func ParseConfig(data []byte) (Config, error) {
 type Config struct {
 	Port int
 }
-''',
-    "server/server.go": '''package server
+""",
+    "server/server.go": """package server
 
 // Start parses the config, parses the flags and serves; config parse errors stop it.
 func Start(args []string) error {
@@ -124,18 +124,18 @@ func Start(args []string) error {
 	}
 	return serve(cfg)
 }
-''',
-    "server/flags.go": '''package server
+""",
+    "server/flags.go": """package server
 
 // parseFlags parses the command line into flags; config comes later.
 func parseFlags(args []string) Flags {
 	return Flags{path: args[0]}
 }
-''',
+""",
 }
 
 RUBY_REPO: dict[str, str] = {
-    "lib/sinatra/base.rb": '''module Sinatra
+    "lib/sinatra/base.rb": """module Sinatra
   # The base application class every app inherits from.
   class Base
     def call(env)
@@ -147,15 +147,15 @@ RUBY_REPO: dict[str, str] = {
     end
   end
 end
-''',
-    "lib/sinatra/main.rb": '''module Sinatra
+""",
+    "lib/sinatra/main.rb": """module Sinatra
   # The classic application: Base with the top-level DSL.
   class Application < Base
     set :logging, true
   end
 end
-''',
-    "lib/sinatra/helpers.rb": '''module Sinatra
+""",
+    "lib/sinatra/helpers.rb": """module Sinatra
   module Helpers
     # Sinatra helpers used by Sinatra apps; Sinatra::Base includes them in Sinatra.
     def halt(*response)
@@ -163,13 +163,17 @@ end
     end
   end
 end
-''',
+""",
 }
 
 
 def index_and_search(repo: Path, index_dir: Path, query: str, **kw: object) -> SearchRun:
     settings = Settings(
-        repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=12, **kw  # type: ignore[arg-type]
+        repo=repo,
+        index_dir=index_dir,
+        embed_backend="none",
+        chunk_lines=12,
+        **kw,  # type: ignore[arg-type]
     )
     with Engine.open(settings) as engine:
         return engine.search(query, settings)
@@ -221,8 +225,11 @@ def test_a_question_prefers_the_implementation_over_changelog_and_tests(
 def test_asking_for_a_test_lets_the_test_rise(python_repo: Path, index_dir: Path) -> None:
     asked = index_and_search(python_repo, index_dir, "test for routes registered")
     assert files(asked)[0] == "tests/test_routing.py"
-    assert not any(label.startswith("role: test")
-                   for hit in asked.rankings["fused"].hits for label, _ in hit.why)
+    assert not any(
+        label.startswith("role: test")
+        for hit in asked.rankings["fused"].hits
+        for label, _ in hit.why
+    )
 
 
 def test_issue_text_with_a_traceback_ranks_the_file_of_its_frame_first(
@@ -249,9 +256,7 @@ def test_issue_text_with_a_traceback_ranks_the_file_of_its_frame_first(
     assert labels["path: path in the issue"] > 0
 
 
-def test_words_of_a_question_find_the_identifier_they_form(
-    tmp_path: Path, index_dir: Path
-) -> None:
+def test_words_of_a_question_find_the_identifier_they_form(tmp_path: Path, index_dir: Path) -> None:
     repo = write(tmp_path / "server", GO_REPO)
     run = index_and_search(repo, index_dir, "parse config")
     assert files(run, "bm25")[0] == "server/server.go"  # the words, spread in comments
@@ -283,8 +288,10 @@ def test_each_signal_is_a_setting_and_signals_off_leaves_bm25(
     without_roles = index_and_search(python_repo, index_dir, query, signal_roles=1.0)
     labels = {label for hit in without_roles.rankings["fused"].hits for label, _ in hit.why}
     assert not any(label.startswith("role") for label in labels)
-    assert any("role priors" not in n and n.startswith("fused = BM25 + signals: definitions")
-               for n in without_roles.notes)
+    assert any(
+        "role priors" not in n and n.startswith("fused = BM25 + signals: definitions")
+        for n in without_roles.notes
+    )
     off = index_and_search(python_repo, index_dir, query, signals=False)
     assert [h.chunk.key for h in off.rankings["fused"].hits] == [
         h.chunk.key for h in off.rankings["bm25"].hits
@@ -299,8 +306,19 @@ def test_search_json_carries_why_for_fused_hits(
 
     from coderag_tui.cli import main
 
-    code = main(["search", "APIRouter", str(python_repo), "--index-dir", str(index_dir),
-                 "--no-dense", "--json", "--k", "3"])
+    code = main(
+        [
+            "search",
+            "APIRouter",
+            str(python_repo),
+            "--index-dir",
+            str(index_dir),
+            "--no-dense",
+            "--json",
+            "--k",
+            "3",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     top = data["rankings"]["fused"]["hits"][0]

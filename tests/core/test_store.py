@@ -41,7 +41,12 @@ def test_chunks_round_trip_in_path_and_line_order(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "idx.sqlite")
     got = store.chunks("lines:3:0")
     assert [(c.path, c.start_line) for c in got] == [
-        ("a.py", 1), ("a.py", 4), ("a.py", 7), ("b.py", 1), ("b.py", 4), ("b.py", 7),
+        ("a.py", 1),
+        ("a.py", 4),
+        ("a.py", 7),
+        ("b.py", 1),
+        ("b.py", 4),
+        ("b.py", 7),
     ]
     assert got[0] == _chunks("a.py", 1)[0]
     assert store.file_text("a.py") == "text of a.py"
@@ -210,8 +215,9 @@ def test_embedding_cache_round_trip_beyond_one_query(tmp_path: Path) -> None:
     with EmbeddingCache.open(path) as cache:  # a second repository opens the same file
         got = cache.get_many("model-a", [*vectors, "missing"])
         assert set(got) == set(vectors)
-        assert all(np.array_equal(got[k], v) and got[k].dtype == np.float32
-                   for k, v in vectors.items())
+        assert all(
+            np.array_equal(got[k], v) and got[k].dtype == np.float32 for k, v in vectors.items()
+        )
         other = cache.get_many("model-b", ["h0", "h1"])
         assert list(other) == ["h0"] and other["h0"].tolist() == [1.0] * 4
         assert cache.count("model-a") == 1200

@@ -27,10 +27,18 @@ def test_default_splits_on_non_alphanumeric_characters_and_lowercases() -> None:
 def test_single_digits_are_dropped_but_numerals_of_two_or_more_digits_stay() -> None:
     assert tokenize("x = 100 + md5(0x1f) * 2") == ["x", "100", "md5", "0x1f"]
     assert tokenize("HTTP_404_NOT_FOUND = 404", split_identifiers=True) == [
-        "http_404_not_found", "http", "404", "not", "found", "404",
+        "http_404_not_found",
+        "http",
+        "404",
+        "not",
+        "found",
+        "404",
     ]
     assert tokenize("retry 3 times, port 8080", split_identifiers=True) == [
-        "retry", "times", "port", "8080",
+        "retry",
+        "times",
+        "port",
+        "8080",
     ]
 
 

@@ -63,11 +63,13 @@ def test_o200k_without_a_cached_table_says_what_it_used_instead(
     assert "CODERAG_ALLOW_DOWNLOAD=1" in counter.note
 
 
-def test_a_failed_download_falls_back_quickly(tmp_path: Path, no_network: None,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_download_falls_back_quickly(
+    tmp_path: Path, no_network: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    counter = token_counter("o200k_base", allow_download=True, env=dict(os.environ),
-                            download_timeout=20)
+    counter = token_counter(
+        "o200k_base", allow_download=True, env=dict(os.environ), download_timeout=20
+    )
     assert counter.encoding == OFFLINE_ENCODING
     assert "could not be loaded" in counter.note
 

@@ -22,10 +22,17 @@ BUDGETS = (2000, 16_000, 128_000)
 
 def cli_flags(settings: Settings) -> list[str]:
     return [
-        str(settings.repo), "--index-dir", str(settings.index_dir),
-        "--chunk-lines", str(settings.chunk_lines),
-        "--embed-backend", settings.embed_backend, "--embed-model", settings.embed_model,
-        "--budget", str(settings.budget),
+        str(settings.repo),
+        "--index-dir",
+        str(settings.index_dir),
+        "--chunk-lines",
+        str(settings.chunk_lines),
+        "--embed-backend",
+        settings.embed_backend,
+        "--embed-model",
+        settings.embed_model,
+        "--budget",
+        str(settings.budget),
     ]
 
 
@@ -63,11 +70,13 @@ async def test_the_cli_and_the_tui_answer_alike(
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-user-config"))
     # Enough related code that 2k, 16k and 128k budgets pack different prompts.
-    (tui_settings.repo / "shop" / "reports.py").write_text("".join(
-        f'def charge_report_{i}(cart, card):\n    """Charge report {i}: the cart total."""\n'
-        f"    return cart.total_cents() * {i} + len(card)\n\n\n"
-        for i in range(1200)
-    ))
+    (tui_settings.repo / "shop" / "reports.py").write_text(
+        "".join(
+            f'def charge_report_{i}(cart, card):\n    """Charge report {i}: the cart total."""\n'
+            f"    return cart.total_cents() * {i} + len(card)\n\n\n"
+            for i in range(1200)
+        )
+    )
     settings = tui_settings.with_(
         embed_backend="sentence-transformers", embed_model=str(tiny_st_embedder)
     )
@@ -88,8 +97,9 @@ async def test_the_cli_and_the_tui_answer_alike(
                 if location:
                     assert run.left_out >= 1
                 shown = tui_rankings(run, app.settings.k)
-                seen.append((app.settings, location, shown, result.packed.text,
-                             result.packed.tokens))
+                seen.append(
+                    (app.settings, location, shown, result.packed.text, result.packed.tokens)
+                )
     # The CLI runs after the app has stopped (a running Textual app captures stdout).
     for now, location, shown, prompt, tokens in seen:
         asked = ["--from", LOCATION] if location else [QUESTION]
@@ -102,8 +112,11 @@ async def test_the_cli_and_the_tui_answer_alike(
         if location:  # the query's own chunk is in no list of either face
             for name in RANKING_NAMES:
                 for hit in searched["rankings"][name]["hits"]:
-                    assert not (hit["path"] == "shop/cart.py" and hit["start_line"] <= 25
-                                and hit["end_line"] >= 5)
+                    assert not (
+                        hit["path"] == "shop/cart.py"
+                        and hit["start_line"] <= 25
+                        and hit["end_line"] >= 5
+                    )
     assert len(seen) == len(BUDGETS) * 2
     prompts = [prompt for _, location, _, prompt, _ in seen if not location]
     assert len(set(prompts)) == len(BUDGETS)  # each budget packed a different prompt

@@ -15,8 +15,13 @@ async def test_secrets_are_marked_and_held_back(
     tmp_path: Path, index_dir: Path, build_app: AppFactory
 ) -> None:
     repo = make_secrets_repo(tmp_path / "shop")
-    settings = Settings(repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=12,
-                        theme_dir=tmp_path / "themes")
+    settings = Settings(
+        repo=repo,
+        index_dir=index_dir,
+        embed_backend="none",
+        chunk_lines=12,
+        theme_dir=tmp_path / "themes",
+    )
     app = build_app(settings)
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, TASK)

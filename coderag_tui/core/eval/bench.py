@@ -37,7 +37,7 @@ def sample_queries(chunks: Sequence[Chunk], n: int, *, seed: int = 0) -> list[st
         for line in chunk.text.splitlines():
             match = _PROSE.match(line)
             if match and len(match.group(1).split()) >= 4:
-                prose.append(match.group(1).strip().rstrip('"\'*/ '))
+                prose.append(match.group(1).strip().rstrip("\"'*/ "))
     rng = random.Random(seed)
     ids = sorted(set(identifiers))
     lines = sorted(set(prose))
@@ -122,19 +122,27 @@ class BenchReport:
             "chunking": self.chunking,
             "tokenizer": self.tokenizer,
             "index": {
-                "files": self.index.files, "bytes": self.index.bytes, "chars": self.index.chars,
-                "chunks": self.index.chunks, "elapsed_s": round(self.index.elapsed_s, 4),
+                "files": self.index.files,
+                "bytes": self.index.bytes,
+                "chars": self.index.chars,
+                "chunks": self.index.chunks,
+                "elapsed_s": round(self.index.elapsed_s, 4),
                 "stage_seconds": {k: round(v, 4) for k, v in self.index.stage_seconds.items()},
                 "bytes_per_s": {
-                    k: round(self.index.bytes_per_s(k), 1) for k in self.index.stage_seconds
+                    k: round(self.index.bytes_per_s(k), 1)
+                    for k in self.index.stage_seconds
                     if self.index.stage_seconds[k] > 0
                 },
             },
             "queries": self.queries,
             "latency": [
-                {"stage": s.stage, "p50_ms": round(s.p50_ms, 4), "p95_ms": round(s.p95_ms, 4),
-                 "p50_ms_per_mchar": round(s.p50_ms_per_mchar, 4),
-                 "p95_ms_per_mchar": round(s.p95_ms_per_mchar, 4)}
+                {
+                    "stage": s.stage,
+                    "p50_ms": round(s.p50_ms, 4),
+                    "p95_ms": round(s.p95_ms, 4),
+                    "p50_ms_per_mchar": round(s.p50_ms_per_mchar, 4),
+                    "p95_ms_per_mchar": round(s.p95_ms_per_mchar, 4),
+                }
                 for s in self.latency
             ],
             "notes": list(self.notes),
@@ -144,7 +152,8 @@ class BenchReport:
             data["compare_rank_bm25"] = {
                 "ours_build_s": round(c.ours_build_s, 4),
                 "rank_bm25_build_s": round(c.theirs_build_s, 4),
-                "ours_p50_ms": round(c.ours_p50_ms, 4), "ours_p95_ms": round(c.ours_p95_ms, 4),
+                "ours_p50_ms": round(c.ours_p50_ms, 4),
+                "ours_p95_ms": round(c.ours_p95_ms, 4),
                 "rank_bm25_p50_ms": round(c.theirs_p50_ms, 4),
                 "rank_bm25_p95_ms": round(c.theirs_p95_ms, 4),
                 "speedup_p50": round(c.speedup_p50, 2),
@@ -172,8 +181,13 @@ def stage_latencies(runs: Sequence[SearchRun], chars: int) -> tuple[StageLatency
 
 
 def compare_rank_bm25(
-    chunks: Sequence[Chunk], queries: Sequence[str], *, split_identifiers: bool,
-    path_in_text: bool, k: int = 10, clock: Callable[[], float] = time.perf_counter,
+    chunks: Sequence[Chunk],
+    queries: Sequence[str],
+    *,
+    split_identifiers: bool,
+    path_in_text: bool,
+    k: int = 10,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Comparison:
     """Build both BM25s on identical tokens, time each query's top-k, report both and overlap."""
     from rank_bm25 import BM25Okapi
@@ -205,9 +219,12 @@ def compare_rank_bm25(
         if mine or other:
             overlaps.append(len(set(mine) & set(other)) / max(len(mine), len(other)))
     return Comparison(
-        ours_build_s=ours_build, theirs_build_s=theirs_build,
-        ours_p50_ms=percentile(ours_ms, 50), ours_p95_ms=percentile(ours_ms, 95),
-        theirs_p50_ms=percentile(theirs_ms, 50), theirs_p95_ms=percentile(theirs_ms, 95),
+        ours_build_s=ours_build,
+        theirs_build_s=theirs_build,
+        ours_p50_ms=percentile(ours_ms, 50),
+        ours_p95_ms=percentile(ours_ms, 95),
+        theirs_p50_ms=percentile(theirs_ms, 50),
+        theirs_p95_ms=percentile(theirs_ms, 95),
         top10_overlap=statistics.fmean(overlaps) if overlaps else 1.0,
     )
 
@@ -229,14 +246,19 @@ def run_bench(
     """
     if fresh:
         with tempfile.TemporaryDirectory(prefix="coderag-bench-") as tmp:
-            return _bench(settings.with_(index_dir=Path(tmp)), queries, n_queries, dense,
-                          compare, tokenizer)
+            return _bench(
+                settings.with_(index_dir=Path(tmp)), queries, n_queries, dense, compare, tokenizer
+            )
     return _bench(settings, queries, n_queries, dense, compare, tokenizer)
 
 
 def _bench(
-    settings: Settings, queries: Sequence[str] | None, n_queries: int, dense: bool,
-    compare: bool, tokenizer: str,
+    settings: Settings,
+    queries: Sequence[str] | None,
+    n_queries: int,
+    dense: bool,
+    compare: bool,
+    tokenizer: str,
 ) -> BenchReport:
     from coderag_tui.core.engine import Dense, Engine
 
@@ -277,8 +299,11 @@ def _bench(
                         f"stripe{'' if n == 1 else 's'} (--dense-stripes {n})."
                     )
         throughput = IndexThroughput(
-            files=len(states), bytes=sum(s.size for s in states), chars=chars,
-            chunks=len(chunks), stage_seconds=stage_seconds,
+            files=len(states),
+            bytes=sum(s.size for s in states),
+            chars=chars,
+            chunks=len(chunks),
+            stage_seconds=stage_seconds,
             elapsed_s=sum(stage_seconds.values()),
         )
         asked = list(queries) if queries is not None else sample_queries(chunks, n_queries)
@@ -290,15 +315,22 @@ def _bench(
         if compare:
             try:
                 comparison = compare_rank_bm25(
-                    chunks, asked, split_identifiers=settings.split_identifiers,
+                    chunks,
+                    asked,
+                    split_identifiers=settings.split_identifiers,
                     path_in_text=settings.path_in_text,
                 )
             except ModuleNotFoundError:
                 notes.append("rank_bm25 is not installed: `pip install rank-bm25` to compare.")
         return BenchReport(
-            repo=str(settings.repo_root), chunking=spec.key, tokenizer=tokenizer,
-            index=throughput, queries=len(runs), latency=stage_latencies(runs, chars),
-            comparison=comparison, notes=tuple(notes),
+            repo=str(settings.repo_root),
+            chunking=spec.key,
+            tokenizer=tokenizer,
+            index=throughput,
+            queries=len(runs),
+            latency=stage_latencies(runs, chars),
+            comparison=comparison,
+            notes=tuple(notes),
         )
     finally:
         engine.close()

@@ -31,12 +31,46 @@ from coderag_tui.core.index.languages import language_for
 # Fields only semble's annotation format has: a row with any of them is scored the semble way.
 SEMBLE_FIELDS = ("secondary_files", "category", "benchmark_root")
 # Languages whose files count as source code for --from-git-history (not docs or config).
-SOURCE_LANGUAGES = frozenset({
-    "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby",
-    "c_sharp", "php", "kotlin", "scala", "swift", "lua", "shell", "bash", "sql", "r", "perl",
-    "haskell", "elixir", "erlang", "clojure", "dart", "julia", "zig", "ocaml", "objectivec",
-    "objective_c", "groovy", "nim", "powershell", "vue", "svelte",
-})
+SOURCE_LANGUAGES = frozenset(
+    {
+        "python",
+        "javascript",
+        "typescript",
+        "tsx",
+        "go",
+        "rust",
+        "java",
+        "c",
+        "cpp",
+        "ruby",
+        "c_sharp",
+        "php",
+        "kotlin",
+        "scala",
+        "swift",
+        "lua",
+        "shell",
+        "bash",
+        "sql",
+        "r",
+        "perl",
+        "haskell",
+        "elixir",
+        "erlang",
+        "clojure",
+        "dart",
+        "julia",
+        "zig",
+        "ocaml",
+        "objectivec",
+        "objective_c",
+        "groovy",
+        "nim",
+        "powershell",
+        "vue",
+        "svelte",
+    }
+)
 
 MISSING_SUFFIX = ".missing.txt"  # beside a tree: files whose blob the repository lacks
 TEST_DIRS = frozenset({"test", "tests", "testing"})
@@ -247,9 +281,7 @@ def _git(git_dir: Path, *args: str) -> str:
         ["git", "-C", str(git_dir), *args], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise DatasetError(
-            f"git {' '.join(args[:2])} failed in {git_dir}: {done.stderr.strip()}"
-        )
+        raise DatasetError(f"git {' '.join(args[:2])} failed in {git_dir}: {done.stderr.strip()}")
     return done.stdout
 
 
@@ -257,7 +289,9 @@ def resolve_commit(git_dir: Path, commit: str) -> str:
     """The full sha of `commit` in git_dir, or a DatasetError saying it is missing."""
     done = subprocess.run(
         ["git", "-C", str(git_dir), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise DatasetError(
@@ -330,7 +364,8 @@ def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -
     """
     listing = subprocess.run(
         ["git", "-C", str(git_dir), "ls-tree", "-r", "-z", "--full-tree", sha],
-        capture_output=True, check=False,
+        capture_output=True,
+        check=False,
     )
     if listing.returncode != 0:
         err = listing.stderr.decode(errors="replace").strip()
@@ -346,7 +381,9 @@ def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -
             entries.append((mode, obj, path))
     proc = subprocess.Popen(
         ["git", "-C", str(git_dir), "cat-file", "--batch"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     assert proc.stdin is not None and proc.stdout is not None
     feeder = threading.Thread(
@@ -427,9 +464,13 @@ def from_git_history(
     The commit message is the query, the parent is the base commit and the modified files
     (present at the parent) are the gold files.
     """
-    if not is_git_dir(repo) and subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, check=False
-    ).returncode != 0:
+    if (
+        not is_git_dir(repo)
+        and subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, check=False
+        ).returncode
+        != 0
+    ):
         raise DatasetError(f"{repo} is not a git repository: --from-git-history needs one.")
     scan = options.max_scan or max(200, 20 * n)
     log = _git(repo, "log", "--no-merges", f"-n{scan}", "--format=%H %P")
@@ -442,8 +483,10 @@ def from_git_history(
         raw = _git(repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", parent, sha)
         fields_ = raw.split("\0")
         modified = [
-            path for status, path in zip(fields_[0::2], fields_[1::2], strict=False)
-            if status == "M" and (
+            path
+            for status, path in zip(fields_[0::2], fields_[1::2], strict=False)
+            if status == "M"
+            and (
                 is_source_path(path)
                 or any(fnmatch.fnmatch(path, pat) for pat in options.extra_source)
             )
@@ -453,9 +496,14 @@ def from_git_history(
         message = _git(repo, "show", "-s", "--format=%B", sha).strip()
         if not message:
             continue
-        rows.append(EvalRow(
-            id=sha[:12], query=message, gold_files=tuple(sorted(modified)), base_commit=parent,
-        ))
+        rows.append(
+            EvalRow(
+                id=sha[:12],
+                query=message,
+                gold_files=tuple(sorted(modified)),
+                base_commit=parent,
+            )
+        )
         if len(rows) >= n:
             break
     return rows
@@ -466,7 +514,9 @@ def rows_to_jsonl(rows: Sequence[EvalRow]) -> str:
     out = []
     for row in rows:
         data: dict[str, Any] = {
-            "id": row.id, "query": row.query, "gold_files": list(row.gold_files),
+            "id": row.id,
+            "query": row.query,
+            "gold_files": list(row.gold_files),
         }
         if row.repo:
             data["repo"] = row.repo

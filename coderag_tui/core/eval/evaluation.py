@@ -68,7 +68,13 @@ MODE_STAGES: dict[str, tuple[str, ...]] = {
     "dense": ("embed query", "vector search"),
     "fused": ("tokenize", "bm25", "embed query", "vector search", "fusion", "signals"),
     "rerank": (
-        "tokenize", "bm25", "embed query", "vector search", "fusion", "signals", "rerank",
+        "tokenize",
+        "bm25",
+        "embed query",
+        "vector search",
+        "fusion",
+        "signals",
+        "rerank",
     ),
     FILE_RRF: ("tokenize", "bm25", "embed query", "vector search"),
 }
@@ -172,8 +178,10 @@ class SembleSummary:
 
         return {
             SEMBLE_NDCG: round(self.overall.ndcg10, 4),
-            "queries": self.overall.queries, "repos": self.overall.repos,
-            "by_repo": group(self.by_repo), "by_category": group(self.by_category),
+            "queries": self.overall.queries,
+            "repos": self.overall.repos,
+            "by_repo": group(self.by_repo),
+            "by_category": group(self.by_category),
             "by_language": group(self.by_language),
         }
 
@@ -252,13 +260,18 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         i = self.interval
         return {
-            "baseline": _config_json(self.baseline), "candidate": _config_json(self.candidate),
-            "metric": self.metric, "n": i.n, "resamples": i.resamples,
+            "baseline": _config_json(self.baseline),
+            "candidate": _config_json(self.candidate),
+            "metric": self.metric,
+            "n": i.n,
+            "resamples": i.resamples,
             "confidence": i.confidence,
             "baseline_score": round(self.baseline_score, 4),
             "candidate_score": round(self.candidate_score, 4),
-            "mean_diff": round(i.mean_diff, 4), "low": round(i.low, 4),
-            "high": round(i.high, 4), "verdict": i.verdict,
+            "mean_diff": round(i.mean_diff, 4),
+            "low": round(i.low, 4),
+            "high": round(i.high, 4),
+            "verdict": i.verdict,
         }
 
 
@@ -292,7 +305,10 @@ class EvalReport:
         configs = []
         for s in self.summaries:
             config: dict[str, Any] = {
-                "mode": s.mode, "chunking": s.chunking, "tokenizer": s.tokenizer, "n": s.n,
+                "mode": s.mode,
+                "chunking": s.chunking,
+                "tokenizer": s.tokenizer,
+                "n": s.n,
                 "files": dict(s.scores),
                 "chunks": dict(s.chunk_scores) if s.chunk_scores is not None else None,
                 "median_ms": {k: round(v, 3) for k, v in s.stage_ms.items()},
@@ -305,18 +321,27 @@ class EvalReport:
         instances = []
         for r in self.instances:
             instance: dict[str, Any] = {
-                "id": r.id, "repo": r.repo, "mode": r.mode, "chunking": r.chunking,
-                "tokenizer": r.tokenizer, "files": dict(r.scores),
+                "id": r.id,
+                "repo": r.repo,
+                "mode": r.mode,
+                "chunking": r.chunking,
+                "tokenizer": r.tokenizer,
+                "files": dict(r.scores),
                 "chunks": dict(r.chunk_scores) if r.chunk_scores is not None else None,
-                "gold_rank": r.gold_rank, "top_files": list(r.top_files),
+                "gold_rank": r.gold_rank,
+                "top_files": list(r.top_files),
                 "stage_ms": {k: round(v, 3) for k, v in r.stage_ms.items()},
                 "search_ms": round(r.search_ms, 3),
             }
             if r.ndcg10_semble is not None:
-                instance.update({
-                    SEMBLE_NDCG: round(r.ndcg10_semble, 4), "target_ranks": list(r.target_ranks),
-                    "category": r.category, "language": r.language,
-                })
+                instance.update(
+                    {
+                        SEMBLE_NDCG: round(r.ndcg10_semble, 4),
+                        "target_ranks": list(r.target_ranks),
+                        "category": r.category,
+                        "language": r.language,
+                    }
+                )
             instances.append(instance)
         out: dict[str, Any] = {
             "k": self.k,
@@ -337,7 +362,10 @@ class EvalReport:
         rows = []
         for s in self.summaries:
             row: dict[str, Any] = {
-                "mode": s.mode, "chunking": s.chunking, "tokenizer": s.tokenizer, "n": s.n,
+                "mode": s.mode,
+                "chunking": s.chunking,
+                "tokenizer": s.tokenizer,
+                "n": s.n,
             }
             row.update({name: round(s.scores.get(name, 0.0), 4) for name in self.metric_names})
             if s.chunk_scores is not None:
@@ -346,8 +374,9 @@ class EvalReport:
                 row[SEMBLE_NDCG] = round(s.semble.overall.ndcg10, 4)
             row["search_ms_median"] = round(s.search_ms, 3)
             row["prepare_s_median"] = round(s.prepare_s, 3)
-            row.update({f"{st}_ms": round(s.stage_ms[st], 3) if st in s.stage_ms else ""
-                        for st in stages})
+            row.update(
+                {f"{st}_ms": round(s.stage_ms[st], 3) if st in s.stage_ms else "" for st in stages}
+            )
             rows.append(row)
         return rows
 
@@ -505,11 +534,15 @@ def run_eval(
                 engine.use(lexical)
                 if embedder is not None and lexical.chunks:
                     # `base`: the stripe cap depends on the chunking
-                    engine.use(engine.open_dense(
-                        base, lexical, embedder=embedder,
-                        progress=_embed_progress(progress, step, total, label),
-                        cancel=cancel,
-                    ))
+                    engine.use(
+                        engine.open_dense(
+                            base,
+                            lexical,
+                            embedder=embedder,
+                            progress=_embed_progress(progress, step, total, label),
+                            cancel=cancel,
+                        )
+                    )
                 else:
                     engine.use(Dense(reason=dense_reason))
                 if reranker is not None:
@@ -531,9 +564,16 @@ def run_eval(
                         if mode == "rerank" and reranker is None:
                             continue  # already noted why, once
                         result = _score(
-                            run, mode, row, item.repo_label, chunking,
-                            ANY_TOKENIZER if mode == "dense" else tok, grid, prepare_s,
-                            dense_stripes=settings.dense_stripes, candidates=candidates,
+                            run,
+                            mode,
+                            row,
+                            item.repo_label,
+                            chunking,
+                            ANY_TOKENIZER if mode == "dense" else tok,
+                            grid,
+                            prepare_s,
+                            dense_stripes=settings.dense_stripes,
+                            candidates=candidates,
                         )
                         if result is None:
                             ranking = _ranking(run, mode)
@@ -645,7 +685,8 @@ def _score(
     gold_rank = next((i for i, p in enumerate(files, start=1) if p in gold), None)
     ranked = [
         (h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-        for h in (ranking.hits if ranking is not None else ()) if accepts(h.chunk.path)
+        for h in (ranking.hits if ranking is not None else ())
+        if accepts(h.chunk.path)
     ]
     chunk_scores = None
     if row.gold_chunks and ranking is not None:
@@ -658,11 +699,22 @@ def _score(
         ranks = target_ranks(ranked, targets, SEMBLE_K)
     stage_ms, search_ms = _mode_ms(run, mode)
     return InstanceResult(
-        id=row.id, repo=repo_label, mode=mode_label(mode, dense_stripes), chunking=chunking,
-        tokenizer=tokenizer, scores=scores, chunk_scores=chunk_scores, gold_rank=gold_rank,
-        top_files=tuple(files[: grid.k]), stage_ms=stage_ms, search_ms=search_ms,
-        prepare_s=prepare_s, ndcg10_semble=semble, target_ranks=ranks,
-        category=row.category, language=row.language,
+        id=row.id,
+        repo=repo_label,
+        mode=mode_label(mode, dense_stripes),
+        chunking=chunking,
+        tokenizer=tokenizer,
+        scores=scores,
+        chunk_scores=chunk_scores,
+        gold_rank=gold_rank,
+        top_files=tuple(files[: grid.k]),
+        stage_ms=stage_ms,
+        search_ms=search_ms,
+        prepare_s=prepare_s,
+        ndcg10_semble=semble,
+        target_ranks=ranks,
+        category=row.category,
+        language=row.language,
     )
 
 
@@ -688,21 +740,26 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
         scores = {n: statistics.fmean(r.scores[n] for r in items) for n in names}
         with_chunks = [r.chunk_scores for r in items if r.chunk_scores is not None]
         chunk_scores = (
-            {n: statistics.fmean(c[n] for c in with_chunks) for n in names}
-            if with_chunks else None
+            {n: statistics.fmean(c[n] for c in with_chunks) for n in names} if with_chunks else None
         )
         stages: dict[str, list[float]] = defaultdict(list)
         for r in items:
             for stage, ms in r.stage_ms.items():
                 stages[stage].append(ms)
-        out.append(ConfigSummary(
-            mode=key[0], chunking=key[1], tokenizer=key[2], n=len(items),
-            scores=scores, chunk_scores=chunk_scores,
-            stage_ms={s: statistics.median(v) for s, v in stages.items()},
-            search_ms=statistics.median(r.search_ms for r in items),
-            prepare_s=statistics.median(r.prepare_s for r in items),
-            semble=summarise_semble(items),
-        ))
+        out.append(
+            ConfigSummary(
+                mode=key[0],
+                chunking=key[1],
+                tokenizer=key[2],
+                n=len(items),
+                scores=scores,
+                chunk_scores=chunk_scores,
+                stage_ms={s: statistics.median(v) for s, v in stages.items()},
+                search_ms=statistics.median(r.search_ms for r in items),
+                prepare_s=statistics.median(r.prepare_s for r in items),
+                semble=summarise_semble(items),
+            )
+        )
     return tuple(out)
 
 
@@ -752,22 +809,29 @@ def compare(
         grouped = metric == SEMBLE_NDCG
         groups = [r.repo for r in a] if grouped else None
         interval = paired_bootstrap(
-            [_metric_value(r, metric) for r in a], [_metric_value(r, metric) for r in b],
-            groups=groups, resamples=resamples, seed=seed,
+            [_metric_value(r, metric) for r in a],
+            [_metric_value(r, metric) for r in b],
+            groups=groups,
+            resamples=resamples,
+            seed=seed,
         )
-        a_score, b_score = (
-            (semble_group(a), semble_group(b)) if grouped else (None, None)
+        a_score, b_score = (semble_group(a), semble_group(b)) if grouped else (None, None)
+        out.append(
+            Comparison(
+                baseline=base,
+                candidate=s.config,
+                metric=metric,
+                baseline_score=(
+                    a_score.ndcg10
+                    if a_score is not None
+                    else statistics.fmean(_metric_value(r, metric) for r in a)
+                ),
+                candidate_score=(
+                    b_score.ndcg10
+                    if b_score is not None
+                    else statistics.fmean(_metric_value(r, metric) for r in b)
+                ),
+                interval=interval,
+            )
         )
-        out.append(Comparison(
-            baseline=base, candidate=s.config, metric=metric,
-            baseline_score=(
-                a_score.ndcg10 if a_score is not None
-                else statistics.fmean(_metric_value(r, metric) for r in a)
-            ),
-            candidate_score=(
-                b_score.ndcg10 if b_score is not None
-                else statistics.fmean(_metric_value(r, metric) for r in b)
-            ),
-            interval=interval,
-        ))
     return tuple(out)

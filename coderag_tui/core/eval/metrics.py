@@ -268,6 +268,9 @@ def paired_bootstrap(
     low, high = np.percentile(stats, [tail, 100.0 - tail])
     return BootstrapInterval(
         mean_diff=_grouped_mean(diffs, index) if groups is not None else float(diffs.mean()),
-        low=float(low), high=float(high), n=int(a.size), resamples=resamples,
+        low=float(low),
+        high=float(high),
+        n=int(a.size),
+        resamples=resamples,
         confidence=confidence,
     )

@@ -105,8 +105,12 @@ class IndexReport:
             "chunks_written": self.chunks_written,
             "skipped_by_reason": self.skipped_by_reason(),
             "skipped": [
-                {"path": s.path, "reason": s.reason.value, "reason_code": s.reason.name,
-                 "detail": s.detail}
+                {
+                    "path": s.path,
+                    "reason": s.reason.value,
+                    "reason_code": s.reason.name,
+                    "detail": s.detail,
+                }
                 for s in self.skipped
             ],
             "invalid_utf8": list(self.invalid_utf8),
@@ -144,9 +148,7 @@ def index_excludes(settings: Settings) -> list[Path]:
     paths = [index_path.with_suffix(".bm25")]
     for base in (index_path, cache):
         paths.append(base)
-        paths.extend(
-            base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal", ".lock")
-        )
+        paths.extend(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal", ".lock"))
     return paths
 
 
@@ -210,13 +212,25 @@ def build_index(
         if not force and now - last_emit[0] < _PROGRESS_INTERVAL_S:
             return
         last_emit[0] = now
-        progress(IndexProgress(stage, run.done, run.files_total, run.chunks_written,
-                               run.bytes_read, now - run.started))
+        progress(
+            IndexProgress(
+                stage,
+                run.done,
+                run.files_total,
+                run.chunks_written,
+                run.bytes_read,
+                now - run.started,
+            )
+        )
 
     emit("walk", force=True)
     t = clock()
-    result = walk(root, max_file_bytes=settings.max_file_bytes, exclude=index_excludes(settings),
-                  include_secret_files=settings.include_secret_files)
+    result = walk(
+        root,
+        max_file_bytes=settings.max_file_bytes,
+        exclude=index_excludes(settings),
+        include_secret_files=settings.include_secret_files,
+    )
     run.seconds["walk"] += clock() - t
     run.files_total = len(result.files)
     run.skipped.extend(result.skipped)
@@ -256,9 +270,14 @@ def build_index(
     cancelled = False
     interrupted = False
     position = 0
-    feed = _Feed(jobs, store, run, clock, workers=_worker_count(workers),
-                 prepare=lambda job, stored: _prepare(job, stored, root, spec, settings,
-                                                      chunked, clock))
+    feed = _Feed(
+        jobs,
+        store,
+        run,
+        clock,
+        workers=_worker_count(workers),
+        prepare=lambda job, stored: _prepare(job, stored, root, spec, settings, chunked, clock),
+    )
     try:
         while position < len(jobs) and not cancelled and not interrupted:
             batch_start = position
@@ -269,8 +288,10 @@ def build_index(
                 with store.batch():
                     try:
                         while position < len(jobs):
-                            if (position - batch_start >= batch_files
-                                    or read_in_batch >= batch_bytes):
+                            if (
+                                position - batch_start >= batch_files
+                                or read_in_batch >= batch_bytes
+                            ):
                                 break
                             if cancel is not None and cancel.is_set():
                                 cancelled = True
@@ -395,8 +416,12 @@ def _prepare(
     text = stored_text
     if text is None or previous is None:
         t = clock()
-        outcome = read_source(root, file, max_line_chars=settings.max_line_chars,
-                              max_file_bytes=settings.max_file_bytes)
+        outcome = read_source(
+            root,
+            file,
+            max_line_chars=settings.max_line_chars,
+            max_file_bytes=settings.max_file_bytes,
+        )
         out.was_read = True
         if isinstance(outcome, SkippedFile):
             out.skip = outcome
@@ -466,11 +491,20 @@ def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
             if previous is not None:
                 writes.deleted.append(file.path)
         else:
-            writes.files.append((
-                FileState(file.path, file.size, file.mtime_ns, "", file.language,
-                          skip.reason.name, skip.detail),
-                None,
-            ))
+            writes.files.append(
+                (
+                    FileState(
+                        file.path,
+                        file.size,
+                        file.mtime_ns,
+                        "",
+                        file.language,
+                        skip.reason.name,
+                        skip.detail,
+                    ),
+                    None,
+                )
+            )
         return read_bytes
     run.invalid[file.path] = prepared.invalid
     if prepared.findings is not None:
@@ -479,8 +513,15 @@ def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
     if prepared.same_content:
         writes.stats.append((file.path, file.size, file.mtime_ns))
     elif prepared.was_read or (previous is not None and previous.language != file.language):
-        state = FileState(file.path, file.size, file.mtime_ns, prepared.digest, file.language,
-                          None, invalid_utf8=prepared.invalid)
+        state = FileState(
+            file.path,
+            file.size,
+            file.mtime_ns,
+            prepared.digest,
+            file.language,
+            None,
+            invalid_utf8=prepared.invalid,
+        )
         writes.files.append((state, prepared.text))
     if prepared.chunks is None:
         run.unchanged += 1
@@ -500,14 +541,30 @@ def _skip_from_state(state: FileState) -> SkippedFile:
 
 
 def _snapshot(run: _Run) -> tuple[int, int, int, int, int, int, int, dict[str, bool]]:
-    return (run.indexed, run.unchanged, run.files_read, run.bytes_read, run.chunks_written,
-            run.scanned, len(run.skipped), dict(run.invalid))
+    return (
+        run.indexed,
+        run.unchanged,
+        run.files_read,
+        run.bytes_read,
+        run.chunks_written,
+        run.scanned,
+        len(run.skipped),
+        dict(run.invalid),
+    )
 
 
 def _restore(run: _Run, snap: tuple[int, int, int, int, int, int, int, dict[str, bool]]) -> None:
     """Undo the counters of a batch that was rolled back."""
-    (run.indexed, run.unchanged, run.files_read, run.bytes_read, run.chunks_written,
-     run.scanned, n_skipped, run.invalid) = snap
+    (
+        run.indexed,
+        run.unchanged,
+        run.files_read,
+        run.bytes_read,
+        run.chunks_written,
+        run.scanned,
+        n_skipped,
+        run.invalid,
+    ) = snap
     del run.skipped[n_skipped:]
 
 

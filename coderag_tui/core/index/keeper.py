@@ -225,8 +225,9 @@ class IndexKeeper:
             store.set_build_settings(current, recheck=bool(changed))
         if not changed:
             return settings, None
-        said = ", ".join(f"{n} is {current[n]} (the index was built with {stored[n]})"
-                         for n in changed)
+        said = ", ".join(
+            f"{n} is {current[n]} (the index was built with {stored[n]})" for n in changed
+        )
         return settings, f"{said}: re-checking every file under the new value."
 
     def close(self) -> None:

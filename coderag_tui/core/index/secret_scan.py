@@ -182,6 +182,7 @@ def _config_prefilters() -> tuple[re.Pattern[bytes], ...]:
     # (DB_PASS=, SMTP_PASS:): a pattern with two first bytes leaves SRE's fast path.
     return _prefilters(_ANY_VALUE, b"|pass" + _NAME_AND_OPERATOR + _ANY_VALUE)
 
+
 # Files whose values need no quotes: detect-secrets' config types, plus env and shell files.
 _CONFIG_EXTENSIONS = frozenset(
     {
@@ -351,9 +352,7 @@ _NAMES_CREDENTIAL = re.compile(r"key|token|secret|passw|pwd|auth|credential|cont
 _MIN_GROUP_CHARS = 4
 
 
-def _line_secrets(
-    detectors: _Detectors, rules: Any, line: str
-) -> list[tuple[str, int, int]]:
+def _line_secrets(detectors: _Detectors, rules: Any, line: str) -> list[tuple[str, int, int]]:
     """(kind, start, end) of each secret the plugins find in one line, after the filters."""
     found: list[tuple[str, int, int]] = []
     gate = detectors.format_gate
@@ -368,9 +367,8 @@ def _line_secrets(
     if _NAMES_CREDENTIAL.search(line):
         for plugin, limit in detectors.entropy:
             for value in plugin.analyze_string(line):
-                if (
-                    plugin.calculate_shannon_entropy(value) > limit
-                    and _kept(detectors, value, line, plugin=plugin)
+                if plugin.calculate_shannon_entropy(value) > limit and _kept(
+                    detectors, value, line, plugin=plugin
                 ):
                     guessed.setdefault(value, plugin.secret_type)
     for value, kind in guessed.items():
@@ -489,8 +487,9 @@ def _merged(findings: Iterable[SecretFinding]) -> list[SecretFinding]:
         last = spans[-1] if spans else None
         if last is not None and (f.line, f.col) < (last.end_line, last.end_col):
             end = max((last.end_line, last.end_col), (f.end_line, f.end_col))
-            kind = last.kind if (last.kind not in GENERIC_KINDS or f.kind in GENERIC_KINDS) \
-                else f.kind
+            kind = (
+                last.kind if (last.kind not in GENERIC_KINDS or f.kind in GENERIC_KINDS) else f.kind
+            )
             spans[-1] = SecretFinding(last.line, last.col, end[0], end[1], kind)
         else:
             spans.append(f)

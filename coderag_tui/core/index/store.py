@@ -136,7 +136,6 @@ class FileState:
     invalid_utf8: bool = False
 
 
-
 def _explain(path: Path, exc: sqlite3.Error) -> str:
     """Turn an SQLite error into one sentence a user can act on."""
     text = str(exc)
@@ -157,16 +156,20 @@ def _explain(path: Path, exc: sqlite3.Error) -> str:
             "a writable folder."
         )
     return (
-        f"the index at {path} is damaged ({text}): delete that file and run "
-        "`coderag index` again."
+        f"the index at {path} is damaged ({text}): delete that file and run `coderag index` again."
     )
 
 
 # SQLite's result codes (Python 3.11+ names them on the exception) and, for older Pythons and
 # the sqlite3 module's own decoding errors, the words of its messages.
 _DAMAGED_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-_NOT_WRITABLE_CODES = ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_IOERR",
-                       "SQLITE_PERM")
+_NOT_WRITABLE_CODES = (
+    "SQLITE_FULL",
+    "SQLITE_READONLY",
+    "SQLITE_CANTOPEN",
+    "SQLITE_IOERR",
+    "SQLITE_PERM",
+)
 _DAMAGED_WORDS = ("malformed", "not a database", "could not decode")
 _NOT_WRITABLE_WORDS = ("disk is full", "disk i/o", "readonly", "read-only", "unable to open")
 
@@ -185,7 +188,8 @@ def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
         full = "full" in low or "disk i/o" in low
         fix = (
             "free some disk space or pass --index-dir with a folder on another disk"
-            if full else "pass --index-dir with a writable folder"
+            if full
+            else "pass --index-dir with a writable folder"
         )
         return IndexNotWritable(_explain(path, exc), str(exc), fix)
     return StoreError(_explain(path, exc))
@@ -218,9 +222,7 @@ def _move_aside(path: Path, label: str) -> Path:
 
 def _connect(path: Path) -> sqlite3.Connection:
     """Open in autocommit mode (transactions are explicit) with WAL and relaxed fsync."""
-    conn = sqlite3.connect(
-        str(path), isolation_level=None, check_same_thread=False, timeout=10.0
-    )
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
     try:
         # Big pages keep most chunks and small files on one page (no overflow chains); this
         # only takes effect when the file is created, before WAL is switched on.
@@ -248,9 +250,7 @@ def _open_database(
             "--index-dir with a writable folder."
         ) from exc
     if path.exists() and not path.is_file():
-        raise StoreError(
-            f"the {what} path {path} is not a file: remove it or pass --index-dir."
-        )
+        raise StoreError(f"the {what} path {path} is not a file: remove it or pass --index-dir.")
     notice: str | None = None
     for _attempt in range(2):
         label = ""
@@ -259,9 +259,7 @@ def _open_database(
             conn = _connect(path)
             found_app = int(conn.execute("PRAGMA application_id").fetchone()[0])
             found_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            n_tables = int(
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            )
+            n_tables = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
             if found_app == app_id and found_version == version:
                 return conn, notice
             if found_app == 0 and n_tables == 0:
@@ -269,9 +267,7 @@ def _open_database(
                 return conn, notice
             if found_app == app_id:
                 label = "old-schema"
-                reason = (
-                    f"used schema version {found_version} (this coderag uses {version})"
-                )
+                reason = f"used schema version {found_version} (this coderag uses {version})"
             else:
                 label = "foreign"
                 reason = "was not made by coderag"
@@ -310,8 +306,9 @@ def _open_read_only(path: Path, *, app_id: int, version: int, what: str) -> sqli
     conn: sqlite3.Connection | None = None
     for query in (uri, uri + "&immutable=1"):
         try:
-            conn = sqlite3.connect(query, uri=True, isolation_level=None,
-                                   check_same_thread=False, timeout=10.0)
+            conn = sqlite3.connect(
+                query, uri=True, isolation_level=None, check_same_thread=False, timeout=10.0
+            )
             found_app = int(conn.execute("PRAGMA application_id").fetchone()[0])
             found_version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         except sqlite3.OperationalError as exc:
@@ -523,7 +520,7 @@ class Store(_Database):
                 "SELECT key FROM meta WHERE key >= ? AND key < ? ORDER BY key",
                 (_GEN_PREFIX, _GEN_PREFIX[:-1] + chr(ord(":") + 1)),
             ).fetchall()
-        return [str(r[0])[len(_GEN_PREFIX):] for r in rows]
+        return [str(r[0])[len(_GEN_PREFIX) :] for r in rows]
 
     # --- integrity and the settings an index was built with ---------------------------------
 
@@ -598,9 +595,7 @@ class Store(_Database):
                 "SELECT path, size, mtime_ns, content_hash, language, skip_reason, "
                 "skip_detail, invalid_utf8 FROM files"
             ).fetchall()
-        return {
-            r[0]: FileState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows
-        }
+        return {r[0]: FileState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows}
 
     def file_text(self, path: str) -> str | None:
         """The text that was indexed for `path` (so re-chunking never has to read the file)."""
@@ -635,8 +630,16 @@ class Store(_Database):
                 "INSERT OR REPLACE INTO files (path, size, mtime_ns, content_hash, language, "
                 "skip_reason, skip_detail, invalid_utf8) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (s.path, s.size, s.mtime_ns, s.content_hash, s.language, s.skip_reason,
-                     s.skip_detail, int(s.invalid_utf8))
+                    (
+                        s.path,
+                        s.size,
+                        s.mtime_ns,
+                        s.content_hash,
+                        s.language,
+                        s.skip_reason,
+                        s.skip_detail,
+                        int(s.invalid_utf8),
+                    )
                     for s, _ in items
                 ],
             )
@@ -683,9 +686,7 @@ class Store(_Database):
             )
             if cur.rowcount > 0:
                 self._dirty.add(spec_key)
-            self._conn.executemany(
-                "DELETE FROM chunked WHERE spec_key = ? AND path = ?", params
-            )
+            self._conn.executemany("DELETE FROM chunked WHERE spec_key = ? AND path = ?", params)
 
     # --- chunks -------------------------------------------------------------------------
 

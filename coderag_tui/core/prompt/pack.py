@@ -139,8 +139,11 @@ class _Packer:
 
     def render_block(self, block: _Block) -> str:
         return self.template.render_block(
-            path=block.path, start=block.start, end=block.end,
-            language=block.language, code=self.block_text(block),
+            path=block.path,
+            start=block.start,
+            end=block.end,
+            language=block.language,
+            code=self.block_text(block),
         )
 
     def block_cost(self, block: _Block) -> int:
@@ -156,8 +159,13 @@ class _Packer:
         """Price every chunk as its own block in one batch call (tiktoken encodes in threads)."""
         blocks: dict[tuple[str, int, int, str | None], _Block] = {}
         for cand in cands:
-            block = _Block(cand.chunk.path, cand.chunk.start_line, cand.chunk.end_line,
-                           cand.chunk.language, (cand,))
+            block = _Block(
+                cand.chunk.path,
+                cand.chunk.start_line,
+                cand.chunk.end_line,
+                cand.chunk.language,
+                (cand,),
+            )
             blocks.setdefault((block.path, block.start, block.end, block.language), block)
         todo = [(k, b) for k, b in blocks.items() if k not in self._costs]
         counts = self.counter.count_many([self.render_block(b) for _, b in todo])
@@ -468,8 +476,10 @@ def advise(budget: int, chunk_lines: int, avg_tokens_per_line: float) -> Advice:
         if not low <= chunk_lines <= high:
             advice += f" (try {lines})"
     unit = "line" if chunk_lines == 1 else "lines"
-    fit = f"{fits} chunk of {chunk_lines} {unit} fits" if fits == 1 else (
-        f"{fits} chunks of {chunk_lines} {unit} fit"
+    fit = (
+        f"{fits} chunk of {chunk_lines} {unit} fits"
+        if fits == 1
+        else (f"{fits} chunks of {chunk_lines} {unit} fit")
     )
     text = f"{advice}; {fit}"
     return Advice(text=text, spec=spec, recommended_lines=span, chunks_that_fit=fits)

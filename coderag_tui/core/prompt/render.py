@@ -119,15 +119,16 @@ class Template:
         fence = fence_for(code)
         if self.kind == "file" and self.block_format:
             values = {
-                "path": path, "start": str(start), "end": str(end),
-                "lines": line_range(start, end), "language": tag, "fence": fence,
+                "path": path,
+                "start": str(start),
+                "end": str(end),
+                "lines": line_range(start, end),
+                "language": tag,
+                "fence": fence,
                 "code": code,
             }
             return _substitute(self.block_format, values).rstrip("\n")
-        return (
-            f"### [{path} · lines {line_range(start, end)}]\n"
-            f"{fence}{tag}\n{code}\n{fence}"
-        )
+        return f"### [{path} · lines {line_range(start, end)}]\n{fence}{tag}\n{code}\n{fence}"
 
     def render(self, blocks: Sequence[str], task: str) -> str:
         """The whole prompt from rendered blocks (in order) and the task; ends with a newline."""

@@ -118,9 +118,7 @@ class TokenCounter:
     note: str = ""
     requested: str = DEFAULT_ENCODING
     _encode: Callable[[str], list[int]] | None = field(default=None, repr=False)
-    _encode_batch: Callable[[list[str]], list[list[int]]] | None = field(
-        default=None, repr=False
-    )
+    _encode_batch: Callable[[list[str]], list[list[int]]] | None = field(default=None, repr=False)
     max_cached: int = 65_536
     _cache: OrderedDict[bytes, int] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -301,9 +301,7 @@ class Definitions:
         return key in self._raw
 
     @classmethod
-    def from_entries(
-        cls, n_docs: int, entries: Iterable[tuple[int, str, str]]
-    ) -> Definitions:
+    def from_entries(cls, n_docs: int, entries: Iterable[tuple[int, str, str]]) -> Definitions:
         """From (chunk index, name, kind) entries; a chunk defining two spellings of one form
         keeps the weightier kind (type, then function, then constant)."""
         grouped: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
@@ -407,8 +405,10 @@ def _read_cache(path: Path) -> dict[str, list[FileDefinition]]:
 
 
 def _write_cache(path: Path, cache: dict[str, list[FileDefinition]]) -> None:
-    files = {key: [(line, name, _KIND_CODE[kind]) for line, name, kind in found]
-             for key, found in cache.items()}
+    files = {
+        key: [(line, name, _KIND_CODE[kind]) for line, name, kind in found]
+        for key, found in cache.items()
+    }
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # rename: readers see all or nothing
     tmp.write_text(json.dumps({"version": EXTRACTOR_VERSION, "files": files}), encoding="utf-8")
     tmp.replace(path)
@@ -422,8 +422,10 @@ def load_or_build_definitions(
     directory = definitions_dir(settings)
     generation = store.generation(settings.chunking_spec.key)
     meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
-    if meta is not None and meta.get("generation") == generation and (
-        meta.get("n_docs") == len(chunks)
+    if (
+        meta is not None
+        and meta.get("generation") == generation
+        and (meta.get("n_docs") == len(chunks))
     ):
         with contextlib.suppress(ValueError, KeyError, TypeError):
             return Definitions.load(directory)

@@ -151,7 +151,6 @@ def split_stripes(
     return Stripes(stripe_texts, stripe_tokens, np.asarray(owners, dtype=np.int64))
 
 
-
 def _lookup(cache: VectorCache, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     for i in range(0, len(hashes), CACHE_SLICE):

@@ -193,7 +193,8 @@ def resolve_model(
     if name:
         return _named(kind, backend, name, allow_download)
     defaults: Sequence[tuple[str, str]] = [
-        (use, default) for use, default in kind.defaults
+        (use, default)
+        for use, default in kind.defaults
         if use in kind.backends_for(backend, default)
     ]
     for use, default in defaults:

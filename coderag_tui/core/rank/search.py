@@ -173,8 +173,14 @@ class Searcher:
         if signals and query.strip():
             weights = Weights.from_settings(settings)
             scored = rescore(
-                query, fused, self.facts(weights), weights, base=base, bm25=self.bm25,
-                depth=depth, exclude=exclude,
+                query,
+                fused,
+                self.facts(weights),
+                weights,
+                base=base,
+                bm25=self.bm25,
+                depth=depth,
+                exclude=exclude,
             )
             hits = tuple(
                 Hit(chunk=self.chunks[i], score=float(s), rank=r, why=why)

@@ -31,6 +31,7 @@ SECRET_FATE = {
     "allow": ": in the prompt as it is",
 }
 
+
 class MainScreen(Screen[None]):
     """Everything about one query at a glance; the app fills it from core results."""
 
