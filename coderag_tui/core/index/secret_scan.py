@@ -234,6 +234,11 @@ def _load() -> _Detectors:
         return _detectors
 
 
+def warm() -> None:
+    """Import and build the detectors now (an indexer starts this beside its reading)."""
+    _load()
+
+
 def _build_detectors() -> _Detectors:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.filters import heuristic
