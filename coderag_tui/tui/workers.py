@@ -237,8 +237,12 @@ def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:
     from coderag_tui.core.prompt.clipboard import copy_text
 
     result = copy_text(text, osc52_stream=io.BytesIO(), use_pyperclip=system_clipboard)
-    if result.ok and result.method != "osc52":
-        how = f"Copied {tokens:,} tokens with {result.method.split('+')[0]} (and OSC 52)."
+    method = result.method.split("+")[0]
+    if result.ok and method == "tmux":
+        # tmux drops an application's own OSC 52 by default: say where the text really is.
+        how = f"Copied {tokens:,} tokens: {result.message}."
+    elif result.ok and method != "osc52":
+        how = f"Copied {tokens:,} tokens with {method} (and OSC 52)."
     else:
         how = (
             f"Copied {tokens:,} tokens: sent to the terminal via OSC 52 — your terminal must "

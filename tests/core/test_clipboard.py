@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,65 @@ def test_without_a_tool_or_a_terminal_the_user_learns_what_to_install(tmp_path: 
     assert first == "False none"
     assert message.startswith("no clipboard tool and no terminal to send OSC 52 to")
     assert message.endswith("install xclip, xsel or wl-copy, or use --out FILE")
+
+
+@pytest.fixture
+def tmux_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """A real tmux server on a private socket, and the environment a program inside it sees;
+    no display and no clipboard tool on PATH, only tmux."""
+    import shutil
+
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("tmux is not installed")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tmux").symlink_to(tmux)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    socket = tmp_path / "tmux.sock"
+    subprocess.run(
+        [tmux, "-S", str(socket), "new-session", "-d", "-x", "80", "-y", "24"],
+        check=True,
+        env={"PATH": str(bin_dir), "TERM": "xterm"},
+    )
+    pid = subprocess.run(
+        [tmux, "-S", str(socket), "display", "-p", "#{pid}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    yield {"PATH": str(bin_dir), "TMUX": f"{socket},{pid},0", "TERM": "screen"}
+    subprocess.run([tmux, "-S", str(socket), "kill-server"], check=False)
+
+
+def _tmux_buffer(env: dict[str, str]) -> str:
+    socket = env["TMUX"].split(",")[0]
+    out = subprocess.run(
+        ["tmux", "-S", socket, "show-buffer"], capture_output=True, text=True, env=env, check=True
+    )
+    return out.stdout
+
+
+def test_inside_tmux_the_prompt_lands_in_tmux_s_buffer(tmux_session: dict[str, str]) -> None:
+    stream = io.BytesIO()
+    result = copy_text("## Task\nfix the retry ✓", env=tmux_session, osc52_stream=stream)
+    assert result.ok and result.method == "tmux"
+    assert _tmux_buffer(tmux_session) == "## Task\nfix the retry ✓"
+    assert "prefix + ] pastes it" in result.message
+    assert stream.getvalue() == b""  # no OSC 52 that tmux would drop by default
+
+
+def test_inside_tmux_with_set_clipboard_off_it_says_the_terminal_did_not_get_it(
+    tmux_session: dict[str, str],
+) -> None:
+    socket = tmux_session["TMUX"].split(",")[0]
+    subprocess.run(
+        ["tmux", "-S", socket, "set", "-g", "set-clipboard", "off"], check=True, env=tmux_session
+    )
+    result = copy_text("prompt text", env=tmux_session, osc52_stream=io.BytesIO())
+    assert result.ok and result.method == "tmux"
+    assert _tmux_buffer(tmux_session) == "prompt text"
+    assert "set-clipboard is off" in result.message
+    assert "set -g set-clipboard on" in result.message

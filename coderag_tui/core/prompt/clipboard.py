@@ -1,11 +1,13 @@
 """Getting a prompt to the user's clipboard: pyperclip, else OSC 52 via the terminal, and a file.
 
-pyperclip drives the system tools (xclip, xsel, wl-copy, pbcopy, clip.exe …). Over SSH or on
-a headless box there is no such tool, but most terminal emulators accept the OSC 52 escape
-sequence `ESC ] 52 ; c ; <base64> BEL`, which sets the clipboard of the machine the terminal
-runs on; inside tmux the sequence is wrapped in a DCS passthrough so tmux forwards it. The
-result always says which of these happened, because a silent failure here costs the user a
-paste of the wrong thing.
+pyperclip drives the system tools (xclip, xsel, wl-copy, pbcopy, clip.exe …). Inside tmux the
+text goes into tmux's own paste buffer (`tmux load-buffer -w`), which tmux also offers to the
+outer terminal's clipboard unless its `set-clipboard` option is off: an application's own OSC 52
+would be dropped by tmux's default (`set-clipboard external`). Elsewhere, over SSH or on a
+headless box, most terminal emulators accept the OSC 52 escape sequence
+`ESC ] 52 ; c ; <base64> BEL`, which sets the clipboard of the machine the terminal runs on.
+The result always says which of these happened and what it could not know, because a silent
+failure here costs the user a paste of the wrong thing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import base64
 import contextlib
 import io
 import os
+import shutil
 import stat
+import subprocess
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,6 +95,43 @@ def send_osc52(
     return True, message
 
 
+TMUX_TIMEOUT_S = 5.0
+
+
+def _tmux(args: list[str], env: Mapping[str, str], data: bytes | None = None) -> str | None:
+    """Run a tmux client command against the session `env` names; its output, or None."""
+    try:
+        proc = subprocess.run(
+            ["tmux", *args],
+            input=data,
+            capture_output=True,
+            env=dict(env),
+            timeout=TMUX_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else None
+
+
+def copy_in_tmux(text: str, env: Mapping[str, str]) -> tuple[bool, str]:
+    """Inside tmux: load the text into tmux's paste buffer and let tmux offer it to the outer
+    terminal's clipboard; (ok, message saying where it went and what could not be known)."""
+    data = text.encode("utf-8", "replace")
+    # -w also sends it to the outer terminal's clipboard (tmux 3.2+); older tmux lacks -w.
+    if _tmux(["load-buffer", "-w", "-"], env, data) is None and (
+        _tmux(["load-buffer", "-"], env, data) is None
+    ):
+        return False, "tmux did not take the text (tmux load-buffer failed)"
+    message = "in tmux's paste buffer (prefix + ] pastes it)"
+    if _tmux(["show-options", "-gv", "set-clipboard"], env) == "off":
+        return True, (
+            f"{message}; tmux's set-clipboard is off, so your terminal's clipboard did not get "
+            "it: add `set -g set-clipboard on` to ~/.tmux.conf"
+        )
+    return True, f"{message} and offered by tmux to your terminal's clipboard, if it allows"
+
+
 def copy_with_pyperclip(text: str) -> tuple[str | None, str]:
     """Copy with pyperclip's mechanism for this system; (mechanism or None, why it failed).
 
@@ -164,9 +205,14 @@ def copy_text(
     failures: list[str] = []
     if clipboard:
         mechanism, why = copy_with_pyperclip(text) if use_pyperclip else (None, "")
+        env = os.environ if env is None else env
+        in_tmux = bool(env.get("TMUX")) and shutil.which("tmux") is not None
         if mechanism is not None:
             methods.append(mechanism)
             messages.append(f"copied ({mechanism})")
+        elif in_tmux and (tmux := copy_in_tmux(text, env))[0]:
+            methods.append("tmux")
+            messages.append(f"{why}; {tmux[1]}" if why else tmux[1])
         else:
             ok, message = send_osc52(text, env=env, stream=osc52_stream)
             (methods if ok else failures).append("osc52")
