@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
 
@@ -64,7 +64,11 @@ class CoderagApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "coderag"
     COMMANDS = App.COMMANDS | {CoderagCommands}
-    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
+    # Textual's own ctrl+q is hidden; a newcomer should see in the footer how to leave.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit"),
+        *APP_BINDINGS,
+    ]
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ async def test_indexing_progress_appears_and_completes(
         assert "7/7 files" in str(row.query_one(".work-detail", Static).render())
         assert not row.display
         top = str(app.main.query_one(TopBar).render())
-        assert "7 files" in top and "index ready" in top and "lines:12:0" in top
+        assert "7 files" in top and "index ready" in top and "12-line chunks" in top
 
 
 async def test_search_fills_every_available_column_and_explains_the_others(
@@ -120,7 +120,7 @@ async def test_changing_the_chunking_rechunks_and_searches_again(
         )
         hit = app.session.last_run.rankings["bm25"].hits[0].chunk
         assert hit.path == "shop/inventory.py" and hit.kind == "file"
-        assert "· file" in str(app.main.query_one(TopBar).render())
+        assert "· whole files" in str(app.main.query_one(TopBar).render())
 
 
 async def test_help_lists_the_keys(tui_settings: Settings, build_app: AppFactory) -> None:

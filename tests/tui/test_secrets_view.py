@@ -26,7 +26,7 @@ async def test_secrets_are_marked_and_held_back(
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, TASK)
         await settle(pilot)
-        labels = [row.label for row in column(app, "bm25").table.rows]
+        labels = [row.mark + row.label for row in column(app, "bm25").table.rows]
         assert any(label.startswith("⚠ settings.py:") for label in labels), labels
         assert any(label.startswith("app/db.py:") for label in labels), labels
         key = next(k for k in app.session.secrets if k.startswith("settings.py"))

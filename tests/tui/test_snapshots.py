@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 
 from coderag_tui.settings import Settings
@@ -43,3 +44,42 @@ def test_help(snap_compare: Any, tui_settings: Settings, build_app: AppFactory) 
         await settle(pilot)
 
     assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=run_before)
+
+
+SMALL = pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
+
+
+@SMALL
+def test_main_view_on_a_small_terminal(
+    snap_compare: Any, tui_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, QUERY)
+        await pilot.press("escape", "down")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=size, run_before=run_before)
+
+
+@SMALL
+def test_prompt_view_on_a_small_terminal(
+    snap_compare: Any, tui_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, QUERY)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=size, run_before=run_before)
+
+
+@SMALL
+def test_help_on_a_small_terminal(
+    snap_compare: Any, tui_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("f1")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=size, run_before=run_before)

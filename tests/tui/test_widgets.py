@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from rich.cells import cell_len
 
 from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun
 from coderag_tui.tui.widgets.latency import bar
 from coderag_tui.tui.widgets.preview import term_pattern, word_matches
-from coderag_tui.tui.widgets.ranking_table import fit_left
+from coderag_tui.tui.widgets.ranking_table import fit_middle, row_cells
 from coderag_tui.tui.widgets.rankings import ranks_line
+from coderag_tui.tui.widgets.status import chunking_label
 from coderag_tui.tui.widgets.tuning import step_budget
 from coderag_tui.tui.workers import parse_location
 
@@ -35,15 +37,50 @@ def test_ranks_line_shows_every_list_with_a_dash_where_absent_and_off_where_unav
 
 
 @pytest.mark.parametrize(
-    ("text", "width", "expected"),
+    ("label", "width", "expected"),
     [
         ("shop/cart.py:1-12", 40, "shop/cart.py:1-12"),
-        ("very/long/path/cart.py:1-12", 12, "…py:1-12"),
+        ("shop/cart.py:1-12", 17, "shop/cart.py:1-12"),
+        # the directory goes first, whole names kept where they fit
+        ("src/requests/sessions.py:257-320", 26, "src/…/sessions.py:257-320"),
+        ("src/requests/sessions.py:257-320", 24, "src…/sessions.py:257-320"),
+        ("a/b/c/d/e/f/models.py:1-64", 21, "a/b/…/models.py:1-64"),
+        ("tests/test_requests.py:1-64", 23, "…/test_requests.py:1-64"),
+        # then the middle of the file name; the line range stays
+        ("src/requests/sessions.py:257-320", 18, "sessi…s.py:257-320"),
+        ("src/requests/sessions.py:257-320", 12, "se…y:257-320"),
+        # not even the range fits: the end is kept
+        ("src/requests/sessions.py:257-320", 5, "…-320"),
+        ("src/requests/sessions.py:257-320", 1, "…"),
+        ("src/requests/sessions.py:257-320", 0, ""),
+        ("no_directory_at_all.py:1-9", 16, "no_dir…ll.py:1-9"),
+        # wide characters count two cells each
+        ("a/b/日本語ファイル.py:1-9", 23, "…/日本語ファイル.py:1-9"),
+        ("a/b/日本語ファイル.py:1-9", 21, "日本語フ…イル.py:1-9"),
+        ("a/b/日本語ファイル.py:1-9", 14, "日本…ル.py:1-9"),
     ],
 )
-def test_fit_left_keeps_the_end_of_a_path(text: str, width: int, expected: str) -> None:
-    out = fit_left(text, width)
-    assert out.endswith(expected.lstrip("…")) and len(out) <= width
+def test_fit_middle_keeps_the_file_name_and_line_range(
+    label: str, width: int, expected: str
+) -> None:
+    out = fit_middle(label, width)
+    assert out == expected
+    assert cell_len(out) <= max(width, 0)
+
+
+@pytest.mark.parametrize("width", range(0, 40))
+def test_fit_middle_never_overflows_and_keeps_the_range_when_it_fits(width: int) -> None:
+    for label in ("src/requests/sessions.py:257-320", "x/日本/ファイル名.py:10-20", "a.py:1-2"):
+        out = fit_middle(label, width)
+        assert cell_len(out) <= width
+        if width >= len(":257-320") + 1:
+            assert out.endswith(label[label.rfind(":") :])
+
+
+def test_a_ranking_row_keeps_its_mark_and_is_exactly_as_wide_as_the_table() -> None:
+    line = row_cells(("3", "src/requests/sessions.py:257-320", "0.81"), 30, 2, 5, "⚠ ")
+    assert cell_len(line) == 30
+    assert line.startswith("  3 ⚠ ") and ":257-320" in line and line.endswith("0.81 ")
 
 
 def test_bar_is_proportional_and_exactly_as_wide_as_asked() -> None:
@@ -76,3 +113,17 @@ def test_budget_steps_walk_the_presets() -> None:
     assert step_budget(2000, -1) == 2000
     assert step_budget(128_000, 1) == 128_000
     assert step_budget(5000, 1) == 8000  # a custom budget steps to the next preset
+
+
+@pytest.mark.parametrize(
+    ("key", "label"),
+    [
+        ("lines:64:0", "64-line chunks"),
+        ("lines:40:8", "40-line chunks, 8 overlap"),
+        ("ast:64", "ast chunks ≤ 64 lines"),
+        ("file", "whole files"),
+        ("something-new", "something-new"),
+    ],
+)
+def test_the_top_bar_names_the_chunking_in_words(key: str, label: str) -> None:
+    assert chunking_label(key) == label

@@ -7,10 +7,12 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from coderag_tui.tui.screens.layout import HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
 
 INTRO = (
     "coderag ranks this repository's code for your question four ways and packs the best "
@@ -90,15 +92,21 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,f1,q,question_mark", "app.pop_screen", "Close")
     ]
+    HORIZONTAL_BREAKPOINTS = WIDTH_BREAKPOINTS
+    VERTICAL_BREAKPOINTS = HEIGHT_BREAKPOINTS
 
     def compose(self) -> ComposeResult:
         groups = key_groups()
         left = [section(t, rows) for t, rows in groups[:3]]
         right = [section(t, rows) for t, rows in groups[3:]]
-        with Vertical(id="help-body") as body:
+        # It scrolls (↑ ↓, pgup pgdn) where the terminal is too short for every key.
+        with VerticalScroll(id="help-body") as body:
             body.border_title = "coderag — keys"
-            body.border_subtitle = "esc closes"
+            body.border_subtitle = "↑ ↓ scroll · esc closes"
             yield Static(Content.styled(INTRO, "$text-muted"), id="help-intro")
             with Horizontal(id="help-columns"):
                 yield Static(Content("\n\n").join(left), classes="help-column")
                 yield Static(Content("\n\n").join(right), classes="help-column")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()

@@ -17,6 +17,12 @@ from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
 from coderag_tui.core.visible import one_line
 from coderag_tui.tui.messages import EmbeddingProgressed, IndexProgressed
 from coderag_tui.tui.protocol import CoderagHost, host_of
+from coderag_tui.tui.screens.layout import (
+    BUDGET_KEYS,
+    HEIGHT_BREAKPOINTS,
+    LIST_KEYS,
+    WIDTH_BREAKPOINTS,
+)
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
@@ -37,15 +43,21 @@ class MainScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_query", "Query", tooltip="Jump to the query input"),
-        Binding("1", "focus_column('bm25')", "BM25", show=False, tooltip="Jump to the BM25 list"),
         Binding(
-            "2", "focus_column('dense')", "Dense", show=False, tooltip="Jump to the dense list"
+            "1", "focus_column('bm25')", "BM25", group=LIST_KEYS, tooltip="Jump to the BM25 list"
         ),
         Binding(
-            "3", "focus_column('fused')", "Fused", show=False, tooltip="Jump to the fused list"
+            "2", "focus_column('dense')", "Dense", group=LIST_KEYS, tooltip="Jump to the dense list"
         ),
         Binding(
-            "4", "focus_column('rerank')", "Rerank", show=False, tooltip="Jump to the reranked list"
+            "3", "focus_column('fused')", "Fused", group=LIST_KEYS, tooltip="Jump to the fused list"
+        ),
+        Binding(
+            "4",
+            "focus_column('rerank')",
+            "Rerank",
+            group=LIST_KEYS,
+            tooltip="Jump to the reranked list",
         ),
         Binding("p", "app.pin", "Pin", tooltip="Pin the selected chunk: it goes first"),
         Binding(
@@ -56,6 +68,7 @@ class MainScreen(Screen[None]):
             "app.budget_step(-1)",
             "Budget −",
             key_display="[",
+            group=BUDGET_KEYS,
             tooltip="Smaller token budget (2k … 128k)",
         ),
         Binding(
@@ -63,6 +76,7 @@ class MainScreen(Screen[None]):
             "app.budget_step(1)",
             "Budget +",
             key_display="]",
+            group=BUDGET_KEYS,
             tooltip="Larger token budget",
         ),
         Binding(
@@ -72,8 +86,23 @@ class MainScreen(Screen[None]):
             show=False,
             tooltip="Tuning: chunking, budget, RRF k, depth, rerank",
         ),
+        Binding(
+            "z",
+            "zoom",
+            "Zoom",
+            tooltip="Maximise the focused pane (z or esc restores)",
+        ),
+        Binding(
+            "s",
+            "toggle_side",
+            "Side",
+            show=False,
+            tooltip="Show or hide the latency and tuning panel",
+        ),
         Binding("question_mark", "app.help", "Help", show=False, tooltip="This list of keys"),
     ]
+    HORIZONTAL_BREAKPOINTS = WIDTH_BREAKPOINTS
+    VERTICAL_BREAKPOINTS = HEIGHT_BREAKPOINTS
 
     last_list: RankingName | None = None  # focused last: a new search selects its #1
 
@@ -306,4 +335,26 @@ class MainScreen(Screen[None]):
 
     def action_focus_tuning(self) -> None:
         self.query_one(TabbedContent).active = "tab-tuning"
-        self.query_one("#tune-chunking").focus()
+        if not self.side_shown:
+            self.action_toggle_side()
+        # The panel shows after the next refresh; focus then, or focus finds it hidden.
+        self.call_after_refresh(self.query_one("#tune-chunking").focus)
+
+    @property
+    def side_shown(self) -> bool:
+        """Whether the latency and tuning panel is on screen: by default on wide screens only,
+        `s` inverts that."""
+        return self.has_class("-narrow") == self.has_class("side-toggled")
+
+    def action_toggle_side(self) -> None:
+        self.toggle_class("side-toggled")
+
+    def action_zoom(self) -> None:
+        """Maximise the focused pane (a whole ranking column, the preview); again restores."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is None or not self.maximize(self.focused):
+            self.app.notify(
+                "Nothing to zoom: move to a ranking or the preview first (1–4, tab).",
+                severity="warning",
+            )

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static, TextArea
 
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
+from coderag_tui.tui.screens.layout import BUDGET_KEYS, HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
 from coderag_tui.tui.widgets.latency import meter
 
 
@@ -30,6 +31,7 @@ class PromptScreen(Screen[None]):
             "app.budget_step(-1)",
             "Budget −",
             key_display="[",
+            group=BUDGET_KEYS,
             tooltip="Smaller token budget",
         ),
         Binding(
@@ -37,9 +39,12 @@ class PromptScreen(Screen[None]):
             "app.budget_step(1)",
             "Budget +",
             key_display="]",
+            group=BUDGET_KEYS,
             tooltip="Larger token budget",
         ),
     ]
+    HORIZONTAL_BREAKPOINTS = WIDTH_BREAKPOINTS
+    VERTICAL_BREAKPOINTS = HEIGHT_BREAKPOINTS
 
     @property
     def host(self) -> CoderagHost:

@@ -23,8 +23,10 @@ class SaveScreen(ModalScreen[Path | None]):
         self._default = default
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="save-dialog"):
-            yield Label("Save the prompt to (Enter saves, Esc cancels):")
+        with Vertical(id="save-dialog") as dialog:
+            dialog.border_title = "Save the prompt"
+            dialog.border_subtitle = "enter saves · esc cancels"
+            yield Label("File:")
             yield Input(str(self._default), id="save-path")
 
     @on(Input.Submitted)

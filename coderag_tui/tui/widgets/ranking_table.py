@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len, get_character_cell_size, set_cell_size
 from rich.segment import Segment
 from textual import events
 from textual.binding import Binding, BindingType
@@ -24,26 +25,84 @@ HEADER = ("#", "chunk", "score")
 
 @dataclass(frozen=True)
 class Row:
-    """One hit as shown: its rank, its label and its formatted score; `key` names the chunk."""
+    """One hit as shown: its rank, its label and its formatted score; `key` names the chunk;
+    `mark` (such as `⚠ `) goes before the label and is never shortened away."""
 
     rank: str
     label: str
     score: str
     key: str
+    mark: str = ""
 
 
-def fit_left(text: str, width: int) -> str:
-    """Shorten text from the left with an ellipsis, so the file name and lines stay visible."""
-    if width <= 1 or len(text) <= width:
-        return text
-    return "…" + text[-(width - 1) :]
+def _start_cells(text: str, cells: int) -> str:
+    """The longest start of `text` that fits in `cells` terminal cells."""
+    used = 0
+    for i, char in enumerate(text):
+        used += get_character_cell_size(char)
+        if used > cells:
+            return text[:i]
+    return text
 
 
-def row_cells(row: tuple[str, str, str], width: int, rank_w: int, score_w: int) -> str:
-    """The row as one line of `width` cells: rank right-aligned, label, score right-aligned."""
+def _end_cells(text: str, cells: int) -> str:
+    """The longest end of `text` that fits in `cells` terminal cells."""
+    used = 0
+    for i in range(len(text) - 1, -1, -1):
+        used += get_character_cell_size(text[i])
+        if used > cells:
+            return text[i + 1 :]
+    return text
+
+
+def fit_middle(label: str, width: int) -> str:
+    """Shorten a `dir/name.py:12-40` label to `width` cells by eliding the middle.
+
+    The file name and line range tell chunks apart, so they go last: first the directory is
+    shortened (`src/…/sessions.py:257-320`), then the name (`sess…ns.py:257-320`); only when
+    not even the line range fits is the label cut from the left.
+    """
+    if width <= 0:
+        return ""
+    if cell_len(label) <= width:
+        return label
+    if width == 1:
+        return "…"
+    slash = label.rfind("/")
+    head, tail = label[: slash + 1], label[slash + 1 :]
+    room = width - cell_len(tail) - 2  # "…/" between the directory's start and the name
+    if head and room >= 0:
+        start = _start_cells(head[:-1], room)
+        cut = start.rfind("/")  # prefer whole directory names: `src/…/`, not `src/req…/`
+        if cut >= 0:
+            start = start[: cut + 1]
+        elif cell_len(start) < 3:
+            start = ""  # `c…/` says nothing that `…/` does not
+        elif cell_len(start) < room:
+            start += "/"
+        if start.endswith("/"):
+            return f"{start}…/{tail}"
+        return f"{start}…{label[slash:]}" if start else f"…/{tail}"
+    colon = tail.rfind(":")
+    name, lines = (tail[:colon], tail[colon:]) if colon > 0 else (tail, "")
+    room = width - cell_len(lines) - 1
+    if room >= 2:
+        front = _start_cells(name, (room + 1) // 2)
+        back = _end_cells(name, room - cell_len(front))
+        return f"{front}…{back}{lines}"
+    return "…" + _end_cells(label, width - 1)
+
+
+def row_cells(
+    row: tuple[str, str, str], width: int, rank_w: int, score_w: int, mark: str = ""
+) -> str:
+    """The row as one line of `width` cells: rank right-aligned, mark and label, score
+    right-aligned."""
     label_w = max(1, width - rank_w - score_w - 4)
     rank, label, score = row
-    return f" {rank:>{rank_w}} {fit_left(label, label_w):<{label_w}} {score:>{score_w}} "[:width]
+    fitted = fit_middle(label, label_w - cell_len(mark))
+    label = set_cell_size(mark + fitted, label_w)
+    return set_cell_size(f" {rank:>{rank_w}} {label} {score:>{score_w}} ", max(width, 0))
 
 
 class RankingTable(ScrollView, can_focus=True):
@@ -192,7 +251,7 @@ class RankingTable(ScrollView, can_focus=True):
             if cursor:
                 style += self.get_component_rich_style("ranking-table--cursor")
             row = self.rows[index]
-            text = row_cells((row.rank, row.label, row.score), width, rank_w, score_w)
+            text = row_cells((row.rank, row.label, row.score), width, rank_w, score_w, row.mark)
             strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
             self._strips[cache_key] = strip
         return strip

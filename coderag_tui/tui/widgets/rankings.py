@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
@@ -52,6 +53,8 @@ def ranks_line(run: SearchRun | None, key: str | None, shown: tuple[RankingName,
 
 class RankingColumn(Vertical):
     """One method's ranking as a table of rank, `path:start-end` and score, or why it is off."""
+
+    ALLOW_MAXIMIZE = True  # zoom shows the whole column, title and all, not the bare table
 
     @dataclass
     class ChunkHighlighted(Message):
@@ -104,11 +107,11 @@ class RankingColumn(Vertical):
         lines = [
             Row(
                 str(hit.rank),
-                # ⚠ marks a chunk with a suspected secret: it stays out of the prompt.
-                ("⚠ " if secrets and hit.chunk.key in secrets else "")
-                + f"{one_line(hit.chunk.path)}:{hit.chunk.start_line}-{hit.chunk.end_line}",
+                f"{one_line(hit.chunk.path)}:{hit.chunk.start_line}-{hit.chunk.end_line}",
                 fmt.format(hit.score),
                 hit.chunk.key,
+                # ⚠ marks a chunk with a suspected secret: it stays out of the prompt.
+                "⚠ " if secrets and hit.chunk.key in secrets else "",
             )
             for hit in ranking.hits[:rows]
         ]
@@ -121,10 +124,15 @@ class RankingColumn(Vertical):
         )
         table.set_show_cursor(bool(self.keys))
 
+    @property
+    def note(self) -> str:
+        """Why the list is empty or off ("" while it shows hits)."""
+        return str(self.query_one(".unavailable", Static).render())
+
     def _set_note(self, text: str, *, off: bool) -> None:
         note = self.query_one(".unavailable", Static)
         if str(note.render()) != text:
-            note.update(text)
+            note.update(Content(text))  # reasons name paths and extras: plain text
         if note.display != bool(text):
             note.display = bool(text)
         if self.has_class("off") != off:
@@ -145,18 +153,39 @@ class RankingColumn(Vertical):
         self.post_message(self.ChunkHighlighted(self, event.key))
 
 
-class RankingsBoard(Horizontal):
-    """The columns BM25 | Dense | Fused | Reranked (the last only while rerank is on)."""
+def off_note(off: list[tuple[RankingName, str]]) -> Content:
+    """`Dense off: no model — set …` for every column that is off, in one line."""
+    parts = []
+    for name, reason in off:
+        text = one_line(reason)
+        if text.lower().startswith(f"{SHORT[name].lower()} "):  # "dense search is off: …"
+            parts.append(Content(text))
+        else:
+            parts.append(Content.assemble((f"{TITLES[name]} off", "bold"), f": {text}"))
+    return Content(" · ").join(parts)
+
+
+class RankingsBoard(Vertical):
+    """The columns BM25 | Dense | Fused | Reranked (the last only while rerank is on); a
+    column that is off gives its width to the others and says why in one line below them."""
 
     def compose(self) -> ComposeResult:
-        for name in RANKING_NAMES:
-            yield RankingColumn(name)
+        with Horizontal(id="columns"):
+            for name in RANKING_NAMES:
+                yield RankingColumn(name)
+        yield Static("", id="board-note")
+
+    def on_mount(self) -> None:
+        self.query_one("#board-note", Static).display = False
 
     def column(self, name: RankingName) -> RankingColumn:
         return self.query_one(f"#column-{name}", RankingColumn)
 
     def set_rerank_visible(self, visible: bool) -> None:
-        self.column("rerank").display = visible
+        column = self.column("rerank")
+        if column.has_class("hidden") == visible:
+            column.set_class(not visible, "hidden")
+        self._show_off_note()
 
     def show_run(
         self,
@@ -172,6 +201,19 @@ class RankingsBoard(Horizontal):
             ranking = None if run is None else run.rankings.get(name)
             column = self.column(name)
             column.show(ranking, empty_hint=hints.get(name, ""), rows=rows, secrets=secrets)
+        self._show_off_note()
+
+    def _show_off_note(self) -> None:
+        off = [
+            (col.method, col.note)
+            for col in self.query(RankingColumn)
+            if col.has_class("off") and not col.has_class("hidden")
+        ]
+        note = self.query_one("#board-note", Static)
+        if off:
+            note.update(off_note(off), layout=False)
+        if note.display != bool(off):
+            note.display = bool(off)
 
     def follow(self, key: str | None) -> None:
         for col in self.query(RankingColumn):

@@ -9,6 +9,8 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import Label, ProgressBar, Static
 
+from coderag_tui.core.records import ChunkingSpec
+
 
 @dataclass(frozen=True)
 class IndexState:
@@ -36,8 +38,22 @@ STATE_STYLE = {
 }
 
 
+def chunking_label(key: str) -> str:
+    """How the top bar names a chunking: `64-line chunks`, not the settings key `lines:64:0`."""
+    try:
+        spec = ChunkingSpec.parse(key)
+    except ValueError:
+        return key
+    if spec.strategy == "file":
+        return "whole files"
+    if spec.strategy == "ast":
+        return f"ast chunks ≤ {spec.lines} lines"
+    overlap = f", {spec.overlap} overlap" if spec.overlap else ""
+    return f"{spec.lines}-line chunks{overlap}"
+
+
 def top_bar_content(state: IndexState) -> Content:
-    """`coderag  shop · 7 files · 9 chunks · lines:64 · ● index ready · ● dense ready (MiniLM)`."""
+    """`coderag  shop · 7 files · 9 chunks · 64-line chunks · ● index ready · ● dense ready`."""
     parts: list[Content] = [
         Content.styled(" coderag ", "bold reverse $primary"),
         Content(" "),
@@ -48,7 +64,7 @@ def top_bar_content(state: IndexState) -> Content:
     if state.chunks is not None:
         parts.append(Content(f" · {state.chunks:,} chunks"))
     if state.chunking:
-        parts.append(Content.styled(f" · {state.chunking}", "$text-muted"))
+        parts.append(Content.styled(f" · {chunking_label(state.chunking)}", "$text-muted"))
     parts.append(Content("  "))
     parts.append(Content.styled("●", STATE_STYLE.get(state.index, "")))
     parts.append(Content(f" index {state.index}  "))
