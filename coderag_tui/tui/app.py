@@ -408,7 +408,9 @@ class CoderagApp(App[None]):
             return
         self.main.tuning.sync(self.settings)
         if name in CHUNKING_FIELDS:
-            self.notify(f"Re-chunking as {self.settings.chunking_spec.key} in the background…")
+            self.notify(
+                f"Re-chunking as {self.settings.chunking_spec.key} in the background…", markup=False
+            )
             self.start_indexing()
         elif name == "rerank":
             self.main.board.set_rerank_visible(bool(value))
@@ -474,7 +476,7 @@ class CoderagApp(App[None]):
             self.notify(message.how, title=message.title, severity=severity)
 
     def action_next_template(self) -> None:
-        self.notify(f"Template: {self.session.next_template(self.settings.template)}")
+        self.notify(f"Template: {self.session.next_template(self.settings.template)}", markup=False)
         self.repack()
 
     def action_toggle_code_mode(self) -> None:
@@ -487,7 +489,7 @@ class CoderagApp(App[None]):
 
     def action_budget_step(self, direction: int) -> None:
         self.apply_setting("budget", step_budget(self.settings.budget, direction))
-        self.notify(f"Budget: {self.settings.budget:,} tokens")
+        self.notify(f"Budget: {self.settings.budget:,} tokens", markup=False)
 
     def action_set_budget(self, budget: int) -> None:
         self.apply_setting("budget", budget)

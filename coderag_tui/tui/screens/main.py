@@ -323,7 +323,7 @@ class MainScreen(Screen[None]):
             why = "no search yet: type a question and press Enter."
         else:
             why = run.rankings[name].reason or "it has no matches for this query."
-        self.app.notify(f"The {title} list is empty — {why}", severity="warning")
+        self.app.notify(f"The {title} list is empty — {why}", severity="warning", markup=False)
 
     def action_focus_results(self) -> None:
         """Focus the list the prompt is packed from (reranked, else fused, else BM25)."""
