@@ -497,6 +497,7 @@ class Engine:
             if lexical is None:
                 self._searcher = None
                 return
+            old = self._searcher
             self._searcher = Searcher(
                 lexical.chunks,
                 lexical.bm25,
@@ -507,6 +508,10 @@ class Engine:
                 rerank_reason=rerank.reason if rerank is not None else "",
                 clock=self.clock,
             )
+            if old is not None and old.bm25 is lexical.bm25:
+                # Same chunks: what the signals read about them is still true (a new dense or
+                # rerank stage must not cost a rebuild of the per-file facts).
+                self._searcher.share_facts(old)
 
     @property
     def lexical(self) -> Lexical | None:

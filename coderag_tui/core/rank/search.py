@@ -99,6 +99,12 @@ class Searcher:
             self._facts = CodeFacts(self.chunks, self.definitions)
         return self._facts
 
+    def share_facts(self, other: Searcher) -> None:
+        """Take the definitions and code facts `other` computed over the same chunks."""
+        if other.definitions is not None:
+            self.definitions = other.definitions
+        self._facts = other._facts
+
     def overlapping(self, path: str, start_line: int, end_line: int) -> frozenset[int]:
         """Indexes of the chunks of `path` that share a line with start_line..end_line."""
         return frozenset(
