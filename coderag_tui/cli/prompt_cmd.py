@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from coderag_tui.cli.common import (
     settings_from_args,
     valid_text,
 )
-from coderag_tui.cli.render import say
+from coderag_tui.cli.render import indexing_status, say
 from coderag_tui.core.engine import PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
@@ -95,23 +94,6 @@ def register(subparsers: Any) -> None:
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_ranking_args(parser.add_argument_group("ranking (the same options as `coderag search`)"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
-
-
-@contextmanager
-def _spinner(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
-    """A one-line status on stderr while the index and models load (terminals only)."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-
-    with Console(stderr=True).status("indexing…") as status:
-
-        def update(p: Any) -> None:
-            total = f"/{p.files_total}" if p.files_total else ""
-            status.update(f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
-
-        yield update
 
 
 def _read_stdin() -> str:
@@ -293,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, explicit=explicit)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     task = given if given is not None else query or ""
-    with _spinner(not args.json and sys.stderr.isatty()) as progress:
+    with indexing_status(not args.json and sys.stderr.isatty()) as progress:
         result, notes = build_prompt(
             settings,
             task,

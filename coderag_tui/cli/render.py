@@ -8,14 +8,18 @@ quote them) reaches the terminal only through `visible`, as plain text, never as
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
 from coderag_tui.core.records import Chunk, FileHit, Hit, RankingName, SearchRun
 from coderag_tui.core.visible import one_line, visible
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.indexer import IndexProgress
 
 # One colour per ranking, so a chunk's column is recognisable at a glance.
 RANKING_STYLES: dict[str, str] = {
@@ -35,6 +39,24 @@ RANKING_TITLES: dict[str, str] = {
 def say(message: str) -> None:
     """One status line on stderr, `coderag: …`, with control characters written out."""
     print(f"coderag: {visible(message)}", file=sys.stderr)
+
+
+@contextmanager
+def indexing_status(enabled: bool) -> Iterator[Callable[[IndexProgress], None] | None]:
+    """A one-line spinner on stderr while the index and the models load (terminals only);
+    yields the progress callback to hand the engine (None when off)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("indexing…") as status:
+
+        def update(p: IndexProgress) -> None:
+            total = f"/{p.files_total}" if p.files_total else ""
+            status.update(f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
+
+        yield update
 
 
 def chunk_label(chunk: Chunk) -> Text:

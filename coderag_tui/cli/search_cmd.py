@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from coderag_tui.cli.common import (
@@ -27,6 +25,7 @@ from coderag_tui.cli.common import (
 )
 from coderag_tui.cli.render import (
     files_table,
+    indexing_status,
     rankings_table,
     run_record,
     say,
@@ -76,24 +75,6 @@ def register(subparsers: Any) -> None:
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
 
 
-@contextmanager
-def _status(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
-    """A one-line spinner on stderr while the index and the models load (terminals only)."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status("indexing…") as status:
-
-        def update(p: Any) -> None:
-            total = f"/{p.files_total}" if p.files_total else ""
-            status.update(f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
-
-        yield update
-
-
 def _shown(run: SearchRun, mode: str) -> list[RankingName]:
     """The rankings to print: all available ones, or the chosen one (else the best fallback)."""
     if mode == "all":
@@ -133,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     want_dense = args.dense and args.mode != "bm25"
     interactive = not args.json and sys.stderr.isatty()
     try:
-        with _status(interactive) as progress:
+        with indexing_status(interactive) as progress:
             engine = Engine.open(
                 settings, progress=progress, dense=want_dense, explicit=frozenset(explicit)
             )
