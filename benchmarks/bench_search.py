@@ -266,7 +266,8 @@ def bench_signals(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
     Definitions.build(chunks, seen)
     t_warm = time.perf_counter() - t0
     print(
-        f"definitions     {t_cold:6.2f} s cold (tree-sitter parse + queries), {t_warm:.2f} s "
+        f"definitions     {t_cold:6.2f} s cold (Python scanned, other languages by tree-sitter), "
+        f"{t_warm:.2f} s "
         f"from the per-content cache; {len(definitions)} name forms"
     )
     print(

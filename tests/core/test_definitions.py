@@ -12,13 +12,16 @@ from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.languages import language_for
 from coderag_tui.core.index.store import FileState, Store
 from coderag_tui.core.rank.definitions import (
+    MAX_DEPTH,
     QUERIES,
     Definitions,
     definitions_dir,
     file_definitions,
     form,
     load_or_build_definitions,
+    parsed_definitions,
 )
+from coderag_tui.core.rank.python_definitions import python_definitions
 from coderag_tui.core.records import Chunk, ChunkingSpec
 from coderag_tui.settings import Settings
 
@@ -179,10 +182,75 @@ def test_saved_beside_bm25_and_rebuilt_exactly_when_chunks_change(index_dir: Pat
 
 def test_unchanged_files_come_from_the_content_cache(index_dir: Path) -> None:
     settings = Settings(repo=index_dir, index_dir=index_dir, chunk_lines=4)
-    chunks = chunk_file("a.py", "def alpha():\n    pass\n", "python", settings.chunking_spec)
+    chunks = chunk_file("a.go", "package a\n\nfunc Alpha() {}\n", "go", settings.chunking_spec)
     seen: dict[str, list[tuple[int, str, str]]] = {}
     Definitions.build(chunks, None, seen)
     (digest,) = seen
     # A cached entry is used as it is: the file is not parsed again.
     planted = {digest: [(1, "planted", "type")]}
     assert Definitions.build(chunks, planted).lookup("planted") != ()
+
+
+def test_scanned_files_skip_the_content_cache() -> None:
+    chunks = chunk_file("a.py", "def alpha():\n    pass\n", "python", ChunkingSpec("lines", 4))
+    seen: dict[str, list[tuple[int, str, str]]] = {}
+    assert Definitions.build(chunks, None, seen).lookup("alpha") != ()
+    assert seen == {}  # scanned again on the next build, not cached
+    assert Definitions.build(chunks, None, seen, scanners={}).lookup("alpha") != ()
+    assert len(seen) == 1  # parsed by tree-sitter: cached
+
+
+# Python that a line-by-line regex gets wrong and the scan must not: (text, the names defined).
+PYTHON_CASES: dict[str, tuple[str, set[str]]] = {
+    "a def inside a docstring": (
+        'def real():\n    """Example:\n\ndef fake():\n    pass\nFAKE = 1\n"""\n',
+        {"real"},
+    ),
+    "a triple quote inside a string or a comment": (
+        "X = '\"\"\"'  # '''\ndef after():\n    pass\n",
+        {"X", "after"},
+    ),
+    "decorated methods and closures": (
+        "class A:\n    @property\n    def m(self):\n        def inner():\n"
+        "            def deeper():\n                pass\n"
+        "    @property\n    def n(self):\n        @cache\n        def too_deep(): pass\n",
+        {"A", "m", "inner", "n"},
+    ),
+    "a closure in an else clause of a method": (
+        "class A:\n    def m(self):\n        if x:\n            pass\n"
+        "        else:\n            def fallback(): pass\n",
+        {"A", "m"},
+    ),
+    "a closure in a plain method": (
+        "class A:\n    def m(self):\n        def inner(): pass\n",
+        {"A", "m", "inner"},
+    ),
+    "column-0 keywords and keyword arguments": (
+        "try:\n    import x\nexcept ImportError:\n    def x(): pass\nelse:\n    pass\n"
+        "Y: int = 2\nZ == 3\nW += 1\n",
+        {"x", "Y"},
+    ),
+    "async, a byte-order mark and a continued line": (
+        "\ufeffV = 1 + \\\n    2\nasync def run(): pass\n",
+        {"V", "run"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PYTHON_CASES))
+def test_the_python_scan_names_what_the_parse_names(case: str) -> None:
+    text, expected = PYTHON_CASES[case]
+    scanned = python_definitions(text, MAX_DEPTH)
+    assert {name for _, name, _ in scanned} == expected
+    assert sorted(scanned) == parsed_definitions(text.encode(), "python")
+
+
+def test_the_python_scan_agrees_with_the_parse_on_real_code() -> None:
+    import inspect
+    import json.decoder
+
+    text = inspect.getsource(json.decoder) + inspect.getsource(inspect)
+    scanned = set(python_definitions(text, MAX_DEPTH))
+    parsed = set(parsed_definitions(text.encode(), "python"))
+    assert len(parsed) > 200
+    assert len(scanned & parsed) >= 0.995 * len(parsed | scanned)

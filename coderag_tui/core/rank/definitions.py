@@ -5,15 +5,19 @@ is rebuilt exactly when the chunks change. Each file is put back together from i
 parsed once with its tree-sitter grammar, and one Query per language (captures run in C)
 names its definitions; a definition belongs to the chunk holding the line of its name (with
 overlapping windows, to every chunk holding that line). Files without a grammar define nothing.
+Python is not parsed: one regex pass (`python_definitions`) names what its query would.
 
 Names are looked up by their *form*: lower case without underscores, so `parse_config`,
 `parseConfig` and `ParseConfig` are one key, and a query's words `parse config` can be joined
 into it; each definition keeps its kind (type, function, constant) and spelling.
 
-Parsing is the cost: tree-sitter reads ~12 MB/s here, so a cold build of the stdlib's
-definitions takes ~3 s, about twice its BM25 build (benchmarks/bench_search.py). Results are
-kept per file content hash beside the index, so a rebuild after an edit parses only the files
-that changed (~0.3 s on the stdlib).
+Parsing is the cost: tree-sitter reads ~10 MB/s here, so parsing the stdlib's 31 MB of Python
+took ~3.5 s of CPU, six times its cold index; the regex pass reads ~90 MB/s, the whole build
+takes ~0.55 s, and it agrees with the parse on 99.97% of the names (benchmarks/bench_index.py
+--compare-tree-sitter). Parsed results are kept per file content hash beside the index, so a
+rebuild after an edit parses only the files that changed. Scanned files are not kept: hashing
+and writing them would add ~0.1 s to every cold build to save ~0.25 s on a rebuild, which
+rebuilds the BM25 index (~2 s on the stdlib) anyway.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 import os
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from coderag_tui.core.hashing import utf8_hash
 from coderag_tui.core.index.languages import parser_for
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
+from coderag_tui.core.rank.python_definitions import python_definitions
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
@@ -41,7 +46,7 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 # Bump when the queries or the saved layout change: saved definitions are then rebuilt.
-EXTRACTOR_VERSION = 3
+EXTRACTOR_VERSION = 4
 _META = "coderag-definitions.json"
 _NAMES = "names.txt"  # one line per name form: `form<TAB>kind:chunk:name,…`
 _FILES_CACHE = "definitions-by-content.json"  # per file text hash: [[line, name, kind], …]
@@ -181,6 +186,10 @@ MAX_DEPTH = 6
 
 # A definition found in a file: (1-based line of its name, name, kind).
 FileDefinition = tuple[int, str, str]
+# Languages whose definitions a scan of the text finds, ~10x faster than parsing it; called
+# with the file's text and MAX_DEPTH, it names what the language's query names.
+Scanner = Callable[[str, int], list[FileDefinition]]
+SCANNERS: dict[str, Scanner] = {"python": python_definitions}
 
 
 def form(name: str) -> str:
@@ -208,6 +217,15 @@ def _query(language: str) -> tree_sitter.Query | None:
 
 def file_definitions(data: bytes, language: str | None) -> list[FileDefinition]:
     """The definitions in one file's UTF-8 text, in line order; [] without a grammar."""
+    scanner = SCANNERS.get(language) if language else None
+    if scanner is not None:
+        return scanner(data.decode("utf-8", "replace"), MAX_DEPTH)
+    return parsed_definitions(data, language)
+
+
+def parsed_definitions(data: bytes, language: str | None) -> list[FileDefinition]:
+    """The definitions the language's tree-sitter query names, in line order; [] without a
+    grammar (what `file_definitions` does for every language without a scanner)."""
     if not language:
         return []
     query = _query(language)
@@ -249,15 +267,25 @@ def _files(chunks: Sequence[Chunk]) -> dict[str, list[int]]:
 
 def _file_text(chunks: Sequence[Chunk], ids: Sequence[int]) -> str:
     """A file's text put back together from its chunks (overlapping lines taken once)."""
-    lines: list[str] = []
+    parts: list[str] = []  # runs of whole lines, joined by newlines at the end
+    have = 0  # lines put back so far
     for i in ids:
         chunk = chunks[i]
-        if chunk.end_line <= len(lines):
+        if chunk.end_line <= have:
             continue
-        lines.extend([""] * (chunk.start_line - 1 - len(lines)))  # keep line numbers on a gap
-        part = chunk.text.split("\n")
-        lines.extend(part[len(lines) - chunk.start_line + 1 :])
-    return "\n".join(lines)
+        text, start = chunk.text, chunk.start_line
+        if start > have + 1:  # keep line numbers on a gap
+            parts.extend([""] * (start - 1 - have))
+        elif start <= have:  # overlapping windows: drop the lines already taken
+            skip = have - start + 1
+            pieces = text.split("\n", skip)
+            if len(pieces) <= skip:
+                continue
+            text = pieces[skip]
+            start += skip
+        parts.append(text)
+        have = start + text.count("\n")
+    return "\n".join(parts)
 
 
 class Defined(NamedTuple):
@@ -304,18 +332,34 @@ class Definitions:
     def from_entries(cls, n_docs: int, entries: Iterable[tuple[int, str, str]]) -> Definitions:
         """From (chunk index, name, kind) entries; a chunk defining two spellings of one form
         keeps the weightier kind (type, then function, then constant)."""
-        grouped: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
-        for index, name, kind in entries:
-            key = form(name)
-            if len(key) < 2 or not _PLAIN_NAME.fullmatch(name):
+        grouped: dict[str, list[tuple[int, str, str]]] = {}
+        keys: dict[str, str] = {}  # name -> its form, or "" when it is left out
+        for entry in entries:
+            name = entry[1]
+            key = keys.get(name)
+            if key is None:
+                key = form(name)
+                if len(key) < 2 or not _PLAIN_NAME.fullmatch(name):
+                    key = ""
+                keys[name] = key
+            if key:
+                group = grouped.get(key)
+                if group is None:
+                    grouped[key] = [entry]
+                else:
+                    group.append(entry)
+        raw: dict[str, str] = {}
+        for key, group in grouped.items():
+            if len(group) == 1:  # most names are defined once
+                index, name, kind = group[0]
+                raw[key] = f"{_KIND_CODE[kind]}:{index}:{name}"
                 continue
-            have = grouped[key].get(index)
-            if have is None or _KIND_RANK[kind] > _KIND_RANK[have[0]]:
-                grouped[key][index] = (kind, name)
-        raw = {
-            key: ",".join(f"{_KIND_CODE[k]}:{i}:{n}" for i, (k, n) in sorted(items.items()))
-            for key, items in grouped.items()
-        }
+            best: dict[int, tuple[str, str]] = {}
+            for index, name, kind in group:
+                have = best.get(index)
+                if have is None or _KIND_RANK[kind] > _KIND_RANK[have[0]]:
+                    best[index] = (kind, name)
+            raw[key] = ",".join(f"{_KIND_CODE[k]}:{i}:{n}" for i, (k, n) in sorted(best.items()))
         return cls(n_docs, raw)
 
     @classmethod
@@ -324,22 +368,28 @@ class Definitions:
         chunks: Sequence[Chunk],
         known: Mapping[str, list[FileDefinition]] | None = None,
         seen: dict[str, list[FileDefinition]] | None = None,
+        *,
+        scanners: Mapping[str, Scanner] = SCANNERS,
     ) -> Definitions:
-        """Parse every file with a grammar once. `known` maps a file's language and text
-        hash to its definitions (those files are not parsed again); `seen` receives the
-        entry of every file of this build, to be saved as the next build's `known`."""
+        """Scan or parse every file with a query once. `known` maps a parsed file's language
+        and text hash to its definitions (those files are not parsed again); `seen` receives
+        the entry of every parsed file of this build, to be saved as the next build's `known`.
+        `scanners` are the languages scanned instead of parsed ({}: parse every file)."""
         entries: list[tuple[int, str, str]] = []
         for ids in _files(chunks).values():
             language = chunks[ids[0]].language
             if not language or language not in QUERIES:
                 continue
-            data = _file_text(chunks, ids).encode("utf-8", "surrogatepass")
-            digest = f"{language}:{utf8_hash(data)}"
-            found = known.get(digest) if known is not None else None
-            if found is None:
-                found = file_definitions(data, language)
-            if seen is not None:
-                seen[digest] = found
+            scanner = scanners.get(language)
+            if scanner is not None:
+                found = scanner(_file_text(chunks, ids), MAX_DEPTH)
+            else:
+                data = _file_text(chunks, ids).encode("utf-8", "surrogatepass")
+                digest = f"{language}:{utf8_hash(data)}"
+                cached = known.get(digest) if known is not None else None
+                found = parsed_definitions(data, language) if cached is None else cached
+                if seen is not None:
+                    seen[digest] = found
             starts = [chunks[i].start_line for i in ids]
             for line, name, kind in found:
                 # every chunk holding the line: windows may overlap, so look back from the
@@ -415,10 +465,15 @@ def _write_cache(path: Path, cache: dict[str, list[FileDefinition]]) -> None:
 
 
 def load_or_build_definitions(
-    store: Store, settings: Settings, chunks: Sequence[Chunk]
+    store: Store,
+    settings: Settings,
+    chunks: Sequence[Chunk],
+    *,
+    scanners: Mapping[str, Scanner] = SCANNERS,
 ) -> Definitions:
     """The saved definitions when the store's chunks are unchanged (same generation), else
-    rebuilt (parsing only files whose text the per-content cache has not seen)."""
+    rebuilt (parsing only files whose text the per-content cache has not seen; `scanners`
+    as in `Definitions.build`)."""
     directory = definitions_dir(settings)
     generation = store.generation(settings.chunking_spec.key)
     meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
@@ -431,7 +486,7 @@ def load_or_build_definitions(
             return Definitions.load(directory)
     cache_path = directory.parent / _FILES_CACHE
     seen: dict[str, list[FileDefinition]] = {}
-    definitions = Definitions.build(chunks, _read_cache(cache_path), seen)
+    definitions = Definitions.build(chunks, _read_cache(cache_path), seen, scanners=scanners)
     # A read-only or full cache costs a rebuild next time, never the search.
     with contextlib.suppress(OSError):
         definitions.save(directory, {"generation": generation})
