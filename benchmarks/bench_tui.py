@@ -14,7 +14,13 @@ app is driven with Pilot (headless, 140x44):
 Dense embedding is off (embed_backend none), so "fused" is RRF over BM25 alone: embedding
 the whole stdlib is bench_search.py's job, not the UI's.
 
+  input       with --input-latency: a key typed into the query input -> the screen refreshed
+              with it, while the full embedding model (the offline all-MiniLM-L6-v2) embeds a
+              repository of a few hundred chunks from an empty embedding cache (keys 0.15 s
+              apart), and again once embedding is done, for comparison.
+
 Run: PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_tui.py [--runs 3]
+     PYTHONPATH=. HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_tui.py --input-latency
 It prints numbers and asserts nothing about speed.
 """
 
@@ -175,12 +181,94 @@ def fresh_startup(tmp: Path) -> dict[str, float]:
     }
 
 
+LATENCY_REPO = "asyncio"  # a stdlib package of a few hundred chunks
+KEY_GAP_S = 0.15  # between two keys, as a person types
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+async def key_to_screen(app: CoderagApp, key: str) -> float:
+    """Send one key as the terminal driver does; seconds until the query input shows it and
+    the screen has been refreshed after that."""
+    from textual import events
+
+    from coderag_tui.tui.widgets.query import QueryInput
+
+    field = app.main.query_one(QueryInput)
+    before = field.value
+    stamps: list[float] = []
+    start = time.perf_counter()
+    assert app._driver is not None
+    app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
+    await wait_until(lambda: field.value != before, timeout=30)
+    app.call_after_refresh(lambda: stamps.append(time.perf_counter()))
+    await wait_until(lambda: bool(stamps), timeout=30)
+    return stamps[0] - start
+
+
+async def typing_while_embedding(settings: Settings) -> tuple[dict[str, list[float]], int]:
+    """Key-to-screen seconds from BM25-searchable until the model has embedded every chunk,
+    by what the top bar said about dense when the key was sent, then 20 keys after; and the
+    number of chunks."""
+    from coderag_tui.tui.app import make_app
+    from coderag_tui.tui.widgets.query import QueryInput
+
+    app = make_app(settings, system_clipboard=False)
+    phases: dict[str, list[float]] = {}
+    keys = ["x", "backspace"]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: app.engine.ready)
+        app.main.query_one(QueryInput).focus()
+        await pilot.pause()
+        n = 0
+        while app.index_state.dense not in ("ready", "off"):
+            phase = app.index_state.dense
+            phases.setdefault(phase, []).append(await key_to_screen(app, keys[n % 2]))
+            n += 1
+            await asyncio.sleep(KEY_GAP_S)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for i in range(20):
+            phases.setdefault("after (idle)", []).append(await key_to_screen(app, keys[i % 2]))
+            await asyncio.sleep(KEY_GAP_S)
+        lexical = app.engine.lexical
+        chunks = len(lexical.chunks) if lexical is not None else 0
+    return phases, chunks
+
+
+def input_latency(tmp: Path) -> None:
+    repo = Path(sysconfig.get_paths()["stdlib"]) / LATENCY_REPO
+    settings = Settings(repo=repo, index_dir=tmp / "index", theme_dir=tmp / "themes")
+    print(f"load average: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    phases, chunks = asyncio.run(typing_while_embedding(settings))
+    print(f"key -> screen while the model embeds {repo} ({chunks:,} chunks), by dense state:")
+    for name, values in phases.items():
+        if values:
+            print(
+                f"  {name:16} median {fmt(statistics.median(values))}   "
+                f"p95 {fmt(percentile(values, 0.95))}   max {fmt(max(values))}   "
+                f"({len(values)} keys)"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="TUI start-up and search latency")
     parser.add_argument("--runs", type=int, default=5, help="start-ups to time (default 5)")
     parser.add_argument("--child-startup", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--input-latency",
+        action="store_true",
+        help="only: key-to-screen latency while the full model embeds",
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.input_latency:
+        with tempfile.TemporaryDirectory() as tmp:
+            input_latency(Path(tmp))
+        return 0
     if args.child_startup is not None:
         child_startup(args.child_startup)
         return 0

@@ -1,5 +1,3 @@
-import sys
+from coderag_tui.cli import entry
 
-from coderag_tui.cli import main
-
-sys.exit(main())
+entry()

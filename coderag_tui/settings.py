@@ -64,8 +64,10 @@ def user_config_file() -> Path:
 
 DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe_cap`)
 
-ModelBackend = Literal["auto", "fastembed", "sentence-transformers", "none"]
+ModelBackend = Literal["auto", "fastembed", "sentence-transformers", "model2vec", "none"]
+RerankBackend = Literal["auto", "fastembed", "sentence-transformers", "none"]
 Fusion = Literal["rrf", "weighted"]
+FirstPass = Literal["static", "off"]
 # One setting with three values rather than two switches: "allow" and "redact" exclude each
 # other, and a single key is one thing to refuse in a repository's .coderag.toml.
 SecretMode = Literal["hold", "redact", "allow"]
@@ -232,6 +234,21 @@ class Settings:
         ),
     )
 
+    dense_first_pass: FirstPass = field(
+        default="static",
+        metadata=_about(
+            "A dense list that covers every chunk in seconds while the model embeds: static "
+            "(a token table distilled once from the shipped all-MiniLM-L6-v2) or off."
+        ),
+    )
+    dense_wait: bool = field(
+        default=True,
+        metadata=_about(
+            "Search and prompt wait, with progress, until the model has embedded every chunk; "
+            "off answers at once from the vectors that exist (the static first pass)."
+        ),
+    )
+
     # --- fusion and rerank ---
     rrf_k: int = field(
         default=60,
@@ -245,6 +262,15 @@ class Settings:
     fusion: Fusion = field(
         default="rrf",
         metadata=_about("How BM25 and dense are fused: reciprocal ranks (rrf) or weighted scores."),
+    )
+    dense_weight: float = field(
+        default=1.0,
+        metadata=_about(
+            "Weight of the dense list's reciprocal ranks in RRF fusion; BM25's count 1.",
+            ge=0,
+            le=4,
+            metavar="W",
+        ),
     )
     bm25_weight: float = field(
         default=0.5,
@@ -322,7 +348,7 @@ class Settings:
     rerank: bool = field(
         default=False, metadata=_about("Rerank the fused top candidates with a cross-encoder.")
     )
-    rerank_backend: ModelBackend = field(
+    rerank_backend: RerankBackend = field(
         default="auto",
         metadata=_about("Which library runs the cross-encoder; none turns reranking off."),
     )
@@ -430,6 +456,12 @@ class Settings:
         """The embedding cache shared by every repository."""
         base = self.index_dir if self.index_dir is not None else user_cache_dir() / "index"
         return base / "embeddings.sqlite"
+
+    @property
+    def models_path(self) -> Path:
+        """Models coderag derives from installed packages (an ONNX export, the static table):
+        one folder per machine, whatever the index folder, since they depend on no repository."""
+        return user_cache_dir() / "models"
 
     @property
     def stripe_cap(self) -> int:

@@ -28,7 +28,7 @@ def test_every_setting_has_a_one_sentence_docstring() -> None:
         ({"fusion": "zzz"}, "fusion must be one of rrf, weighted, got 'zzz'."),
         (
             {"embed_backend": "torch"},
-            "embed_backend must be one of auto, fastembed, sentence-transformers, none, "
+            "embed_backend must be one of auto, fastembed, sentence-transformers, model2vec, none, "
             "got 'torch'.",
         ),
         ({"bm25_weight": 1.5}, "bm25_weight must be between 0 and 1, got 1.5."),

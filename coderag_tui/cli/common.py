@@ -48,8 +48,10 @@ DENSE_SETTINGS = (
     "dense_stripes",
     "embed_batch_size",
     "allow_download",
+    "dense_first_pass",
+    "dense_wait",
 )
-FUSION_SETTINGS = ("fusion", "rrf_k", "bm25_weight", "depth")
+FUSION_SETTINGS = ("fusion", "rrf_k", "dense_weight", "bm25_weight", "depth")
 SIGNAL_SETTINGS = (
     "signals", "signal_definitions", "signal_forms", "signal_path", "signal_coherence",
     "signal_roles", "signal_issue_terms",
@@ -64,6 +66,11 @@ PROMPT_SETTINGS = ("budget", "template", "encoding", "context_first", "trim_last
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {"chunk_overlap": ("--overlap",)}
 INVERSE_FLAGS: dict[str, tuple[str, str]] = {
     "context_first": ("--context-last", "put the task before the code context"),
+    "dense_wait": (
+        "--no-wait",
+        "answer at once from the dense vectors that exist (the static first pass) instead of "
+        "waiting for the model to embed every chunk; the note says how much it covers",
+    ),
 }
 # Flags that set a setting to one of its values: (flag, value, help).
 VALUE_FLAGS: dict[str, tuple[tuple[str, str, str], ...]] = {

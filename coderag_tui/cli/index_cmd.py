@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from coderag_tui.cli.common import (
+    DENSE_SETTINGS,
     INDEX_SETTINGS,
     UserError,
     add_repo_args,
@@ -20,7 +21,8 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
-from coderag_tui.core.engine import Engine
+from coderag_tui.cli.render import loading_status
+from coderag_tui.core.engine import Engine, Lexical
 from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport
 from coderag_tui.core.index.store import StoreError
 from coderag_tui.core.visible import one_line, visible
@@ -46,7 +48,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="list every skipped file with its reason"
     )
+    parser.add_argument(
+        "--dense",
+        action="store_true",
+        help="also embed every chunk with the dense model (progress and time left on stderr), "
+        "so later searches and the TUI rank with it at once; Ctrl-C keeps what is embedded",
+    )
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
+    add_setting_flags(parser.add_argument_group("dense"), DENSE_SETTINGS)
 
 
 @contextmanager
@@ -137,6 +146,34 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
     return lines
 
 
+def _embed(engine: Engine, settings: Settings, lexical: Lexical, show_bar: bool) -> dict[str, Any]:
+    """Embed every chunk with the dense model; what the dense list now covers, and why not
+    when it is off."""
+    import time
+
+    started = time.perf_counter()
+    with loading_status(show_bar) as (_, progress):
+        dense = engine.open_dense(settings, lexical, progress=progress)
+    index = dense.index
+    return {
+        **dense.describe(),
+        "reason": dense.reason,
+        "embedded": index.stats.embedded if index is not None else 0,
+        "seconds": round(time.perf_counter() - started, 2),
+        "notices": list(dense.notices),
+    }
+
+
+def _dense_summary(dense: dict[str, Any]) -> str:
+    if not dense.get("available"):
+        return f"  dense:    off — {one_line(str(dense.get('reason', '')))}"
+    return (
+        f"  dense:    {one_line(str(dense['model']))} covers {dense['coverage']:.0%} of "
+        f"{dense['of']:,} chunks ({dense['embedded']:,} windows embedded now, "
+        f"{dense['seconds']:.1f} s)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit)
@@ -147,9 +184,17 @@ def run(args: argparse.Namespace) -> int:
             # BM25 is built too, so the next search or TUI start answers at once. An index
             # that cannot be written is an error here: updating it is all this command does.
             lexical = engine.update_index(settings, progress=progress, stale_ok=False)
+        dense = _embed(engine, settings, lexical, show_bar) if args.dense else None
     except IndexInterrupted as stop:
         kept = stop.report.files_indexed + stop.report.files_unchanged
         print(f"coderag: interrupted; {kept} files kept; run again to finish.", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print(
+            "coderag: interrupted; the index and every window embedded so far are kept; "
+            "run again to finish.",
+            file=sys.stderr,
+        )
         return 130
     except StoreError as exc:
         raise UserError(str(exc)) from exc
@@ -159,10 +204,17 @@ def run(args: argparse.Namespace) -> int:
     assert report is not None  # update_index always checks the repository
     # What the engine adds: a wait for another run, a build setting that changed.
     notes = [n for n in lexical.notices if n != report.notice]
+    if dense is not None:
+        notes += [n for n in dense.pop("notices", ()) if isinstance(n, str)]
     if args.json:
-        print_json({"repo": str(settings.repo_root), **report.as_dict(), "notes": notes})
+        record = {"repo": str(settings.repo_root), **report.as_dict(), "notes": notes}
+        if dense is not None:
+            record["dense"] = dense
+        print_json(record)
     else:
         lines = _summary(settings, report, verbose=args.verbose)
+        if dense is not None:
+            lines.append(_dense_summary(dense))
         lines += [f"Note: {note}" for note in notes]
         print(visible("\n".join(lines)))
     return 0

@@ -27,7 +27,7 @@ from coderag_tui.cli.common import (
     settings_from_args,
     valid_text,
 )
-from coderag_tui.cli.render import indexing_status, say
+from coderag_tui.cli.render import dense_line, loading_status, say
 from coderag_tui.core.engine import PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
@@ -236,12 +236,14 @@ def build_prompt(
     pinned: Sequence[str] = (),
     excluded: Sequence[str] = (),
     progress: Callable[[Any], None] | None = None,
+    embed_progress: Callable[[int, int], None] | None = None,
     query: str | None = None,
     origin: Origin | None = None,
     explicit: frozenset[str] | None = None,
-) -> tuple[PromptResult, tuple[str, ...]]:
+) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
-    (the result, notes to show once). With `origin`, the query's own chunk is left out."""
+    (the result, notes to show once, what the dense list covered). With `origin`, the
+    query's own chunk is left out."""
     from coderag_tui.core.engine import Engine, PromptError, PromptRequest, prompt_tools
     from coderag_tui.core.index.store import StoreError
 
@@ -250,7 +252,13 @@ def build_prompt(
     except PromptError as exc:
         raise UserError(str(exc)) from exc
     try:
-        engine = Engine.open(settings, dense=dense, progress=progress, explicit=explicit)
+        engine = Engine.open(
+            settings,
+            dense=dense,
+            progress=progress,
+            embed_progress=embed_progress,
+            explicit=explicit,
+        )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
@@ -262,7 +270,7 @@ def build_prompt(
         except PromptError as exc:
             raise UserError(str(exc)) from exc
     notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
-    return result, notes
+    return result, notes, engine.dense.describe() if engine.dense is not None else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -275,14 +283,15 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, explicit=explicit)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     task = given if given is not None else query or ""
-    with indexing_status(not args.json and sys.stderr.isatty()) as progress:
-        result, notes = build_prompt(
+    with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):
+        result, notes, dense = build_prompt(
             settings,
             task,
             dense=args.dense,
             pinned=args.pin,
             excluded=args.exclude,
             progress=progress,
+            embed_progress=embed_progress,
             query=query,
             origin=origin,
             explicit=frozenset(explicit),
@@ -292,12 +301,15 @@ def run(args: argparse.Namespace) -> int:
     if args.copy or args.out is not None:
         copy = copy_text(packed.text, out=args.out, clipboard=args.copy)
     if args.json:
-        print_json(as_json(packed, counter, advice, copy))
+        print_json({**as_json(packed, counter, advice, copy), "dense": dense})
     elif copy is None:
         # On a terminal, escape sequences from the repository are shown, not obeyed; a pipe
         # or a file gets the exact text.
         sys.stdout.write(visible(packed.text) if sys.stdout.isatty() else packed.text)
         sys.stdout.flush()
+    line = dense_line(dense)
+    if line is not None and not any(" covers " in note for note in notes):
+        notes = (*notes, line)
     lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
     controls = control_count(packed.text)
     if controls:

@@ -41,22 +41,93 @@ def say(message: str) -> None:
     print(f"coderag: {visible(message)}", file=sys.stderr)
 
 
+IndexCallback = Callable[["IndexProgress"], None]
+EmbedCallback = Callable[[int, int], None]
+QUIET_SECONDS = 2.0  # off a terminal, an embedding run this short prints no progress lines
+
+
 @contextmanager
-def indexing_status(enabled: bool) -> Iterator[Callable[[IndexProgress], None] | None]:
-    """A one-line spinner on stderr while the index and the models load (terminals only);
-    yields the progress callback to hand the engine (None when off)."""
-    if not enabled:
-        yield None
+def loading_status(interactive: bool) -> Iterator[tuple[IndexCallback | None, EmbedCallback]]:
+    """Progress on stderr while the index and the dense vectors load: yields the index and
+    embedding callbacks to hand `Engine.open`.
+
+    On a terminal, one line: a spinner while indexing, then a bar with the count of windows
+    embedded and the time left. Off a terminal (a pipe, a log), a line every tenth of an
+    embedding run that lasts more than a few seconds, so a long wait is never silent.
+    """
+    import time
+
+    if not interactive:
+        started = time.monotonic()
+        said = [-1]
+
+        def log(done: int, total: int) -> None:
+            elapsed = time.monotonic() - started
+            if total <= 0 or (elapsed < QUIET_SECONDS and said[0] < 0):
+                return
+            tenth = done * 10 // total
+            if tenth > said[0]:
+                said[0] = tenth
+                left = elapsed / done * (total - done) if done else 0.0
+                say(
+                    f"embedding {done:,}/{total:,} windows "
+                    f"({done / total:.0%}, about {_duration(left)} left)."
+                )
+
+        yield None, log
         return
     from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    with Console(stderr=True).status("indexing…") as status:
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(compact=True, elapsed_when_finished=True),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("indexing…", total=None)
 
-        def update(p: IndexProgress) -> None:
-            total = f"/{p.files_total}" if p.files_total else ""
-            status.update(f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
+    def index(p: IndexProgress) -> None:
+        if p.stage == "embed":
+            embed(p.files_done, p.files_total)
+            return
+        total = f"/{p.files_total}" if p.files_total else ""
+        bar.update(task, description=f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
 
-        yield update
+    def embed(done: int, total: int) -> None:
+        bar.update(task, description="embedding windows", completed=done, total=total or None)
+
+    with bar:
+        yield index, embed
+
+
+def dense_line(dense: Mapping[str, Any] | None) -> str | None:
+    """One sentence on what the dense list covers, when it is not the model's full list."""
+    if not dense or not dense.get("available"):
+        return None
+    share = float(dense.get("coverage", 0.0))
+    if dense.get("stage") == "model" and share >= 1.0:
+        return None
+    return (
+        f"dense: {dense.get('model')} ({dense.get('stage')}) covers {share:.0%} of "
+        f"{int(dense.get('of', 0)):,} chunks."
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    return f"{round(seconds / 60)} min"
 
 
 def chunk_label(chunk: Chunk) -> Text:

@@ -24,8 +24,9 @@ from coderag_tui.cli.common import (
     valid_text,
 )
 from coderag_tui.cli.render import (
+    dense_line,
     files_table,
-    indexing_status,
+    loading_status,
     rankings_table,
     run_record,
     say,
@@ -114,9 +115,13 @@ def run(args: argparse.Namespace) -> int:
     want_dense = args.dense and args.mode != "bm25"
     interactive = not args.json and sys.stderr.isatty()
     try:
-        with indexing_status(interactive) as progress:
+        with loading_status(interactive) as (progress, embed_progress):
             engine = Engine.open(
-                settings, progress=progress, dense=want_dense, explicit=frozenset(explicit)
+                settings,
+                progress=progress,
+                embed_progress=embed_progress,
+                dense=want_dense,
+                explicit=frozenset(explicit),
             )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
@@ -141,7 +146,11 @@ def run(args: argparse.Namespace) -> int:
             "lines (they would trivially rank first)."
         )
 
+    dense = engine.dense.describe() if engine.dense is not None else None
     notes = list(dict.fromkeys((*engine.notices, *result.notes)))
+    line = dense_line(dense)
+    if line is not None and not any(" covers " in note for note in notes):
+        notes.append(line)
     for note in notes:
         say(note)
     names = _shown(result, args.mode)
@@ -158,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         record["repo"] = str(settings.repo_root)
         record["chunking"] = settings.chunking_spec.key
         record["mode"] = args.mode
+        record["dense"] = dense
         record["shown"] = list(names)
         print_json(record)
         return 0

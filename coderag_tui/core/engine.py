@@ -96,16 +96,59 @@ class Lexical:
 
 @dataclass(frozen=True)
 class Dense:
-    """The dense stage: an embedder and the chunk vectors, or the reason dense search is off."""
+    """The dense stage: an embedder and the chunk vectors, or the reason dense search is off.
+
+    `first_pass` marks the static table that stands in while the model embeds (see
+    `Engine.open_first_pass`); `coverage` is the share of chunks the list can rank.
+    """
 
     embedder: Embedder | None = None
     index: DenseIndex | None = None
     reason: str = ""
     notices: tuple[str, ...] = ()
+    first_pass: bool = False
 
     @property
     def available(self) -> bool:
         return self.embedder is not None and self.index is not None
+
+    @property
+    def coverage(self) -> float:
+        return self.index.coverage if self.index is not None else 0.0
+
+    @property
+    def model(self) -> str:
+        """The model's short name as people call it ("" when there is none)."""
+        if self.embedder is None:
+            return ""
+        return model_label(self.embedder.name)
+
+    def describe(self) -> dict[str, object]:
+        """What the dense list is made of, for JSON and the latency panel."""
+        index = self.index
+        return {
+            "available": self.available,
+            "model": self.model,
+            "stage": "first pass" if self.first_pass else "model",
+            "coverage": round(self.coverage, 4),
+            "chunks": index.covered if index is not None else 0,
+            "of": index.n_chunks if index is not None else 0,
+        }
+
+
+def model_label(name: str) -> str:
+    """A model id without its backend prefix or folder ("static all-MiniLM-L6-v2 …")."""
+    from coderag_tui.core.rank.static import STATIC_KEY, STATIC_LABEL
+
+    if name == STATIC_KEY:
+        return STATIC_LABEL
+    for backend in ("fastembed", "sentence-transformers", "model2vec"):
+        if name.startswith(f"{backend}:"):
+            name = name[len(backend) + 1 :]
+            break
+    name, _, tag = name.partition(":")  # a variant of a model, e.g. ":int8"
+    label = name.rstrip("/").rsplit("/", 1)[-1]
+    return f"{label} {tag}" if tag else label
 
 
 @dataclass(frozen=True)
@@ -232,6 +275,8 @@ class Engine:
                 engine.use(Dense(reason=DENSE_OFF_FOR_RUN))
             elif cancelled:
                 engine.use(Dense(reason=DENSE_CANCELLED))
+            elif not settings.dense_wait:
+                engine.use(engine.open_dense_now(settings, lexical))
             else:
                 if embed_progress is None and progress is not None:
                     embed_progress = engine._embed_as_index_progress(progress, len(lexical.chunks))
@@ -416,11 +461,14 @@ class Engine:
         embedder: Embedder | None = None,
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
+        embed_missing: bool = True,
+        first_pass: bool = False,
     ) -> Dense:
         """Resolve the embedder (unless given) and load or build the chunk vectors.
 
         Vectors of unchanged text come from the embedding cache shared by every repository
-        and chunking; only new text is embedded. A cancelled build covers what was embedded.
+        and chunking; only new text is embedded. A cancelled build covers what was embedded;
+        with `embed_missing` false nothing is embedded and the index covers what is known.
         """
         from coderag_tui.core.rank.dense import load_or_build_dense
 
@@ -443,17 +491,91 @@ class Engine:
                 self._embedding_cache(settings),
                 progress=progress,
                 cancel=cancel,
+                embed_missing=embed_missing,
             )
         except Exception as exc:  # a model failing mid-way must not take a face down
             return Dense(
                 embedder=embedder,
                 reason=f"dense search is off: embedding failed ({exc}) — BM25 still works.",
             )
-        if not index.complete:
+        if not index.complete and embed_missing:
             notices.append(EMBEDDING_CANCELLED)
         # The first call pays for lazy model set-up; pay it here, not in the first query's time.
         embedder.embed_query("warm up")
-        return Dense(embedder, index, "", tuple(notices))
+        return Dense(embedder, index, "", tuple(notices), first_pass)
+
+    def open_first_pass(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Dense:
+        """The static first pass: every chunk embedded in seconds by a token table.
+
+        The table is distilled once per machine from the shipped all-MiniLM-L6-v2 (~20 s)
+        and kept in the models folder. Off (with the reason) when settings say so, when the
+        final model is itself static, or when the offline extra is not installed.
+        """
+        from coderag_tui.core.rank import static
+
+        if settings.dense_first_pass == "off":
+            return Dense(reason="the static first pass is off (dense_first_pass = off).")
+        if settings.embed_backend in ("none", "model2vec"):
+            return Dense(
+                reason=f"no first pass is needed with embed_backend {settings.embed_backend}."
+            )
+        models_dir = settings.models_path
+        try:
+            embedder = static.load_distilled(models_dir)
+            if embedder is None:
+                if not static.can_distill():
+                    return Dense(reason=static.NO_FIRST_PASS)
+                static.distill_offline(models_dir)
+                embedder = static.load_distilled(models_dir)
+            if embedder is None:
+                return Dense(reason=static.NO_FIRST_PASS)
+            return self.open_dense(
+                settings,
+                lexical,
+                embedder=embedder,
+                progress=progress,
+                cancel=cancel,
+                first_pass=True,
+            )
+        except Exception as exc:  # a failed distillation must not take a face down
+            return Dense(reason=f"the static first pass is off: {exc}.")
+
+    def open_dense_now(self, settings: Settings, lexical: Lexical) -> Dense:
+        """The best dense list that needs no model run: the model's own vectors when they
+        cover every chunk, else the static first pass, else the model's partial vectors.
+
+        The stage's notice says which it is and how much the model covers.
+        """
+        full = self.open_dense(settings, lexical, embed_missing=False)
+        if not full.available or (full.index is not None and full.index.complete):
+            return full
+        first = self.open_first_pass(settings, lexical)
+        share = f"{full.coverage:.0%}"
+        if first.available:
+            return Dense(
+                first.embedder,
+                first.index,
+                notices=(
+                    f"dense is the static first pass: {full.model} covers {share} of chunks so "
+                    "far — `coderag index --dense` embeds the rest.",
+                ),
+                first_pass=True,
+            )
+        return Dense(
+            full.embedder,
+            full.index,
+            notices=(
+                f"dense covers {share} of chunks ({full.model}) — `coderag index --dense` "
+                "embeds the rest.",
+            ),
+        )
 
     def _embedding_cache(self, settings: Settings) -> EmbeddingCache:
         from coderag_tui.core.index.store import EmbeddingCache

@@ -13,12 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
+from textual.timer import Timer
 
 from coderag_tui.core.engine import Dense, Engine, Rerank
 from coderag_tui.core.records import PackedPrompt, RankingName
@@ -32,10 +33,12 @@ from coderag_tui.tui.messages import (
     AdviceReady,
     EmbeddingProgressed,
     EmbeddingsReady,
+    FirstPassReady,
     IndexBuilt,
     IndexChecked,
     IndexFailed,
     IndexProgressed,
+    ModelLoaded,
     PromptExported,
     PromptPacked,
     RerankerReady,
@@ -43,14 +46,33 @@ from coderag_tui.tui.messages import (
     SearchFinished,
 )
 from coderag_tui.tui.screens.main import MainScreen
-from coderag_tui.tui.session import DENSE_BUILDING, RERANK_LOADING, Ask, Session, column_hints
+from coderag_tui.tui.session import (
+    DENSE_BUILDING,
+    RERANK_LOADING,
+    Ask,
+    Session,
+    column_hints,
+    dense_title,
+    model_title,
+    short_model,
+)
 from coderag_tui.tui.themes import register_themes
 from coderag_tui.tui.widgets.status import IndexState
 from coderag_tui.tui.widgets.tuning import SettingValue, TuningPanel, step_budget
 
+if TYPE_CHECKING:
+    from coderag_tui.core.engine import Lexical
+    from coderag_tui.core.rank.embed import Embedder
+
 Clock = Callable[[], float]
 CHUNKING_FIELDS = ("chunking", "chunk_lines", "chunk_overlap")
 RANKING_FIELDS = ("rrf_k", "depth", "rerank_keep", "k", "fusion")
+# A loaded model embeds this many missing chunks in a second or two (2 cores): no first pass
+# for them, since switching the Dense list to the static table and back would only flicker.
+QUICK_EMBED_CHUNKS = 64
+# How long new chunks may keep the last results on screen, marked refreshing, while their
+# dense list is opened; after that the search runs with what is ready.
+REFRESH_WAIT_S = 3.0
 
 
 def default_state_path() -> Path:
@@ -91,7 +113,13 @@ class CoderagApp(App[None]):
         self.notices_shown: set[str] = set()
         # What the engine is opening: stale messages of an older run are dropped.
         self.index_serial = 0
-        self.embed_serial = 0
+        self.embed_serial = 0  # of the dense work for the installed chunks (first pass, model)
+        self.dense_started = 0.0  # when that work started (the times shown count from it)
+        self.model_installed = False  # the model's own stage is installed for embed_serial
+        self.model_embedder: Embedder | None = None  # kept across re-chunks: loaded once
+        self.model_coverage = 0.0  # share of chunks the model has embedded (while it embeds)
+        self.refresh_timer: Timer | None = None  # while the last results wait for dense
+        self.quick_embed_chunks = QUICK_EMBED_CHUNKS  # fewer missing: the model, no first pass
         self.lexical_chunking: str | None = None  # the chunking of the installed lexical stage
         self.reranker_requested = False
         self.index_state = IndexState(
@@ -198,8 +226,10 @@ class CoderagApp(App[None]):
                 self.notify(notice, severity="warning", timeout=12)
 
     def _set_state(self, state: IndexState) -> None:
-        self.index_state = replace(state, chunking=self.settings.chunking_spec.key)
-        self.main.show_state(self.index_state)
+        state = replace(state, chunking=self.settings.chunking_spec.key)
+        if state != self.index_state:  # progress repeats itself: draw only what changed
+            self.index_state = state
+            self.main.show_state(state)
 
     # ----------------------------------------------------------------- the lexical stage
     def start_indexing(self) -> None:
@@ -210,7 +240,9 @@ class CoderagApp(App[None]):
         state = replace(self.index_state, index="indexing")
         if current is None:  # other chunks are coming: their dense stage starts over
             self.workers.cancel_group(self, workers.open_dense.__name__)
-            state = replace(state, dense="waiting", dense_detail="")
+            self.workers.cancel_group(self, workers.open_first_pass.__name__)
+            # The counts of the old chunking would be stale: the progress row counts anew.
+            state = replace(state, dense="waiting", dense_detail="", chunks=None)
         self._set_state(state)
         self._work(workers.build_index, self.engine, self.index_serial, self.settings, current)
 
@@ -232,15 +264,17 @@ class CoderagApp(App[None]):
         lexical, chunking, session = message.lexical, message.chunking, self.session
         previous = self.engine.lexical
         rechunked = previous is not None and previous.chunks is not lexical.chunks
+        last = session.last_run
+        dense_shown = last is not None and last.rankings["dense"].available
         # The embedder outlives the chunks: re-chunking embeds with the model already loaded.
-        embedder = self.engine.dense.embedder if self.engine.dense is not None else None
+        embedder = self.model_embedder
         self.engine.use(lexical)  # drops the dense stage of the old chunks
         self.engine.use(Dense(embedder, reason=DENSE_BUILDING))
         self.lexical_chunking = chunking
         self.main.latency.show_index(lexical, chunking, message.elapsed_ms)
         index = "ready" if lexical.report is not None else "checking"
         dense = "loading model" if embedder is None else "embedding"
-        state = replace(self.index_state, index=index, dense=dense)
+        state = replace(self.index_state, index=index, dense=dense, dense_detail="")
         self._set_state(replace(state, files=lexical.files, chunks=len(lexical.chunks)))
         self._notify_new(lexical.notices)
         if rechunked and (session.pinned or session.excluded):
@@ -252,13 +286,14 @@ class CoderagApp(App[None]):
             warm = partial(workers.warm_up, self.settings, session.template_name)
             self.run_worker(warm, group="warm-up", thread=True, exit_on_error=False)
         self._advise()
-        self.embed_serial += 1
-        self._work(
-            workers.open_dense, self.engine, self.embed_serial, self.settings, lexical, embedder
-        )
+        self._open_dense(lexical, embedder)
         if session.pending is not None:
             pending, session.pending = session.pending, None
             self._start_search(pending)
+        elif rechunked and dense_shown and self.settings.embed_backend != "none":
+            # Searching at once would show Dense off and Fused as BM25 for a moment: the last
+            # results stay, marked refreshing, until a dense list of the new chunks is in.
+            self._refresh_when_dense_ready()
         elif rechunked:
             self._search_again()
 
@@ -273,27 +308,138 @@ class CoderagApp(App[None]):
         self._notify_new(message.lexical.notices)
 
     # ----------------------------------------------------------------- dense and rerank stages
+    def _open_dense(self, lexical: Lexical, embedder: Embedder | None) -> None:
+        """Open the dense list of these chunks: the model's vectors when they cover every
+        chunk, else the static first pass at once and the model in the background."""
+        self.embed_serial += 1
+        self.dense_started = self.engine.clock()
+        self.model_installed = False
+        self.model_coverage = 0.0
+        self.workers.cancel_group(self, workers.open_first_pass.__name__)
+        self.main.latency.reset_dense()
+        self.main.show_dense_stage(None, "")
+        self._work(
+            workers.open_dense, self.engine, self.embed_serial, self.settings, lexical, embedder
+        )
+
+    def _dense_ms(self) -> float:
+        return (self.engine.clock() - self.dense_started) * 1000
+
+    @property
+    def dense_pending(self) -> bool:
+        """Is a dense list of the installed chunks still being opened (not off for good)?"""
+        dense = self.engine.dense
+        return dense is not None and not dense.available and dense.reason == DENSE_BUILDING
+
+    def _show_dense_state(self) -> None:
+        """The top bar and the Dense column name what the list is made of, and how far the
+        model has got: `static MiniLM · first pass` with `MiniLM 34%`, then the model."""
+        dense = self.engine.dense
+        embedder = self.model_embedder
+        share = ""
+        if embedder is not None and not self.model_installed:
+            share = f"{short_model(model_title(embedder.name))} {self.model_coverage:.0%}"
+        if dense is not None and dense.available and dense.first_pass:
+            detail = " · ".join(p for p in (dense_title(dense), share) if p)
+            self._set_state(replace(self.index_state, dense="first pass", dense_detail=detail))
+            self.main.show_dense_stage(dense, share)
+        elif dense is not None and dense.available:
+            name = dense_title(dense)
+            self._set_state(replace(self.index_state, dense="ready", dense_detail=name))
+            self.main.show_dense_stage(dense, "")
+        elif self.dense_pending:
+            state = "embedding" if self.model_embedder is not None else "loading model"
+            self._set_state(replace(self.index_state, dense=state, dense_detail=share))
+            self.main.show_dense_stage(None, share)
+        else:
+            self._set_state(replace(self.index_state, dense="off", dense_detail=""))
+            self.main.show_dense_stage(None, "")
+
+    def on_model_loaded(self, message: ModelLoaded) -> None:
+        if not self.has_main_screen or message.serial != self.embed_serial:
+            return
+        known = message.known
+        self.model_embedder = known.embedder
+        self.model_coverage = known.coverage
+        index = known.index
+        missing = index.n_chunks - index.covered if index is not None else 0
+        self.main.latency.show_model(None, f"embedding… ({dense_title(known)})")
+        lexical = self.engine.lexical
+        if missing > self.quick_embed_chunks and lexical is not None:
+            # The static table ranks every chunk within seconds while the model embeds.
+            self._work(workers.open_first_pass, self.engine, message.serial, self.settings, lexical)
+        self._show_dense_state()
+
+    def on_first_pass_ready(self, message: FirstPassReady) -> None:
+        if not self.has_main_screen or message.serial != self.embed_serial:
+            return
+        first = message.dense
+        if self.model_installed:
+            return  # late: the model's own list is in already and must stay
+        if not first.available:
+            self.main.latency.show_first_pass(None, first.reason)
+            self._notify_new(first.notices)
+            return  # the model's list follows as without a first pass
+        self.engine.use(first)
+        self.main.latency.show_first_pass(self._dense_ms(), dense_title(first))
+        self._show_dense_state()
+        self._notify_new(first.notices)
+        self._dense_installed()
+
     def on_embedding_progressed(self, message: EmbeddingProgressed) -> None:
         if not self.has_main_screen or message.serial != self.embed_serial:
             return
         self.main.show_embed_progress(message)
-        if self.index_state.dense != "embedding":
-            self._set_state(replace(self.index_state, dense="embedding"))
+        self.model_coverage = message.done / max(message.total, 1)
+        self._show_dense_state()
 
     def on_embeddings_ready(self, message: EmbeddingsReady) -> None:
         if not self.has_main_screen or message.serial != self.embed_serial:
             return
         self.main.embed_progress.finish()
         dense = message.dense
-        self.engine.use(dense)
-        if dense.available and dense.embedder is not None:
-            name = dense.embedder.name.rsplit("/", 1)[-1]
-            self._set_state(replace(self.index_state, dense="ready", dense_detail=name))
-            self.main.latency.show_embedding_time(message.elapsed_ms, name)
-        else:
-            self._set_state(replace(self.index_state, dense="off"))
+        current = self.engine.dense
+        first_pass_shown = current is not None and current.available and current.first_pass
+        if dense.embedder is not None:
+            self.model_embedder = dense.embedder
         self._notify_new(dense.notices)
-        if not self._search_again():
+        if dense.available:
+            self.model_installed = True
+            self.model_coverage = dense.coverage
+            self.engine.use(dense)
+            self.main.latency.show_model(self._dense_ms(), dense_title(dense))
+        elif first_pass_shown:
+            # The model failed: the first pass keeps answering, and the reason is said once.
+            self.main.latency.show_model(None, dense.reason)
+            self._notify_new((dense.reason,))
+            self._show_dense_state()
+            return
+        else:
+            self.engine.use(dense)
+            if dense.embedder is not None:  # it failed; no model at all: the board says why
+                self.main.latency.show_model(None, dense.reason)
+        self._show_dense_state()
+        self._dense_installed()
+
+    def _refresh_when_dense_ready(self) -> None:
+        """Keep the last results on screen, marked refreshing, until a dense list of the new
+        chunks is installed (or REFRESH_WAIT_S passed): then search again."""
+        self.main.board.set_refreshing(True)
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
+        self.refresh_timer = self.set_timer(REFRESH_WAIT_S, self._refresh_now)
+
+    def _refresh_now(self) -> None:
+        if self.refresh_timer is not None:
+            self.refresh_timer.stop()
+            self.refresh_timer = None
+            self._search_again()
+
+    def _dense_installed(self) -> None:
+        """A dense stage (first pass, the model's, or off) is in: the search runs again."""
+        if self.refresh_timer is not None:
+            self._refresh_now()
+        elif not self._search_again():
             self.main.show_hints()
 
     def ensure_reranker(self) -> None:
@@ -339,6 +485,9 @@ class CoderagApp(App[None]):
         return ask is not None
 
     def _start_search(self, ask: Ask) -> None:
+        if self.refresh_timer is not None:  # this search brings the new results
+            self.refresh_timer.stop()
+            self.refresh_timer = None
         serial = self.session.start(ask)
         request = self.session.request(task="")  # the worker sets the task: the query it ran
         self._work(workers.search, self.engine, serial, ask, self.settings, request)
@@ -507,19 +656,34 @@ class CoderagApp(App[None]):
         """Pin a chunk so it goes first in the prompt (or unpin it)."""
         if key is not None:
             self.notify(self.session.toggle_pin(key))
-            self.repack()
+            self._marks_changed(key)
 
     def toggle_exclude(self, key: str | None) -> None:
         """Exclude a chunk from the prompt (or include it again)."""
         if key is not None:
             self.notify(self.session.toggle_exclude(key))
-            self.repack()
+            self._marks_changed(key)
+
+    def _marks_changed(self, key: str) -> None:
+        """Pins or exclusions changed: the ranks line says so at once, the prompt follows."""
+        if self.has_main_screen and key == self.session.selected_key:
+            self.main.show_selection()
+        self.repack()
+
+    def _key_at_cursor(self) -> str | None:
+        """The chunk under the cursor now, selected first if its highlight is still queued
+        (keys typed fast act on the row the user sees, not the one before it)."""
+        key = self.main.cursor_key()
+        if key is not None and key != self.session.selected_key:
+            self.select(key)
+            self.main.show_selection()
+        return key
 
     def action_pin(self) -> None:
-        self.toggle_pin(self.session.selected_key)
+        self.toggle_pin(self._key_at_cursor())
 
     def action_exclude(self) -> None:
-        self.toggle_exclude(self.session.selected_key)
+        self.toggle_exclude(self._key_at_cursor())
 
 
 def make_app(

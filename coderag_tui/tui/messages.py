@@ -91,8 +91,30 @@ class EmbeddingProgressed(Message):
 
 
 @dataclass
+class ModelLoaded(Message):
+    """The embedding model is loaded, and the vectors it already has (embedding cache, saved
+    index) do not cover every chunk: `known` covers `known.coverage`; the rest is embedding."""
+
+    serial: int
+    known: Dense
+    elapsed_ms: float
+
+
+@dataclass
+class FirstPassReady(Message):
+    """The static first pass covers every chunk (`dense.available`), or is off (`dense.reason`).
+
+    It stands in for the model's list until the model has embedded every chunk.
+    """
+
+    serial: int
+    dense: Dense
+    elapsed_ms: float
+
+
+@dataclass
 class EmbeddingsReady(Message):
-    """The dense stage is open (`dense.available`) or off (`dense.reason` says why)."""
+    """The model's dense stage is open (`dense.available`) or off (`dense.reason` says why)."""
 
     serial: int
     dense: Dense

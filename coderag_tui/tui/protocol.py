@@ -31,6 +31,11 @@ class CoderagHost(Protocol):
         """The last search, its prompt, the selected chunk, pins, exclusions and template."""
         ...
 
+    @property
+    def dense_pending(self) -> bool:
+        """Is the dense list of the installed chunks still being opened (not off for good)?"""
+        ...
+
     def column_hints(self) -> dict[RankingName, str]:
         """What each ranking column says before the first search (or why it is off)."""
         ...

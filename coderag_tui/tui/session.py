@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coderag_tui.core.engine import Dense, PromptRequest, PromptResult, Rerank, search_depth
+from coderag_tui.core.engine import (
+    Dense,
+    PromptRequest,
+    PromptResult,
+    Rerank,
+    model_label,
+    search_depth,
+)
 from coderag_tui.core.records import Chunk, Origin, PackedPrompt, RankingName, SearchRun
 from coderag_tui.settings import Settings
 
@@ -131,6 +138,39 @@ class Session:
                 if hit.chunk.key == key:
                     return hit.chunk
         return None
+
+
+QUANTIZED_TAGS = ("int8",)  # a quantized copy's key ends in one (`…/all-MiniLM-L6-v2:int8`)
+
+
+def model_title(name: str) -> str:
+    """What people call an embedding model, from its key: `all-MiniLM-L6-v2` for the
+    packaged model in every runtime and precision, `static MiniLM` for the first pass."""
+    base, sep, tag = name.rpartition(":")
+    if sep and tag in QUANTIZED_TAGS:
+        name = base
+    return model_label(name)
+
+
+def dense_title(dense: Dense) -> str:
+    """The model of a dense stage as the Dense column and the top bar name it ("" if none)."""
+    return model_title(dense.embedder.name) if dense.embedder is not None else ""
+
+
+def short_model(label: str) -> str:
+    """What people call a model in a progress figure: `all-MiniLM-L6-v2` -> `MiniLM`."""
+    parts = [p for p in label.split("-") if p and p.lower() not in ("all", "paraphrase")]
+    return parts[0] if parts else label
+
+
+def why_line(why: tuple[tuple[str, float], ...]) -> str:
+    """A fused hit's score as the sum it is: `why: rrf 0.82 · definition: Cart +0.40 · role:
+    test -0.41` (the base score first, then each signal's signed contribution)."""
+    if not why:
+        return ""
+    (base, score), *signals = why
+    parts = [f"{base} {score:.2f}", *(f"{label} {value:+.2f}" for label, value in signals)]
+    return "why: " + " · ".join(parts)
 
 
 def column_hints(ready: bool, dense: Dense | None, rerank: Rerank | None) -> dict[RankingName, str]:

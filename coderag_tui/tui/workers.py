@@ -22,10 +22,12 @@ from coderag_tui.tui.messages import (
     AdviceReady,
     EmbeddingProgressed,
     EmbeddingsReady,
+    FirstPassReady,
     IndexBuilt,
     IndexChecked,
     IndexFailed,
     IndexProgressed,
+    ModelLoaded,
     PromptExported,
     PromptPacked,
     RerankerReady,
@@ -129,7 +131,8 @@ def open_dense(
     embedder: Embedder | None,
     post: Post,
 ) -> None:
-    """Open the dense stage for these chunks (unchanged text comes from the embedding cache)."""
+    """Open the model's dense stage for these chunks: at once when the vectors it already
+    has cover every chunk, else say how much they cover (ModelLoaded) and embed the rest."""
     worker = get_current_worker()
     cancel = threading.Event()
     lower_thread_priority()
@@ -141,13 +144,39 @@ def open_dense(
             return
         post(EmbeddingProgressed(serial, done, total))
 
+    known = engine.open_dense(settings, lexical, embedder=embedder, embed_missing=False)
+    if worker.is_cancelled:
+        return
+    index = known.index
+    if not known.available or (index is not None and index.complete):
+        post(EmbeddingsReady(serial, known, (engine.clock() - start) * 1000))
+        return
+    post(ModelLoaded(serial, known, (engine.clock() - start) * 1000))
     dense = engine.open_dense(
-        settings, lexical, embedder=embedder, progress=progress, cancel=cancel
+        settings, lexical, embedder=known.embedder, progress=progress, cancel=cancel
     )
     if worker.is_cancelled or cancel.is_set():
         return
-    elapsed = (engine.clock() - start) * 1000 if dense.available else 0.0
-    post(EmbeddingsReady(serial, dense, elapsed))
+    post(EmbeddingsReady(serial, dense, (engine.clock() - start) * 1000))
+
+
+def open_first_pass(
+    engine: Engine, serial: int, settings: Settings, lexical: Lexical, post: Post
+) -> None:
+    """Embed every chunk with the static table (distilled once per machine), or say why not."""
+    worker = get_current_worker()
+    cancel = threading.Event()
+    lower_thread_priority()
+    start = engine.clock()
+
+    def progress(done: int, total: int) -> None:
+        if worker.is_cancelled:
+            cancel.set()
+
+    first = engine.open_first_pass(settings, lexical, progress=progress, cancel=cancel)
+    if worker.is_cancelled or cancel.is_set():
+        return
+    post(FirstPassReady(serial, first, (engine.clock() - start) * 1000))
 
 
 def open_reranker(engine: Engine, settings: Settings, post: Post) -> None:

@@ -167,7 +167,9 @@ def test_backend_none_turns_dense_off(tiny_st_embedder: Path, tmp_path: Path) ->
 
 def test_unknown_backend_names_the_choices(tmp_path: Path) -> None:
     # The settings schema refuses it before a resolver could see it.
-    with pytest.raises(SettingsError, match="one of auto, fastembed, sentence-transformers, none"):
+    with pytest.raises(
+        SettingsError, match="one of auto, fastembed, sentence-transformers, model2vec, none"
+    ):
         _resolve(tmp_path, embed_backend="tensorflow")
 
 
@@ -200,7 +202,7 @@ def test_the_offline_minilm_ranks_the_relevant_text_first() -> None:
 @pytest.mark.slow
 def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Path) -> None:
     torch_run = load_offline_package()
-    onnx_run = load_offline_package(tmp_path / "models")
+    onnx_run = load_offline_package(tmp_path / "models", quantized=False)
     assert isinstance(onnx_run, FastembedEmbedder)
     assert (onnx_run.name, onnx_run.max_tokens) == (torch_run.name, torch_run.max_tokens)
     # 240 tokens: inside the 256-token window of both runtimes, so nothing differs.
@@ -213,6 +215,6 @@ def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Pa
     # The export is kept, and a second load re-uses it instead of exporting again.
     [folder] = (tmp_path / "models").iterdir()
     stamp = (folder / "model.onnx").stat().st_mtime_ns
-    again = load_offline_package(tmp_path / "models")
+    again = load_offline_package(tmp_path / "models", quantized=False)
     assert isinstance(again, FastembedEmbedder)
     assert (folder / "model.onnx").stat().st_mtime_ns == stamp

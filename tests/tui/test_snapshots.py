@@ -46,6 +46,19 @@ def test_help(snap_compare: Any, tui_settings: Settings, build_app: AppFactory) 
     assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=run_before)
 
 
+def test_main_view_on_a_large_terminal(
+    snap_compare: Any, tui_settings: Settings, build_app: AppFactory
+) -> None:
+    """200x50: the rankings get the width, the preview and side panel the height."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, QUERY)
+        await pilot.press("escape", "down")
+        await settle(pilot)
+
+    assert snap_compare(build_app(tui_settings), terminal_size=(200, 50), run_before=run_before)
+
+
 SMALL = pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
 
 

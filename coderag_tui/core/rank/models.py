@@ -17,7 +17,8 @@ from typing import Any, Generic, TypeVar
 
 FASTEMBED = "fastembed"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
-BACKENDS = ("auto", FASTEMBED, SENTENCE_TRANSFORMERS, "none")
+MODEL2VEC = "model2vec"  # static embeddings: a token table, no transformer at run time
+BACKENDS = ("auto", FASTEMBED, SENTENCE_TRANSFORMERS, MODEL2VEC, "none")
 
 # Per-sequence special tokens and tokenizer drift when a stripe is re-tokenized on its own.
 TOKEN_MARGIN = 4
@@ -55,13 +56,24 @@ def onnx_file(folder: Path) -> str | None:
 
 
 def backend_for_folder(folder: Path) -> str:
-    """fastembed for a folder with ONNX weights, else sentence-transformers."""
+    """model2vec for a static model, fastembed for ONNX weights, else sentence-transformers."""
+    if is_static_folder(folder):
+        return MODEL2VEC
     has_torch_weights = any(
         (folder / name).is_file() for name in ("model.safetensors", "pytorch_model.bin")
     )
     if onnx_file(folder) is not None and not has_torch_weights:
         return FASTEMBED
     return SENTENCE_TRANSFORMERS
+
+
+def is_static_folder(folder: Path) -> bool:
+    """Does the folder hold a model2vec static model (its config says model_type model2vec)?"""
+    try:
+        text = (folder / "config.json").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return '"model2vec"' in text and (folder / "model.safetensors").is_file()
 
 
 def local_model_id(kind: str, folder: Path) -> str:

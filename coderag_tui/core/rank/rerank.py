@@ -223,5 +223,7 @@ def resolve_reranker(settings: Settings) -> RerankerChoice:
     if problem:
         return RerankerChoice(None, f"reranking is off: {problem} — {_HOW_TO}.")
     return RerankerChoice(
-        None, f"reranking is off: no cross-encoder is available offline — {_HOW_TO}."
+        None,
+        "reranking is off: no cross-encoder is available offline (the shipped MiniLM is a "
+        f"bi-encoder, and as a reranker it ranked worse than the fused list) — {_HOW_TO}.",
     )

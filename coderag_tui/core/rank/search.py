@@ -174,7 +174,7 @@ class Searcher:
             fused, base = weighted([bm25_scored, dense_scored], [w, 1.0 - w]), "weighted"
         else:
             lists = [[i for i, _ in bm25_scored], [i for i, _ in dense_scored]]
-            fused, base = rrf(lists, settings.rrf_k), "rrf"
+            fused, base = rrf(lists, settings.rrf_k, [1.0, settings.dense_weight]), "rrf"
         t = timed("fusion", t)
         if signals and query.strip():
             weights = Weights.from_settings(settings)

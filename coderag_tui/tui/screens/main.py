@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -23,12 +24,27 @@ from coderag_tui.tui.screens.layout import (
     LIST_KEYS,
     WIDTH_BREAKPOINTS,
 )
+from coderag_tui.tui.session import dense_title, short_model, why_line
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
+from coderag_tui.tui.widgets.ranking_table import RankingTable
 from coderag_tui.tui.widgets.rankings import TITLES, RankingColumn, RankingsBoard, ranks_line
 from coderag_tui.tui.widgets.status import IndexState, TopBar, WorkProgress
 from coderag_tui.tui.widgets.tuning import TuningPanel
+
+if TYPE_CHECKING:
+    from coderag_tui.core.engine import Dense
+
+# What indexing is doing, by progress stage: "done" means the files, not the index (BM25
+# and the chunk list still load after it, and the top bar says "indexing" until then).
+INDEX_STAGES = {
+    "wait": "waiting for another coderag indexing this repository",
+    "walk": "listing files",
+    "index": "reading files",
+    "done": "files read, loading BM25…",
+    "bm25": "building BM25…",
+}
 
 # What the prompt does with a chunk that holds a suspected secret, by `secrets` setting.
 SECRET_FATE = {
@@ -36,6 +52,16 @@ SECRET_FATE = {
     "redact": ": masked in the prompt",
     "allow": ": in the prompt as it is",
 }
+
+
+def fused_why(run: SearchRun | None, key: str | None) -> str:
+    """`why: rrf 0.82 · definition: Cart +0.40 · …` for the chunk's fused hit ("" if none)."""
+    if run is None or key is None:
+        return ""
+    for hit in run.rankings["fused"].hits:
+        if hit.chunk.key == key:
+            return one_line(why_line(hit.why))  # labels name repository identifiers
+    return ""
 
 
 class MainScreen(Screen[None]):
@@ -105,6 +131,7 @@ class MainScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = HEIGHT_BREAKPOINTS
 
     last_list: RankingName | None = None  # focused last: a new search selects its #1
+    _hinted_stages: tuple[str, str] | None = None  # the index and dense states hinted for
 
     @property
     def host(self) -> CoderagHost:
@@ -163,7 +190,10 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------ rendering
     def show_state(self, state: IndexState) -> None:
         self.query_one(TopBar).show(state)
-        if self.host.session.last_run is None:
+        # The hints follow the stages, not the progress figures that change every batch.
+        stages = (state.index, state.dense)
+        if self.host.session.last_run is None and stages != self._hinted_stages:
+            self._hinted_stages = stages
             self.show_hints()
 
     def show_hints(self) -> None:
@@ -171,12 +201,34 @@ class MainScreen(Screen[None]):
         self.board.show_run(None, self.host.column_hints())
 
     def show_run(self, run: SearchRun) -> None:
-        settings = self.host.settings
-        self.board.show_run(run, {}, rows=max(settings.k, 1), secrets=self.host.session.secrets)
+        host = self.host
+        settings = host.settings
+        pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
+        rows = max(settings.k, 1)
+        self.board.show_run(run, {}, rows=rows, secrets=host.session.secrets, pending=pending)
         self.board.set_rerank_visible(settings.rerank)
         self.latency.show_run(run)
         self.show_selection()
         self.latency.show_notes(run.notes)
+
+    def show_dense_stage(self, dense: Dense | None, progress: str) -> None:
+        """Name the dense list's model and stage in its column, with the model's progress."""
+        labels: tuple[str, ...] = ()
+        if dense is not None and dense.available:
+            name = dense_title(dense)
+            if dense.first_pass:
+                labels = (f"{name} · first pass", "first pass")
+            else:
+                labels = (name, short_model(name))
+        self.board.column("dense").set_stage(*labels, detail=progress)
+
+    def cursor_key(self) -> str | None:
+        """The chunk under the cursor of the focused list as this key is handled (its
+        highlight message may still be queued), else the selected chunk."""
+        focused = self.focused
+        if isinstance(focused, RankingTable) and focused.show_cursor and focused.rows:
+            return focused.rows[focused.cursor_row].key
+        return self.host.session.selected_key
 
     def show_selection(self) -> None:
         """Sync every column, the ranks line and the preview to the selected chunk."""
@@ -215,13 +267,15 @@ class MainScreen(Screen[None]):
         from rich.style import Style
 
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
-        lines = chunk_lines(
-            chunk,
-            terms,
-            dark=theme.dark,
-            background=theme.surface or theme.background or "#000000",
-            mark=mark,
-        )
+        background = theme.surface or theme.background or "#000000"
+        lines = chunk_lines(chunk, terms, dark=theme.dark, background=background, mark=mark)
+        why = fused_why(run, key)
+        if why:  # above the code, in the preview's own colours
+            gutter = "#75715e" if theme.dark else "#999999"  # the line numbers' colour
+            muted = Style(color=gutter, bgcolor=background, italic=True)
+            first = Text(style=Style(bgcolor=background), no_wrap=True, end="")
+            first.append(why, muted)  # a span: the preview draws spans, not the line's style
+            lines.insert(0, first)
         self.query_one(ChunkPreview).show(chunk, lines)
 
     def show_prompt_line(self) -> None:
@@ -268,7 +322,8 @@ class MainScreen(Screen[None]):
         )
 
     def show_index_progress(self, p: IndexProgressed) -> None:
-        detail = f"{p.files_done:,}/{p.files_total:,} files · {p.chunks:,} chunks ({p.stage})"
+        stage = INDEX_STAGES.get(p.stage, p.stage)
+        detail = f"{p.files_done:,}/{p.files_total:,} files · {p.chunks:,} chunks · {stage}"
         self.index_progress.advance_to(p.files_done, p.files_total, detail)
 
     def show_embed_progress(self, p: EmbeddingProgressed) -> None:

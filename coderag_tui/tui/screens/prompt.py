@@ -67,7 +67,8 @@ class PromptScreen(Screen[None]):
         included.add_columns("", "#", "block", "tokens")
         dropped = self.query_one("#dropped", DataTable)
         dropped.border_title = "Dropped"
-        dropped.add_columns("#", "chunk", "tokens", "why")
+        # `why` before the chunk: a long path must not push it out of a narrow panel.
+        dropped.add_columns("#", "why", "tokens", "chunk")
         text = self.query_one("#prompt-text", TextArea)
         text.border_title = "Prompt"
         text.border_subtitle = "select text with shift+arrows, ctrl+c copies a part"
@@ -132,9 +133,9 @@ class PromptScreen(Screen[None]):
         for drop in packed.dropped:
             dropped.add_row(
                 Text(str(drop.rank or "—"), justify="right"),
-                Text(one_line(drop.key)),
-                Text(f"{drop.tokens:,}", justify="right"),
                 Text(drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else "")),
+                Text(f"{drop.tokens:,}", justify="right"),
+                Text(one_line(drop.key)),
                 key=drop.key,
             )
         included.border_subtitle = f"{len(packed.blocks)} blocks"

@@ -99,7 +99,7 @@ class LatencyPanel(Vertical):
         self._stage_count = -1
         self._notes: tuple[str, ...] = ()
         self._index_rows: list[tuple[str, str]] = []
-        self._embedding_rows: list[tuple[str, str]] = []
+        self._dense_rows: dict[str, str] = {}  # "first pass", "full model" -> time or why
 
     def compose(self) -> ComposeResult:
         yield Static(stage_lines(()), id="stage-bars")
@@ -132,13 +132,28 @@ class LatencyPanel(Vertical):
         rows = index_rows(lexical.files, len(lexical.chunks), chunking, lexical.report, elapsed_ms)
         self.show_index_stats(rows)
 
-    def show_embedding_time(self, ms: float, model: str) -> None:
-        """How long the dense index took to open, below the index's own figures."""
-        self._embedding_rows = [("embedding", f"{ms:,.0f} ms ({model})")]
+    def reset_dense(self) -> None:
+        """Other chunks: their dense lists are timed anew."""
+        self._dense_rows = {}
+        self._show_stats()
+
+    def show_first_pass(self, ms: float | None, note: str) -> None:
+        """Time from the index to the static first pass (`note` names it), or why it is off."""
+        self._show_dense("first pass", ms, note)
+
+    def show_model(self, ms: float | None, note: str) -> None:
+        """Time from the index to the model's full list (`note` names the model), or what the
+        model is doing or why it is off."""
+        self._show_dense("full model", ms, note)
+
+    def _show_dense(self, label: str, ms: float | None, note: str) -> None:
+        self._dense_rows[label] = f"{format_ms(ms)} ({note})" if ms is not None else note
         self._show_stats()
 
     def _show_stats(self) -> None:
-        lines = [*self._index_rows, *self._embedding_rows]
+        order = ("first pass", "full model")
+        dense = [(label, self._dense_rows[label]) for label in order if label in self._dense_rows]
+        lines = [*self._index_rows, *dense]
         width = max((len(label) for label, _ in lines), default=0)
         content = Content("\n").join(
             Content.assemble((label.ljust(width), "$text-muted"), "  ", value)

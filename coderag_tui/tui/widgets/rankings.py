@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -67,6 +68,52 @@ class RankingColumn(Vertical):
         super().__init__(id=id or f"column-{name}", classes="ranking-column")
         self.method: RankingName = name
         self.border_title = TITLES[name]
+        self._count = ""  # `20 hits`, `top 10 of 100`, `off`
+        self._stage_labels: tuple[str, ...] = ()  # what the list is made of, longest first
+        self._stage_detail = ""  # how far a stage that is still opening has got
+
+    @property
+    def refreshing(self) -> bool:
+        """Do the rows wait for a new ranking (they are the last good one, kept on screen)?"""
+        return self.has_class("refreshing")
+
+    def set_stage(self, *labels: str, detail: str = "") -> None:
+        """Name what the list is made of in the title (`Dense · static MiniLM · first pass`,
+        or a shorter label when that does not fit) and how far its next stage has got below
+        it (`MiniLM 34%`)."""
+        self._stage_labels = tuple(label for label in labels if label)
+        self._stage_detail = detail
+        self._show_title()
+        self._show_subtitle()
+
+    def on_resize(self) -> None:
+        self._show_title()
+        self._show_subtitle()
+
+    def _fitting(self, *texts: str) -> str:
+        """The first text that fits in the border (they come longest first)."""
+        room = self.size.width - 6  # corners, the spaces around a title, a margin
+        return next((t for t in texts if cell_len(t) <= room), texts[-1])
+
+    def _show_title(self) -> None:
+        name = TITLES[self.method]
+        title = self._fitting(*(f"{name} · {label}" for label in self._stage_labels), name)
+        if str(self.border_title) != title:
+            self.border_title = Content(title)  # model names are plain text
+
+    def set_refreshing(self, refreshing: bool) -> None:
+        """Keep the rows on screen, marked, while a new ranking is on its way."""
+        if self.refreshing != refreshing:
+            self.set_class(refreshing, "refreshing")
+        self._show_subtitle()
+
+    def _show_subtitle(self) -> None:
+        count = "refreshing…" if self.refreshing and self.keys else self._count
+        detail = self._stage_detail
+        both = " · ".join(p for p in (detail, count) if p)
+        subtitle = self._fitting(both, detail) if detail else both
+        if str(self.border_subtitle) != subtitle:
+            self.border_subtitle = Content(subtitle)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="unavailable")
@@ -88,19 +135,29 @@ class RankingColumn(Vertical):
         empty_hint: str = "",
         rows: int = 20,
         secrets: Mapping[str, tuple[str, ...]] | None = None,
+        pending: bool = False,
     ) -> None:
-        """Fill the table with a ranking's top `rows` hits, or explain why there is no list."""
+        """Fill the table with a ranking's top `rows` hits, or explain why there is no list.
+
+        A `pending` column whose stage is still opening keeps its place (it says so) instead
+        of giving its width away as an off column does, so the layout does not jump.
+        """
         table = self.table
+        if self.refreshing:
+            self.set_class(False, "refreshing")
         # Only touch classes and display when they change: each change restyles the screen.
         if ranking is None:
             table.set_rows([])
             self._set_note(empty_hint, off=False)
-            self.border_subtitle = ""
+            self._count = ""
+            self._show_subtitle()
             return
         if not ranking.available:
             table.set_rows([])
-            self._set_note(ranking.reason or f"{TITLES[self.method]} is unavailable.", off=True)
-            self.border_subtitle = "off"
+            why = ranking.reason or f"{TITLES[self.method]} is unavailable."
+            self._set_note(why, off=not pending)
+            self._count = "" if pending else "off"
+            self._show_subtitle()
             return
         self._set_note("" if ranking.hits else "no matches", off=False)
         fmt = SCORE_FORMAT[self.method]
@@ -117,11 +174,12 @@ class RankingColumn(Vertical):
         ]
         table.set_rows(lines)
         shown = len(lines)
-        self.border_subtitle = (
+        self._count = (
             f"{len(ranking.hits)} hits"
             if shown == len(ranking.hits)
             else f"top {shown} of {len(ranking.hits)}"
         )
+        self._show_subtitle()
         table.set_show_cursor(bool(self.keys))
 
     @property
@@ -194,14 +252,31 @@ class RankingsBoard(Vertical):
         *,
         rows: int = 20,
         secrets: Mapping[str, tuple[str, ...]] | None = None,
+        pending: Collection[RankingName] = (),
     ) -> None:
         """Fill every column from a search (or show each column's hint before the first one);
-        chunks with suspected secrets (kinds by key) are marked."""
+        chunks with suspected secrets (kinds by key) are marked; `pending` columns are opening
+        (they keep their place)."""
         for name in RANKING_NAMES:
             ranking = None if run is None else run.rankings.get(name)
             column = self.column(name)
-            column.show(ranking, empty_hint=hints.get(name, ""), rows=rows, secrets=secrets)
+            column.show(
+                ranking,
+                empty_hint=hints.get(name, ""),
+                rows=rows,
+                secrets=secrets,
+                pending=name in pending,
+            )
         self._show_off_note()
+
+    def set_refreshing(self, refreshing: bool) -> None:
+        """Mark every list as the last good one, kept on screen until new rankings arrive."""
+        for col in self.query(RankingColumn):
+            col.set_refreshing(refreshing)
+
+    @property
+    def refreshing(self) -> bool:
+        return any(col.refreshing for col in self.query(RankingColumn))
 
     def _show_off_note(self) -> None:
         off = [

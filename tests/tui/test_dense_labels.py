@@ -1,0 +1,50 @@
+"""What the TUI calls models and how it explains a fused score: pure functions, no app."""
+
+from __future__ import annotations
+
+import pytest
+
+from coderag_tui.core.rank.static import STATIC_KEY
+from coderag_tui.tui.session import model_title, short_model, why_line
+from coderag_tui.tui.widgets.status import IndexState, top_bar_content
+
+
+@pytest.mark.parametrize(
+    ("key", "title"),
+    [
+        ("sentence-transformers/all-MiniLM-L6-v2:int8", "all-MiniLM-L6-v2"),
+        ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"),
+        ("fastembed:BAAI/bge-small-en-v1.5", "bge-small-en-v1.5"),
+        (STATIC_KEY, "static MiniLM"),
+    ],
+)
+def test_a_model_is_named_as_people_call_it(key: str, title: str) -> None:
+    assert model_title(key) == title
+
+
+def test_the_progress_figure_uses_a_short_name() -> None:
+    assert short_model("all-MiniLM-L6-v2") == "MiniLM"
+    assert short_model("bge-small-en-v1.5") == "bge"
+
+
+def test_the_why_line_shows_the_base_then_each_signed_signal() -> None:
+    why = (("rrf", 0.8213), ("definition: Cart", 0.4), ("path", 0.1), ("role: test", -0.41))
+    assert why_line(why) == "why: rrf 0.82 · definition: Cart +0.40 · path +0.10 · role: test -0.41"
+    assert why_line(()) == ""
+
+
+def test_a_narrow_top_bar_keeps_the_dense_progress_and_drops_the_chunking() -> None:
+    state = IndexState(
+        "shop",
+        files=7,
+        chunks=12,
+        chunking="lines:12:0",
+        index="ready",
+        dense="first pass",
+        dense_detail="static MiniLM · MiniLM 34%",
+    )
+    full = top_bar_content(state).plain
+    compact = top_bar_content(state, compact=True).plain
+    assert "12-line chunks" in full and "(static MiniLM · MiniLM 34%)" in full
+    assert "12-line chunks" not in compact and "7 files" not in compact
+    assert compact.endswith("dense first pass (MiniLM 34%)")

@@ -1,0 +1,204 @@
+"""Pilot tests of the staged dense list: the static first pass answers within seconds, the
+model's own list replaces it when complete, and re-indexing never makes the layout jump."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.message import Message
+from textual.pilot import Pilot
+
+from coderag_tui.core.engine import Dense, Engine
+from coderag_tui.core.rank import static
+from coderag_tui.settings import Settings
+from coderag_tui.tui.app import CoderagApp
+from coderag_tui.tui.messages import EmbeddingsReady, FirstPassReady, SearchFinished
+from coderag_tui.tui.widgets.query import QueryInput
+from coderag_tui.tui.widgets.status import TopBar
+from tests.tui.conftest import SIZE, AppFactory, Recorder, column, search, settle, text_of
+
+QUERY = "charge the card and retry on timeout"
+
+
+async def until(pilot: Pilot[Any], check: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Let the app run until `check()` holds (workers may be blocked: no settle here)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "the app did not get there in time"
+        await pilot.pause(0.05)
+
+
+def hold_open_dense(engine: Engine, gate: threading.Event) -> None:
+    """Make the model's embedding wait for `gate` (its look at the vectors it already has,
+    and the first pass, which embeds through the same method, do not)."""
+    open_dense = engine.open_dense
+
+    def held(*args: Any, **kw: Any) -> Dense:
+        if kw.get("embed_missing", True) and not kw.get("first_pass", False):
+            gate.wait(30)
+        return open_dense(*args, **kw)
+
+    engine.open_dense = held  # type: ignore[method-assign]
+
+
+def top_bar(app: CoderagApp) -> str:
+    return str(app.main.query_one(TopBar).render())
+
+
+async def ask(pilot: Pilot[Any], app: CoderagApp, query: str) -> None:
+    """Search without waiting for every worker (a held one would never finish)."""
+    serial = app.session.serial
+    field = app.main.query_one(QueryInput)
+    field.focus()
+    field.value = query
+    await pilot.press("enter")
+    await until(pilot, lambda: app.session.serial > serial and app.session.asking is None)
+    await pilot.pause()
+
+
+@pytest.mark.slow
+async def test_the_first_pass_answers_while_the_model_embeds_then_the_model_takes_over(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    settings = tui_settings.with_(embed_backend="auto")  # the offline all-MiniLM-L6-v2
+    app = build_app(settings)
+    app.quick_embed_chunks = 0  # the tiny repository gets a first pass too
+    gate = threading.Event()
+    hold_open_dense(app.engine, gate)
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await until(pilot, lambda: app.engine.dense is not None and app.engine.dense.first_pass)
+        await ask(pilot, app, QUERY)
+        run = app.session.last_run
+        assert run is not None and run.rankings["dense"].available
+        dense = column(app, "dense")
+        assert str(dense.border_title) == "Dense · static MiniLM · first pass"
+        assert "MiniLM 0%" in str(dense.border_subtitle)  # the model has embedded nothing yet
+        assert "dense first pass (static MiniLM · MiniLM 0%)" in top_bar(app)
+        assert "first pass" in text_of(app, "#index-stats")
+        assert "Fused off" not in text_of(app, "#board-note")
+
+        gate.set()
+        await settle(pilot)
+        assert app.engine.dense is not None and not app.engine.dense.first_pass
+        assert app.engine.dense.coverage == 1.0
+        assert str(dense.border_title) == "Dense · all-MiniLM-L6-v2"
+        assert "dense ready (all-MiniLM-L6-v2)" in top_bar(app)
+        stats = text_of(app, "#index-stats")
+        assert "first pass" in stats and "full model" in stats and "all-MiniLM-L6-v2" in stats
+        # The search ran again with the model's list; the column never went off.
+        finished = recorder.of(SearchFinished)
+        assert len(finished) == 2 and all(m.run.rankings["dense"].available for m in finished)
+
+
+@pytest.mark.slow
+async def test_a_late_first_pass_never_replaces_the_models_list(
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+) -> None:
+    app = build_app(tui_settings.with_(embed_backend="auto"))
+    app.quick_embed_chunks = 0
+    open_first_pass = app.engine.open_first_pass
+
+    def late(*args: Any, **kw: Any) -> Dense:
+        deadline = time.monotonic() + 30
+        while not app.model_installed and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return open_first_pass(*args, **kw)
+
+    app.engine.open_first_pass = late  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await settle(pilot)
+        first = recorder.of(FirstPassReady)
+        assert first and first[-1].dense.available  # it arrived, after the model's list
+        assert app.engine.dense is not None and not app.engine.dense.first_pass
+        assert "dense ready (all-MiniLM-L6-v2)" in top_bar(app)
+
+
+async def test_without_the_offline_extra_the_first_pass_is_off_and_says_why(
+    tui_settings: Settings,
+    build_app: AppFactory,
+    tiny_st_embedder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(static, "load_distilled", lambda folder: None)
+    monkeypatch.setattr(static, "can_distill", lambda: False)
+    settings = tui_settings.with_(
+        embed_backend="sentence-transformers", embed_model=str(tiny_st_embedder)
+    )
+    app = build_app(settings)
+    app.quick_embed_chunks = 0
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, QUERY)
+        assert app.engine.dense is not None and app.engine.dense.available
+        assert not app.engine.dense.first_pass
+        assert "coderag-tui[offline]" in text_of(app, "#index-stats")
+        assert "dense ready" in top_bar(app)
+
+
+class LayoutWatch(Recorder):
+    """Records, as each dense stage arrives, whether the last results were kept on screen
+    (marked refreshing) and whether the Dense column had collapsed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.app: CoderagApp | None = None
+        self.seen: list[tuple[bool, bool]] = []  # (refreshing, dense column off)
+
+    def __call__(self, message: Message) -> None:
+        super().__call__(message)
+        if isinstance(message, EmbeddingsReady | FirstPassReady) and self.app is not None:
+            board = self.app.main.board
+            self.seen.append((board.refreshing, column(self.app, "dense").has_class("off")))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "edit a file, ctrl+r",
+        "chunking in Tuning",
+        pytest.param("chunking, first pass", marks=pytest.mark.slow),
+    ],
+)
+async def test_reindexing_keeps_the_last_rankings_until_dense_is_ready(
+    tui_settings: Settings, build_app: AppFactory, tiny_st_embedder: Path, change: str
+) -> None:
+    first_pass = change == "chunking, first pass"
+    settings = tui_settings.with_(
+        embed_backend="sentence-transformers",
+        embed_model=str(tiny_st_embedder),
+        dense_first_pass="static" if first_pass else "off",
+    )
+    app = build_app(settings)
+    if first_pass:
+        app.quick_embed_chunks = 0  # the new chunks get a first pass, then the model
+    watch = LayoutWatch()
+    watch.app = app
+    async with app.run_test(size=SIZE, message_hook=watch) as pilot:
+        await search(pilot, QUERY)
+        assert column(app, "fused").keys and column(app, "dense").keys
+        searches = len(watch.of(SearchFinished))
+        watch.seen.clear()
+        if change.startswith("chunking"):
+            app.action_set_chunking("file")
+        else:
+            payment = settings.repo_root / "shop" / "payment.py"
+            payment.write_text(payment.read_text() + "\n\ndef void(gateway):\n    pass\n")
+            await pilot.press("ctrl+r")
+        await settle(pilot)
+        await asyncio.sleep(0)
+        # While the new chunks were embedded, the old rankings stayed, marked refreshing.
+        assert watch.seen and watch.seen[0] == (True, False)
+        later = watch.of(SearchFinished)[searches:]
+        assert later, "the search did not run again with the new chunks"
+        # No search in between showed Dense off or a BM25-only fusion.
+        assert all(m.run.rankings["dense"].available for m in later)
+        assert not app.main.board.refreshing
+        assert not column(app, "dense").has_class("off")
+        if first_pass:  # the first pass answered, then the model's list replaced it
+            assert len(later) == 2 and app.engine.dense is not None
+            assert not app.engine.dense.first_pass
