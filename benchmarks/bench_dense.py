@@ -47,7 +47,8 @@ from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.store import EmbeddingCache
 from coderag_tui.core.index.walk import read_source, walk
 from coderag_tui.core.rank.dense import DenseBuildStats, DenseIndex, split_stripes, stripe_window
-from coderag_tui.core.rank.embed import WindowedEmbedder, load_offline_package
+from coderag_tui.core.rank.embed import WindowedEmbedder
+from coderag_tui.core.rank.embedders import load_offline_package
 from coderag_tui.core.records import Chunk, ChunkingSpec
 from coderag_tui.settings import Settings
 

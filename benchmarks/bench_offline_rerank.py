@@ -50,7 +50,8 @@ from coderag_tui.core.hashing import text_hash
 from coderag_tui.core.index.store import EmbeddingCache
 from coderag_tui.core.rank import rerank as rerank_module
 from coderag_tui.core.rank.dense import STRIPE_OVERLAP, VectorCache, split_stripes, stripe_window
-from coderag_tui.core.rank.embed import WindowedEmbedder, resolve_embedder
+from coderag_tui.core.rank.embed import WindowedEmbedder
+from coderag_tui.core.rank.embedders import resolve_embedder
 from coderag_tui.core.rank.rerank import RerankerChoice
 from coderag_tui.settings import Settings
 

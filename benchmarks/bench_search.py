@@ -183,7 +183,7 @@ def dense_index_build(chunks: Sequence[Chunk], batch_size: int = 32) -> tuple[fl
     """Seconds for DenseIndex.build with a fresh embedding cache, and the built index."""
     from coderag_tui.core.index.store import EmbeddingCache
     from coderag_tui.core.rank.dense import DenseIndex
-    from coderag_tui.core.rank.embed import load_offline_package
+    from coderag_tui.core.rank.embedders import load_offline_package
 
     embedder = load_offline_package()
     if embedder is None:

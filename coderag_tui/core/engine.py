@@ -474,7 +474,7 @@ class Engine:
 
         notices: list[str] = []
         if embedder is None:
-            from coderag_tui.core.rank.embed import resolve_embedder
+            from coderag_tui.core.rank.embedders import resolve_embedder
 
             choice = resolve_embedder(settings)
             if choice.embedder is None:

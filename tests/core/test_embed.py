@@ -14,12 +14,10 @@ import pytest
 from coderag_tui.core.rank.embed import (
     DEFAULT_ST_MODEL,
     FastembedEmbedder,
-    ModelChoice,
     SentenceTransformerEmbedder,
-    load_offline_package,
     prefixes_for,
-    resolve_embedder,
 )
+from coderag_tui.core.rank.embedders import ModelChoice, load_offline_package, resolve_embedder
 from coderag_tui.settings import Settings, SettingsError
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     MAX_POSITIONS,

@@ -13,9 +13,9 @@ from coderag_tui.core.rank.embed import (
     OFFLINE_INT8_KEY,
     OFFLINE_KEY,
     FastembedEmbedder,
-    load_offline_package,
     quantize_onnx,
 )
+from coderag_tui.core.rank.embedders import load_offline_package
 from tests.fixtures.tiny_models import tiny_fastembed_embedder, tiny_models_dir
 
 __all__ = ["tiny_fastembed_embedder", "tiny_models_dir"]

@@ -15,7 +15,7 @@ from coderag_tui.cli import main
 from coderag_tui.core.engine import Engine
 from coderag_tui.core.rank import static
 from coderag_tui.core.rank.dense import DenseIndex
-from coderag_tui.core.rank.embed import resolve_embedder
+from coderag_tui.core.rank.embedders import resolve_embedder
 from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
 from tests.fixtures.tiny_models import tiny_models_dir, tiny_st_embedder  # noqa: F401

@@ -21,7 +21,8 @@ from benchmarks.bench_offline_rerank import (
 )
 from coderag_tui.core.index.store import EmbeddingCache
 from coderag_tui.core.rank.dense import split_stripes
-from coderag_tui.core.rank.embed import FastembedEmbedder, load_offline_package
+from coderag_tui.core.rank.embed import FastembedEmbedder
+from coderag_tui.core.rank.embedders import load_offline_package
 from coderag_tui.core.rank.rerank import Reranker
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     tiny_fastembed_embedder,

@@ -282,7 +282,7 @@ def _bench(
         stage_seconds["bm25 build"] = max(0.0, elapsed - report.elapsed_s)
         engine.use(Dense(reason="dense was not requested (pass --dense)"))
         if dense:
-            from coderag_tui.core.rank.embed import resolve_embedder
+            from coderag_tui.core.rank.embedders import resolve_embedder
 
             choice = resolve_embedder(settings)
             if choice.embedder is None:

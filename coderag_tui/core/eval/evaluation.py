@@ -610,7 +610,7 @@ def _embedder(
     if not wanted:
         return None, "dense was not requested"
     if embedder is None:
-        from coderag_tui.core.rank.embed import resolve_embedder
+        from coderag_tui.core.rank.embedders import resolve_embedder
 
         choice = resolve_embedder(settings)
         if choice.embedder is None:

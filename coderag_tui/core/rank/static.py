@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 
 from coderag_tui.core.rank import models as mr
-from coderag_tui.core.rank.embed import OFFLINE_PACKAGE, Prefixes, WindowedEmbedder
+from coderag_tui.core.rank.embed import (
+    OFFLINE_PACKAGE,
+    Prefixes,
+    WindowedEmbedder,
+    package_version,
+)
 
 STATIC_KEY = "model2vec:all-MiniLM-L6-v2-distilled"  # cache key of the distilled table
 PCA_DIMS = 256  # model2vec's default; halves the table of the 384-wide transformer
@@ -90,9 +95,7 @@ def can_distill() -> bool:
 
 def distilled_folder(models_dir: Path) -> Path:
     """Where the table distilled from the shipped model lives (one per package version)."""
-    from coderag_tui.core.rank.embed import _package_version
-
-    return models_dir / f"all-MiniLM-L6-v2-static-{PCA_DIMS}-{_package_version()}"
+    return models_dir / f"all-MiniLM-L6-v2-static-{PCA_DIMS}-{package_version()}"
 
 
 def distill_offline(models_dir: Path) -> Path:
