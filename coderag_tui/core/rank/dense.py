@@ -498,6 +498,12 @@ class DenseIndex:
         return [(int(ids[i]), float(scores[i])) for i in order]
 
 
+def _holds_any(cache: VectorCache, model: str) -> bool:
+    """Does the cache hold any vector of `model` (True when it cannot say)?"""
+    count = getattr(cache, "count", None)
+    return True if count is None else bool(count(model))
+
+
 def dense_dir(settings: Settings, model: str) -> Path:
     """Where the dense index of the current chunking and embedding model is saved."""
     spec = settings.chunking_spec.key.replace(":", "_")
@@ -549,6 +555,14 @@ def load_or_build_dense(
         and previous.max_stripes == settings.stripe_cap
     ):
         return previous
+    if not embed_missing and previous is None and not _holds_any(cache, embedder.name):
+        # Nothing of this model anywhere: the answer is "no coverage", without tokenizing
+        # every chunk to look each window up (seconds on a large repository).
+        stats = DenseBuildStats(len(chunks), 0, 0, 0, 0, False, 0.0)
+        empty = DenseIndex(np.zeros((0, 0), dtype=np.float32), np.zeros(0), len(chunks), stats)
+        empty.model, empty.window, empty.overlap = embedder.name, window, overlap
+        empty.max_stripes = settings.stripe_cap
+        return empty
     index = DenseIndex.build(
         chunks,
         embedder,
