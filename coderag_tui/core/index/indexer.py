@@ -1,14 +1,16 @@
 """Incremental index build: walk, read only what changed, chunk, store in committed batches.
 
-A second run with nothing changed reads no file (size + mtime decide), a changed file is
-re-chunked (and scanned for secrets, see `secret_scan`) alone, deleted files disappear, and
-switching the chunking setting re-chunks the stored text without touching the disk. Work is
-committed every few hundred files, so Ctrl-C, a cancel event or SIGKILL loses at most the
-open batch and the next run finishes the job.
+A second run with nothing changed reads no file (size + mtime decide), and in a git work
+tree does not even walk: git's fingerprint of the tree (`walk.fingerprint`) matches the one
+the last complete build recorded. A changed file is re-chunked (and scanned for secrets, see
+`secret_scan`) alone, deleted files disappear, and switching the chunking setting re-chunks
+the stored text without touching the disk. Work is committed every few hundred files, so
+Ctrl-C, a cancel event or SIGKILL loses at most the open batch and the next run finishes it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -23,7 +25,7 @@ from coderag_tui.core.hashing import text_hash, utf8_hash
 from coderag_tui.core.index import secret_scan
 from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.store import FileState, Store
-from coderag_tui.core.index.walk import read_source, walk
+from coderag_tui.core.index.walk import fingerprint, read_source, walk
 from coderag_tui.core.records import (
     Chunk,
     ChunkingSpec,
@@ -35,6 +37,9 @@ from coderag_tui.core.records import (
 from coderag_tui.settings import Settings
 
 STAGES: tuple[str, ...] = ("walk", "read", "scan", "chunk", "store")
+# Meta key (plus the chunking key) of the work tree's fingerprint after the last complete
+# build, with what that build reported skipped: a matching fingerprint means nothing changed.
+FRESH_META_PREFIX = "fresh:"
 _PROGRESS_INTERVAL_S = 0.05  # at most ~20 progress callbacks per second
 
 
@@ -225,10 +230,27 @@ def build_index(
 
     emit("walk", force=True)
     t = clock()
+    excludes = index_excludes(settings)
+    fresh_key = FRESH_META_PREFIX + spec.key
+    digest = fingerprint(
+        root,
+        max_file_bytes=settings.max_file_bytes,
+        exclude=excludes,
+        include_secret_files=settings.include_secret_files,
+    )
+    if digest is not None:  # reading rules decide what is indexed too
+        digest += f":{settings.max_line_chars}"
+    if digest is not None:
+        unchanged = _unchanged_report(store, settings, fresh_key, digest, run, clock)
+        if unchanged is not None:
+            emit("done", force=True)
+            return unchanged
+    if store.get_meta(fresh_key):
+        store.set_meta(fresh_key, "")  # forgotten until this build completes
     result = walk(
         root,
         max_file_bytes=settings.max_file_bytes,
-        exclude=index_excludes(settings),
+        exclude=excludes,
         include_secret_files=settings.include_secret_files,
     )
     run.seconds["walk"] += clock() - t
@@ -324,7 +346,50 @@ def build_index(
     report = _report(run, settings, store, result.is_git, cancelled or interrupted, left, clock)
     if interrupted:
         raise IndexInterrupted(report)
+    if digest is not None and not report.cancelled:
+        _remember_fresh(store, fresh_key, digest, report)
     return report
+
+
+def _remember_fresh(store: Store, key: str, digest: str, report: IndexReport) -> None:
+    """Record the fingerprint a complete build started from, with what it skipped and which
+    files had invalid UTF-8, so the next build can answer without a walk. Not when a file
+    could not be read: that one is retried every run."""
+    if any(s.reason is SkipReason.UNREADABLE for s in report.skipped):
+        return
+    record = {
+        "digest": digest,
+        "files_total": report.files_total,
+        "skipped": [[s.path, s.reason.name, s.detail] for s in report.skipped],
+        "invalid_utf8": list(report.invalid_utf8),
+    }
+    store.set_meta(key, json.dumps(record))
+
+
+def _unchanged_report(
+    store: Store,
+    settings: Settings,
+    key: str,
+    digest: str,
+    run: _Run,
+    clock: Callable[[], float],
+) -> IndexReport | None:
+    """The report of a build that finds nothing changed, when the fingerprint recorded by
+    the last complete build matches `digest`; None when a walk must decide."""
+    raw = store.get_meta(key)
+    if not raw or store.get_meta(secret_scan.SCANNER_META_KEY) != secret_scan.SCANNER_VERSION:
+        return None
+    try:
+        record = json.loads(raw)
+        if record.get("digest") != digest:
+            return None
+        run.files_total = run.unchanged = run.done = int(record["files_total"])
+        run.skipped = [SkippedFile(p, SkipReason[r], d) for p, r, d in record["skipped"]]
+        run.invalid = dict.fromkeys(record["invalid_utf8"], True)
+    except (ValueError, KeyError, TypeError):
+        return None
+    run.seconds["walk"] += clock() - run.started
+    return _report(run, settings, store, True, False, 0, clock)
 
 
 def _worker_count(requested: int | None) -> int:

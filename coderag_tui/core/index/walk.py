@@ -29,6 +29,7 @@ people ask about, and the harmful cases (bundles, lock files) are caught by the 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import subprocess
@@ -185,6 +186,114 @@ def walk(
     files = tuple(sorted(collector.files, key=lambda f: f.path))
     skipped = tuple(sorted(collector.finish_skipped(), key=lambda s: s.path))
     return WalkResult(files=files, skipped=skipped, is_git=is_git)
+
+
+# Bump when the rules above change which files are listed or how they are classified: a
+# fingerprint recorded by an older version then no longer matches.
+FINGERPRINT_VERSION = 1
+_GIT_TIMEOUT_S = 120
+_SYMLINK_MODE = b"H 120000 "  # `git ls-files -s -v`: a cached symlink
+
+
+def fingerprint(
+    root: Path,
+    *,
+    max_file_bytes: int = 1 << 20,
+    exclude: Sequence[Path] = (),
+    include_secret_files: bool = False,
+) -> str | None:
+    """A digest that changes whenever `walk` could list or stat a file differently, cheap
+    enough to check before every search; None when git cannot vouch for the work tree.
+
+    Git does the per-file work in C: `ls-files -s` lists every path with the blob it has
+    for a tracked file, and `diff-files` names each tracked file whose stat data (or content)
+    differs from git's index. A tracked file it does not name has exactly that blob's
+    content, so the listing covers it; the named ones, untracked files and symlinks (whose
+    targets git does not follow) are stat-ed here. Files git is told not to check
+    (assume-unchanged, skip-worktree) and conflicts give None: `walk` then decides.
+    """
+    root_real = os.path.realpath(root)
+    if not os.path.exists(os.path.join(root_real, ".git")):
+        return None  # not the top of a work tree (a sub-folder, or none): walk decides
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # never take (or refresh) the user's git index
+    commands = (
+        ["ls-files", "-z", "-s", "-v", "--cached", "--others", "--exclude-standard"],
+        ["diff-files", "-z", "--name-only"],
+    )
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv in commands:
+            procs.append(
+                subprocess.Popen(
+                    ["git", "-C", root_real, *argv],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                )
+            )
+        outputs = [proc.communicate(timeout=_GIT_TIMEOUT_S)[0] for proc in procs]
+    except (OSError, subprocess.SubprocessError):
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        return None
+    listing, dirty = outputs
+    if any(proc.returncode != 0 for proc in procs) or not listing:
+        return None
+    # Tags of `ls-files -v`: "H " a cached file, "? " an untracked one; any other (assume-
+    # unchanged, skip-worktree, a conflict's "M ") is a file git does not check.
+    records = listing.count(b"\0")
+    tagged = listing.count(b"\0H ") + listing.count(b"\0? ") + listing.startswith((b"H ", b"? "))
+    if tagged != records:
+        return None
+    excluded = _excluded_prefixes(root_real, exclude)
+    to_stat = set(_records_after(listing, b"? "))
+    to_stat.update(path.split(b"\t", 1)[1] for path in _records_after(listing, _SYMLINK_MODE))
+    to_stat.update(name for name in dirty.split(b"\0") if name)
+    stats: list[tuple[object, ...]] = []
+    for raw in sorted(to_stat):
+        rel = raw.decode("utf-8", errors="surrogateescape").rstrip("/")
+        if _is_excluded(rel, excluded):
+            continue
+        stats.append((raw, *_stat_key(os.path.join(root_real, rel))))
+    digest = hashlib.blake2b(digest_size=16)
+    settings = (FINGERPRINT_VERSION, max_file_bytes, include_secret_files, excluded)
+    digest.update(repr(settings).encode())
+    digest.update(listing)
+    digest.update(b"\1")
+    digest.update(repr(stats).encode("utf-8", errors="surrogateescape"))
+    return digest.hexdigest()
+
+
+def _records_after(listing: bytes, tag: bytes) -> list[bytes]:
+    """The rest of every NUL-ended record of `listing` that starts with `tag` (found with
+    `bytes.find`, far faster than a regular expression over megabytes)."""
+    marker = b"\0" + tag
+    starts = [0] if listing.startswith(tag) else []
+    at = listing.find(marker)
+    while at != -1:
+        starts.append(at + 1)
+        at = listing.find(marker, at + 1)
+    return [listing[start + len(tag) : listing.find(b"\0", start)] for start in starts]
+
+
+def _stat_key(path: str) -> tuple[object, ...]:
+    """What `walk` reads of one path's stat (and its target's, for a link), or the error."""
+    out: list[object] = []
+    for follow in (False, True):
+        try:
+            st = os.stat(path, follow_symlinks=follow)
+        except OSError as exc:
+            out.append(exc.errno)
+            break
+        out.append((st.st_mode, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino))
+        if not stat.S_ISLNK(st.st_mode):
+            break
+    if len(out) > 1:
+        out.append(os.path.realpath(path))
+    return tuple(out)
 
 
 def read_source(
