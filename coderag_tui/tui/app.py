@@ -240,7 +240,6 @@ class CoderagApp(App[None]):
         state = replace(self.index_state, index="indexing")
         if current is None:  # other chunks are coming: their dense stage starts over
             self.workers.cancel_group(self, workers.open_dense.__name__)
-            self.workers.cancel_group(self, workers.open_first_pass.__name__)
             # The counts of the old chunking would be stale: the progress row counts anew.
             state = replace(state, dense="waiting", dense_detail="", chunks=None)
         self._set_state(state)
@@ -315,11 +314,16 @@ class CoderagApp(App[None]):
         self.dense_started = self.engine.clock()
         self.model_installed = False
         self.model_coverage = 0.0
-        self.workers.cancel_group(self, workers.open_first_pass.__name__)
         self.main.latency.reset_dense()
         self.main.show_dense_stage(None, "")
         self._work(
-            workers.open_dense, self.engine, self.embed_serial, self.settings, lexical, embedder
+            workers.open_dense,
+            self.engine,
+            self.embed_serial,
+            self.settings,
+            lexical,
+            embedder,
+            self.quick_embed_chunks,
         )
 
     def _dense_ms(self) -> float:
@@ -361,13 +365,7 @@ class CoderagApp(App[None]):
         known = message.known
         self.model_embedder = known.embedder
         self.model_coverage = known.coverage
-        index = known.index
-        missing = index.n_chunks - index.covered if index is not None else 0
         self.main.latency.show_model(None, f"embedding… ({dense_title(known)})")
-        lexical = self.engine.lexical
-        if missing > self.quick_embed_chunks and lexical is not None:
-            # The static table ranks every chunk within seconds while the model embeds.
-            self._work(workers.open_first_pass, self.engine, message.serial, self.settings, lexical)
         self._show_dense_state()
 
     def on_first_pass_ready(self, message: FirstPassReady) -> None:

@@ -129,10 +129,16 @@ def open_dense(
     settings: Settings,
     lexical: Lexical,
     embedder: Embedder | None,
+    first_pass_over: int,
     post: Post,
 ) -> None:
     """Open the model's dense stage for these chunks: at once when the vectors it already
-    has cover every chunk, else say how much they cover (ModelLoaded) and embed the rest."""
+    has cover every chunk, else say how much they cover (ModelLoaded) and embed the rest.
+
+    When more than `first_pass_over` chunks are missing and the engine finds a first pass
+    worth it, the static first pass runs first (FirstPassReady), in this worker: beside the
+    model's embedding, two cores would slow both.
+    """
     worker = get_current_worker()
     cancel = threading.Event()
     lower_thread_priority()
@@ -152,31 +158,19 @@ def open_dense(
         post(EmbeddingsReady(serial, known, (engine.clock() - start) * 1000))
         return
     post(ModelLoaded(serial, known, (engine.clock() - start) * 1000))
+    missing = index.n_chunks - index.covered if index is not None else 0
+    if missing > first_pass_over and engine.first_pass_worth(settings, missing):
+        first_start = engine.clock()
+        first = engine.open_first_pass(settings, lexical, cancel=cancel)
+        if worker.is_cancelled or cancel.is_set():
+            return
+        post(FirstPassReady(serial, first, (engine.clock() - first_start) * 1000))
     dense = engine.open_dense(
         settings, lexical, embedder=known.embedder, progress=progress, cancel=cancel
     )
     if worker.is_cancelled or cancel.is_set():
         return
     post(EmbeddingsReady(serial, dense, (engine.clock() - start) * 1000))
-
-
-def open_first_pass(
-    engine: Engine, serial: int, settings: Settings, lexical: Lexical, post: Post
-) -> None:
-    """Embed every chunk with the static table (distilled once per machine), or say why not."""
-    worker = get_current_worker()
-    cancel = threading.Event()
-    lower_thread_priority()
-    start = engine.clock()
-
-    def progress(done: int, total: int) -> None:
-        if worker.is_cancelled:
-            cancel.set()
-
-    first = engine.open_first_pass(settings, lexical, progress=progress, cancel=cancel)
-    if worker.is_cancelled or cancel.is_set():
-        return
-    post(FirstPassReady(serial, first, (engine.clock() - start) * 1000))
 
 
 def open_reranker(engine: Engine, settings: Settings, post: Post) -> None:

@@ -132,3 +132,22 @@ def test_the_cli_says_what_dense_covers_and_index_dense_completes_it(
     assert main(["search", "refund", *common, "--no-wait", "--json"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["dense"]["stage"] == "model" and "covers" not in err
+
+
+def test_a_first_pass_runs_first_when_its_table_is_ready_or_the_wait_is_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_table: Path
+) -> None:
+    from coderag_tui.core.engine import DISTILL_WORTH_CHUNKS
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-machine"))
+    settings = Settings(repo=tmp_path)
+    engine = Engine(settings)
+    # A machine's first run: distilling takes longer than the model needs for a few chunks.
+    assert not engine.first_pass_worth(settings, 500)
+    assert engine.first_pass_worth(settings, DISTILL_WORTH_CHUNKS + 1)
+    import shutil
+
+    shutil.copytree(tiny_table, static.distilled_folder(settings.models_path))
+    assert engine.first_pass_worth(settings, 500)  # the table is there: seconds
+    assert not engine.first_pass_worth(settings, 0)
+    assert not engine.first_pass_worth(settings.with_(dense_first_pass="off"), 10**6)

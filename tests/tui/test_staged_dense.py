@@ -62,9 +62,16 @@ async def ask(pilot: Pilot[Any], app: CoderagApp, query: str) -> None:
     await pilot.pause()
 
 
+@pytest.fixture(scope="module")
+def distilled_table() -> Path:
+    """The static table distilled from the shipped model, as a machine's second start has it
+    (the first distils it: ~20-40 s once, then it is kept in the user's models folder)."""
+    return static.distill_offline(Settings().models_path)
+
+
 @pytest.mark.slow
 async def test_the_first_pass_answers_while_the_model_embeds_then_the_model_takes_over(
-    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
+    tui_settings: Settings, build_app: AppFactory, recorder: Recorder, distilled_table: Path
 ) -> None:
     settings = tui_settings.with_(embed_backend="auto")  # the offline all-MiniLM-L6-v2
     app = build_app(settings)
@@ -94,29 +101,6 @@ async def test_the_first_pass_answers_while_the_model_embeds_then_the_model_take
         # The search ran again with the model's list; the column never went off.
         finished = recorder.of(SearchFinished)
         assert len(finished) == 2 and all(m.run.rankings["dense"].available for m in finished)
-
-
-@pytest.mark.slow
-async def test_a_late_first_pass_never_replaces_the_models_list(
-    tui_settings: Settings, build_app: AppFactory, recorder: Recorder
-) -> None:
-    app = build_app(tui_settings.with_(embed_backend="auto"))
-    app.quick_embed_chunks = 0
-    open_first_pass = app.engine.open_first_pass
-
-    def late(*args: Any, **kw: Any) -> Dense:
-        deadline = time.monotonic() + 30
-        while not app.model_installed and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return open_first_pass(*args, **kw)
-
-    app.engine.open_first_pass = late  # type: ignore[method-assign]
-    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
-        await settle(pilot)
-        first = recorder.of(FirstPassReady)
-        assert first and first[-1].dense.available  # it arrived, after the model's list
-        assert app.engine.dense is not None and not app.engine.dense.first_pass
-        assert "dense ready (all-MiniLM-L6-v2)" in top_bar(app)
 
 
 async def test_without_the_offline_extra_the_first_pass_is_off_and_says_why(

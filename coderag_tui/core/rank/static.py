@@ -142,6 +142,11 @@ def distill_folder(source: Path, target: Path, pca_dims: int = PCA_DIMS) -> Path
     return target
 
 
+def is_distilled(models_dir: Path) -> bool:
+    """Has the table been distilled from the shipped model on this machine already?"""
+    return mr.is_static_folder(distilled_folder(models_dir))
+
+
 def load_distilled(models_dir: Path) -> StaticEmbedder | None:
     """The static table distilled from the shipped model, if it has been distilled already."""
     folder = distilled_folder(models_dir)
