@@ -187,3 +187,19 @@ def column_hints(ready: bool, dense: Dense | None, rerank: Rerank | None) -> dic
         else (rerank.reason if rerank is not None else "the cross-encoder is loading.")
     )
     return {"bm25": hint, "dense": dense_hint, "fused": hint, "rerank": rerank_hint}
+
+
+def fused_labels(run: SearchRun, settings: Settings) -> tuple[str, ...]:
+    """What the fused list of `run` is made of, longest first: `RRF + signals`, `RRF`."""
+    from coderag_tui.core.rank.signals import signals_on
+
+    dense = run.rankings.get("dense")
+    if dense is None or not dense.available:
+        base = "BM25"
+    elif settings.fusion == "weighted":
+        base = "weighted"
+    else:
+        base = "RRF"
+    if signals_on(settings) and run.query.strip():
+        return (f"{base} + signals", base)
+    return (base,)

@@ -48,3 +48,24 @@ def test_a_narrow_top_bar_keeps_the_dense_progress_and_drops_the_chunking() -> N
     assert "12-line chunks" in full and "(static MiniLM · MiniLM 34%)" in full
     assert "12-line chunks" not in compact and "7 files" not in compact
     assert compact.endswith("dense first pass (MiniLM 34%)")
+
+
+def test_the_fused_title_says_what_was_fused_and_whether_signals_rescored_it() -> None:
+    from pathlib import Path
+
+    from coderag_tui.core.records import Ranking, SearchRun
+    from coderag_tui.settings import Settings
+    from coderag_tui.tui.session import fused_labels
+
+    def run(dense_on: bool, query: str = "parse config") -> SearchRun:
+        rankings = {
+            "bm25": Ranking("bm25", ()),
+            "dense": Ranking("dense", (), available=dense_on, reason="" if dense_on else "off"),
+        }
+        return SearchRun(query=query, rankings=rankings, timings=(), notes=())  # type: ignore[arg-type]
+
+    settings = Settings(repo=Path("."))
+    assert fused_labels(run(True), settings) == ("RRF + signals", "RRF")
+    assert fused_labels(run(False), settings) == ("BM25 + signals", "BM25")
+    assert fused_labels(run(True), settings.with_(signals=False)) == ("RRF",)
+    assert fused_labels(run(True), settings.with_(fusion="weighted"))[0] == "weighted + signals"

@@ -24,7 +24,7 @@ from coderag_tui.tui.screens.layout import (
     LIST_KEYS,
     WIDTH_BREAKPOINTS,
 )
-from coderag_tui.tui.session import dense_title, short_model, why_line
+from coderag_tui.tui.session import dense_title, fused_labels, short_model, why_line
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
@@ -206,6 +206,7 @@ class MainScreen(Screen[None]):
         pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
         rows = max(settings.k, 1)
         self.board.show_run(run, {}, rows=rows, secrets=host.session.secrets, pending=pending)
+        self.board.column("fused").set_stage(*fused_labels(run, settings))
         self.board.set_rerank_visible(settings.rerank)
         self.latency.show_run(run)
         self.show_selection()

@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from coderag_tui.core.records import SearchRun, StageTiming
+from coderag_tui.tui.widgets.status import chunking_label
 
 if TYPE_CHECKING:
     from coderag_tui.core.engine import Lexical
@@ -75,12 +76,12 @@ def index_rows(
     if report is None:
         return [
             ("files", f"{files:,} in the index"),
-            ("chunks", f"{chunks:,} ({chunking})"),
+            ("chunks", f"{chunks:,} ({chunking_label(chunking)})"),
             ("opened in", f"{elapsed_ms:,.0f} ms — checking for changed files…"),
         ]
     return [
         ("files", f"{files:,} indexed, {len(report.skipped):,} skipped"),
-        ("chunks", f"{chunks:,} ({chunking})"),
+        ("chunks", f"{chunks:,} ({chunking_label(chunking)})"),
         (
             "last check",
             f"{report.files_indexed:,} read, {report.files_unchanged:,} unchanged, "

@@ -20,7 +20,7 @@ from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
 TITLES: dict[RankingName, str] = {
     "bm25": "BM25",
     "dense": "Dense",
-    "fused": "Fused (RRF)",
+    "fused": "Fused",  # the run adds what it fused: `Fused · RRF + signals`
     "rerank": "Reranked",
 }
 SHORT: dict[RankingName, str] = {
