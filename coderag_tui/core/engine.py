@@ -139,8 +139,9 @@ class Dense:
         }
 
 
-def model_label(name: str) -> str:
-    """A model id without its backend prefix or folder ("static all-MiniLM-L6-v2 …")."""
+def model_label(name: str, *, variant: bool = True) -> str:
+    """A model id without its backend prefix or folder (`static MiniLM` for the first pass),
+    with its variant (`all-MiniLM-L6-v2 int8`) unless `variant` is false."""
     from coderag_tui.core.rank.static import STATIC_KEY, STATIC_LABEL
 
     if name == STATIC_KEY:
@@ -151,7 +152,7 @@ def model_label(name: str) -> str:
             break
     name, _, tag = name.partition(":")  # a variant of a model, e.g. ":int8"
     label = name.rstrip("/").rsplit("/", 1)[-1]
-    return f"{label} {tag}" if tag else label
+    return f"{label} {tag}" if tag and variant else label
 
 
 @dataclass(frozen=True)
@@ -531,12 +532,9 @@ class Engine:
             )
         models_dir = settings.models_path
         try:
-            embedder = static.load_distilled(models_dir)
-            if embedder is None:
-                if not static.can_distill():
-                    return Dense(reason=static.NO_FIRST_PASS)
+            if not static.is_distilled(models_dir) and static.can_distill():
                 static.distill_offline(models_dir)
-                embedder = static.load_distilled(models_dir)
+            embedder = static.load_distilled(models_dir)
             if embedder is None:
                 return Dense(reason=static.NO_FIRST_PASS)
             return self.open_dense(

@@ -140,16 +140,10 @@ class Session:
         return None
 
 
-QUANTIZED_TAGS = ("int8",)  # a quantized copy's key ends in one (`…/all-MiniLM-L6-v2:int8`)
-
-
 def model_title(name: str) -> str:
     """What people call an embedding model, from its key: `all-MiniLM-L6-v2` for the
     packaged model in every runtime and precision, `static MiniLM` for the first pass."""
-    base, sep, tag = name.rpartition(":")
-    if sep and tag in QUANTIZED_TAGS:
-        name = base
-    return model_label(name)
+    return model_label(name, variant=False)
 
 
 def dense_title(dense: Dense) -> str:

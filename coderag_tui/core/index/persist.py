@@ -32,6 +32,29 @@ def save_folder(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def make_folder_once(
+    target: Path, done: Callable[[Path], bool], make: Callable[[Path], None]
+) -> Path:
+    """`target`, made by `make` into a temporary folder renamed into place unless `done`
+    says it is there already: an interrupted run leaves nothing half-made, and when another
+    process finishes first its folder is kept."""
+    if done(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+    try:
+        make(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not done(target):
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 def read_folder_meta(directory: Path, meta_name: str, fmt: object) -> dict[str, Any] | None:
     """The folder's metadata when it exists, parses and has format `fmt`; otherwise None."""
     try:

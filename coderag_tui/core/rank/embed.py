@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from coderag_tui.core.index.persist import make_folder_once
 from coderag_tui.core.rank import models as mr
 
 if TYPE_CHECKING:
@@ -329,6 +330,10 @@ def package_version() -> str:
 _ONNX_COPIED = ("tokenizer.json", "special_tokens_map.json", "config.json", "vocab.txt")
 
 
+def _has_onnx(folder: Path) -> bool:
+    return (folder / "model.onnx").is_file()
+
+
 def export_onnx(source: Path, target: Path) -> Path:
     """Export a sentence-transformers BERT folder to fastembed's ONNX layout, once.
 
@@ -336,19 +341,16 @@ def export_onnx(source: Path, target: Path) -> Path:
     the tokenizer's larger limit, so both runtimes see the same tokens. Written to a
     temporary folder and renamed, so an interrupted export leaves nothing half-done.
     """
-    if (target / "model.onnx").is_file():
+    if _has_onnx(target):
         return target
     mr.quiet_progress_bars()
     import shutil
-    import tempfile
     import warnings
 
     import torch
     from transformers import AutoModel
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
-    try:
+    def make(tmp: Path) -> None:
         bert = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
 
         class LastHidden(torch.nn.Module):
@@ -386,15 +388,8 @@ def export_onnx(source: Path, target: Path) -> Path:
         if window:
             tokenizer_config["model_max_length"] = window
         (tmp / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not (target / "model.onnx").is_file():  # another process finished first: fine
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+    return make_folder_once(target, _has_onnx, make)
 
 
 def quantize_onnx(source: Path, target: Path) -> Path:
@@ -406,21 +401,15 @@ def quantize_onnx(source: Path, target: Path) -> Path:
     speed; the embedding table stays fp32 (it is looked up, not multiplied). Written to a
     temporary folder and renamed, like the export.
     """
-    if (target / "model.onnx").is_file():
+    if _has_onnx(target):
         return target
-    if not (source / "model.onnx").is_file():
+    if not _has_onnx(source):
         raise FileNotFoundError(f"{source} has no model.onnx to quantize")
     import shutil
-    import tempfile
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
-    root = logging.getLogger()
-    quiet = _DropOnnxruntimeRecords()
-    root.addFilter(quiet)  # it advises "pre-processing" on the root logger, i.e. on stderr
-    try:
+    def make(tmp: Path) -> None:
         for item in source.iterdir():
             if item.name == "model.onnx":
                 continue
@@ -435,16 +424,14 @@ def quantize_onnx(source: Path, target: Path) -> Path:
             per_channel=True,
             weight_type=QuantType.QInt8,
         )
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not (target / "model.onnx").is_file():  # another process finished first: fine
-                raise
+
+    root = logging.getLogger()
+    quiet = _DropOnnxruntimeRecords()
+    root.addFilter(quiet)  # it advises "pre-processing" on the root logger, i.e. on stderr
+    try:
+        return make_folder_once(target, _has_onnx, make)
     finally:
         root.removeFilter(quiet)
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 class _DropOnnxruntimeRecords(logging.Filter):

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from coderag_tui.core.index.persist import make_folder_once
 from coderag_tui.core.rank import models as mr
 from coderag_tui.core.rank.embed import (
     OFFLINE_PACKAGE,
@@ -68,11 +66,6 @@ class StaticEmbedder(WindowedEmbedder):
             use_multiprocessing=False,
         )
         return np.asarray(vectors, dtype=np.float32)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return super().embed_documents(texts)
 
 
 def _package_model() -> Path | None:
@@ -123,23 +116,13 @@ def distill_folder(source: Path, target: Path, pca_dims: int = PCA_DIMS) -> Path
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from model2vec.distill import distill
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
-    try:
+    def make(tmp: Path) -> None:
         # model2vec's progress bar has no switch; a terminal UI cannot have it on stderr.
         with contextlib.redirect_stderr(io.StringIO()):
             model = distill(model_name=str(source), pca_dims=pca_dims, device="cpu")
         model.save_pretrained(str(tmp))
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not mr.is_static_folder(target):  # another process finished first: fine
-                raise
-    finally:
-        if tmp.exists():
-            with contextlib.suppress(OSError):
-                shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+    return make_folder_once(target, mr.is_static_folder, make)
 
 
 def is_distilled(models_dir: Path) -> bool:
