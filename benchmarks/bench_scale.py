@@ -1,20 +1,24 @@
 """How indexing and a warm search scale: many small files, and the standard library copied K times.
 
-Usage: PYTHONPATH=. python benchmarks/bench_scale.py [--files N] [--stdlib-copies K]
+Usage: PYTHONPATH=. python benchmarks/bench_scale.py [--files N] [--stdlib-copies K] [--git]
                                                      [--runs R] [--no-plain] [--only NAME]
 
 Corpora are built in a temporary folder: `small-git`, N small Python files (default 50,000,
 a few lines each) committed to a git repository so the index lists them with git; `small-plain`,
 the same files without git (walked with os.scandir; --no-plain leaves it out); `stdlib-xK`,
 the interpreter's standard library (without site-packages and __pycache__) copied K times
-(default 5; the issue's full target is 30) into separate folders.
+(default 5; the issue's full target is 30) into separate folders; with --git it is committed to
+a git repository too (`stdlib-xK-git`), so a warm search takes git's fingerprint path instead of
+walking the folder.
 
 For each corpus it prints, every number from `coderag` run as a fresh process the way a shell
-runs it: the cold `coderag index` wall time and its peak RSS; the first search after it (which
-may still build BM25); the warm `coderag search QUERY --no-dense` wall time (median of --runs,
-nothing changed since the last run); BM25's own time inside that process (median of the stage
-timings the JSON reports); the search right after editing one file (re-indexes it); and the
-index's size on disk per million lines of the corpus.
+runs it: how the index finds changed files (`fresh`: "git" for git's file list and fingerprint,
+"walk" for a folder walk that stats every file); the cold `coderag index` wall time and its
+peak RSS; the first search after it (which may still build BM25); the warm `coderag search
+QUERY --no-dense` wall time (median of --runs, nothing changed since the last run); BM25's own
+time inside that process (median of the stage timings the JSON reports); the search right
+after editing one file (re-indexes it); and the index's size on disk per million lines of the
+corpus.
 Target: a warm search at most 300 ms of wall time.
 """
 
@@ -50,6 +54,7 @@ class Row:
     name: str
     files: int
     lines: int
+    fresh: str = "?"
     cold_s: float = 0.0
     cold_rss_mb: float = 0.0
     first_s: float = 0.0
@@ -72,27 +77,31 @@ def make_small(root: Path, n: int, *, git: bool) -> tuple[int, int]:
         (folder / f"mod{i:05d}.py").write_text(text, encoding="utf-8")
         lines += text.count("\n")
     if git:
-        env = dict(
-            os.environ,
-            GIT_AUTHOR_NAME="bench",
-            GIT_AUTHOR_EMAIL="bench@example.invalid",
-            GIT_COMMITTER_NAME="bench",
-            GIT_COMMITTER_EMAIL="bench@example.invalid",
-        )
-
-        def git_run(*argv: str) -> None:
-            subprocess.run(
-                ["git", "-C", str(root), *argv], env=env, check=True, capture_output=True
-            )
-
-        git_run("init", "-q")
-        git_run("add", "-A")
-        git_run("commit", "-q", "-m", "corpus")
+        _commit_all(root)
     return n, lines
 
 
-def make_stdlib(root: Path, copies: int) -> tuple[int, int]:
-    """The standard library copied `copies` times into root/copyNN (modification times kept)."""
+def _commit_all(root: Path) -> None:
+    """Make `root` a new git repository with every file committed."""
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="bench",
+        GIT_AUTHOR_EMAIL="bench@example.invalid",
+        GIT_COMMITTER_NAME="bench",
+        GIT_COMMITTER_EMAIL="bench@example.invalid",
+    )
+
+    def git_run(*argv: str) -> None:
+        subprocess.run(["git", "-C", str(root), *argv], env=env, check=True, capture_output=True)
+
+    git_run("init", "-q")
+    git_run("add", "-A")
+    git_run("commit", "-q", "-m", "corpus")
+
+
+def make_stdlib(root: Path, copies: int, *, git: bool = False) -> tuple[int, int]:
+    """The standard library copied `copies` times into root/copyNN (modification times kept);
+    committed to a new git repository when `git`."""
     source = Path(sysconfig.get_paths()["stdlib"])
     ignore = shutil.ignore_patterns("site-packages", "__pycache__")
     root.mkdir(parents=True)
@@ -106,6 +115,8 @@ def make_stdlib(root: Path, copies: int) -> tuple[int, int]:
                 lines += sum(
                     chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b"")
                 )
+    if git:
+        _commit_all(root)
     return files * copies, lines * copies
 
 
@@ -146,7 +157,8 @@ def _size(folder: Path) -> int:
 def measure(name: str, repo: Path, files: int, lines: int, index_dir: Path, runs: int) -> Row:
     row = Row(name, files, lines)
     print(f"[{name}] cold index of {files:,} files ...", file=sys.stderr, flush=True)
-    row.cold_s, row.cold_rss_mb, _ = _coderag(["index", str(repo)], index_dir)
+    row.cold_s, row.cold_rss_mb, out = _coderag(["index", str(repo), "--json"], index_dir)
+    row.fresh = "git" if json.loads(out).get("is_git") else "walk"
     row.first_s, _ = _search(repo, index_dir)
     warm = [_search(repo, index_dir) for _ in range(runs)]
     row.warm_s = statistics.median(s for s, _ in warm)
@@ -166,6 +178,9 @@ def main() -> int:
     parser.add_argument(
         "--stdlib-copies", type=int, default=5, help="copies of the stdlib (default 5; 0: skip)"
     )
+    parser.add_argument(
+        "--git", action="store_true", help="commit the stdlib corpus to a git repository"
+    )
     parser.add_argument("--runs", type=int, default=5, help="warm searches per corpus (median)")
     parser.add_argument("--no-plain", action="store_true", help="skip the non-git small corpus")
     parser.add_argument("--only", choices=("small-git", "small-plain", "stdlib"), default=None)
@@ -182,9 +197,8 @@ def main() -> int:
             if not args.no_plain:
                 plan.append(("small-plain", lambda p: make_small(p, args.files, git=False)))
         if args.stdlib_copies > 0:
-            plan.append(
-                (f"stdlib-x{args.stdlib_copies}", lambda p: make_stdlib(p, args.stdlib_copies))
-            )
+            name = f"stdlib-x{args.stdlib_copies}" + ("-git" if args.git else "")
+            plan.append((name, lambda p: make_stdlib(p, args.stdlib_copies, git=args.git)))
         for name, make in plan:
             if args.only is not None and not name.startswith(args.only):
                 continue
@@ -199,14 +213,15 @@ def main() -> int:
             shutil.rmtree(scratch, ignore_errors=True)
 
     header = (
-        f"{'corpus':<12} {'files':>8} {'lines':>10} {'cold s':>7} {'peak MB':>8} "
+        f"{'corpus':<14} {'fresh':<5} {'files':>8} {'lines':>10} {'cold s':>7} {'peak MB':>8} "
         f"{'1st s':>6} {'warm s':>7} {'(min)':>6} {'bm25 ms':>8} {'edit s':>7} {'MB/Mloc':>8}"
     )
     print(header)
     print("-" * len(header))
     for r in rows:
         print(
-            f"{r.name:<12} {r.files:>8,} {r.lines:>10,} {r.cold_s:>7.2f} {r.cold_rss_mb:>8.0f} "
+            f"{r.name:<14} {r.fresh:<5} {r.files:>8,} {r.lines:>10,} {r.cold_s:>7.2f} "
+            f"{r.cold_rss_mb:>8.0f} "
             f"{r.first_s:>6.2f} {r.warm_s:>7.3f} {r.warm_min_s:>6.3f} {r.bm25_ms:>8.2f} "
             f"{r.edit_s:>7.2f} {r.mb_per_mloc:>8.1f}"
         )

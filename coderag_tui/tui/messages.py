@@ -9,7 +9,7 @@ the queue, so a fast indexer never floods the UI.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -49,7 +49,7 @@ class IndexBuilt(Message):
     elapsed_ms: float
 
     @property
-    def chunks(self) -> list[Chunk]:
+    def chunks(self) -> Sequence[Chunk]:
         return self.lexical.chunks
 
     @property

@@ -142,7 +142,13 @@ def test_save_and_load_give_the_same_lookups(tmp_path: Path) -> None:
     loaded = Definitions.load(tmp_path / "defs")
     for key in ("engine", "new", "run", "version"):
         assert loaded.lookup(key) == built.lookup(key) != ()
-    (tmp_path / "defs" / "names.txt").write_text("engine\tnot a list", encoding="utf-8")
+    where = (tmp_path / "defs" / "defined.txt").read_text(encoding="utf-8").split("\n")
+    (tmp_path / "defs" / "defined.txt").write_text(
+        "\n".join([*where[:-1], "not a list"]), encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match="damaged"):
+        Definitions.load(tmp_path / "defs")
+    (tmp_path / "defs" / "names.txt").write_text("engine", encoding="utf-8")  # one name short
     with pytest.raises(ValueError, match="damaged"):
         Definitions.load(tmp_path / "defs")
 

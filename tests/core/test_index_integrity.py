@@ -8,15 +8,20 @@ file unchanged, and searches served whatever the damaged pages now said.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from coderag_tui.core.engine import Engine
-from coderag_tui.core.index.indexer import IndexProgress
+from coderag_tui.core.index import soundness
+from coderag_tui.core.index.indexer import IndexProgress, IndexReport
 from coderag_tui.core.index.store import IndexDamaged, Store
+from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
 from tests.fixtures.safety import damage_pages, make_many_files_repo
 
@@ -150,3 +155,70 @@ def test_two_builders_at_once_never_double_the_work(tiny_repo: Path, tmp_path: P
     assert b.files_unchanged == a.files_indexed
     assert stages["second"][0] == "wait"
     assert any("another coderag run" in n for n in reports["second"].notices)
+
+
+class _Run(NamedTuple):
+    report: IndexReport | None
+    notices: tuple[str, ...]
+    chunks: list[Chunk]
+    page_checks: int
+
+
+def _run(settings: Settings) -> _Run:
+    """One run as the CLI makes it: what it reported and how many page checks it ran."""
+    with Engine(settings) as engine:
+        lexical = engine.update_index(settings)
+        checks = engine.store(settings).page_checks
+        return _Run(lexical.report, lexical.notices, list(lexical.chunks), checks)
+
+
+def test_an_index_untouched_since_the_last_run_is_not_page_checked(
+    many_files: Path, tmp_path: Path
+) -> None:
+    settings = _settings(many_files, tmp_path)
+    assert _run(settings).page_checks == 0  # made by this run: nothing else has written it
+    for _ in range(2):
+        run = _run(settings)
+        assert run.page_checks == 0
+        assert run.report is not None and run.report.files_unchanged == N_FILES
+    soundness.record_path(settings.index_path).unlink()  # no record: checked once, then not
+    assert _run(settings).page_checks == 1
+    assert _run(settings).page_checks == 0
+
+
+_CHANGE_BEHIND_OUR_BACK = {
+    # Random bytes in the middle, then the size and modification time put back as they were:
+    # only the change time (which no program can set back) tells.
+    "pages-rewritten-mtime-restored": (
+        "import os, random, sys; p = sys.argv[1]; st = os.stat(p); f = open(p, 'r+b');"
+        "[(f.seek(int(st.st_size * x)), f.write(random.Random(3).randbytes(8192)))"
+        " for x in (0.3, 0.5, 0.7)]; f.close(); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))"
+    ),
+    "truncated": "import os, sys; p = sys.argv[1]; os.truncate(p, os.stat(p).st_size // 2)",
+    "overwritten-with-garbage": (
+        "import os, sys; p = sys.argv[1]; data = os.urandom(os.stat(p).st_size);"
+        "open(p, 'wb').write(data)"
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(_CHANGE_BEHIND_OUR_BACK))
+def test_an_index_changed_by_another_process_is_still_found_and_moved_aside(
+    many_files: Path, tmp_path: Path, change: str
+) -> None:
+    settings = _settings(many_files, tmp_path)
+    before = _run(settings).chunks
+    assert _run(settings).page_checks == 0  # vouched for by its record
+    db = settings.index_path
+    subprocess.run([sys.executable, "-c", _CHANGE_BEHIND_OUR_BACK[change], str(db)], check=True)
+
+    run = _run(settings)
+
+    assert run.report is not None and run.report.files_indexed == N_FILES
+    assert run.chunks == before
+    moved = _aside(db)
+    assert len(moved) == 1
+    (notice,) = [n for n in run.notices if "moved it to" in n]
+    assert str(db) in notice and moved[0].name in notice and _printable(notice)
+    assert notice.endswith(".") and notice.count(". ") == 0  # one sentence
+    assert _run(settings).page_checks == 0  # the rebuilt index is vouched for again

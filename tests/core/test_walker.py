@@ -256,3 +256,38 @@ def test_a_link_swapped_in_after_the_walk_is_not_read(tmp_path: Path) -> None:
     again = walk(root)
     assert not again.files
     assert [s.reason for s in again.skipped] == [SkipReason.SYMLINK_OUTSIDE]
+
+
+_TRICKY_NAMES = [
+    "a.py", "A.PY", "x.min.js", "X.MIN.JS", "foo.js.map", "a.min.mjs", "pkg.min.css", ".env",
+    ".env.local", ".env.example", ".envrc", ".envfoo", "prod.env", "prod.example.env", "y.ENV",
+    "id_rsa", "ID_RSA", "key.pem", "a.PEM", "x.key", "Makefile", "Dockerfile.dev", "dockerfile",
+    "foo.DockerFile", "CMakeLists.txt", "yarn.lock", "Cargo.lock", "go.sum", "img.png", "x.PNG",
+    "..x", "...", "foo.", ".bashrc", ".py", "a..py", "..a.py", "credentials.json", ".netrc",
+    "x.tar.gz", "readme", "README.md", "a.b.c.ts", "Gemfile", "Gemfile.lock", "x.sqlite3",
+    "a.h++", "a.C", "build.gradle", "SConstruct", "x.d.ts", "noext", "a.unknownext",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("include_secret_files", [False, True])
+def test_walk_decides_by_extension_exactly_as_by_the_whole_name(
+    include_secret_files: bool,
+) -> None:
+    """The per-extension shortcut gives every name the verdict its full rules give, in any order."""
+    from coderag_tui.core.index import walk as walk_module
+
+    for order in (_TRICKY_NAMES, _TRICKY_NAMES[::-1]):
+        collector = walk_module._Collector("/nowhere", 1 << 20, include_secret_files)
+        for name in order:
+            verdict = collector._by_name(name, name)
+            full = collector._name_verdict(name.lower())
+            if full.skip is None:
+                assert verdict == full, name
+            else:
+                assert verdict is None and collector.skipped[-1] == SkippedFile(
+                    name, full.skip, full.detail
+                ), name
+        assert walk_module._extension(".x.y") == os.path.splitext(".x.y")[1]
+    for name in _TRICKY_NAMES:
+        low = name.lower()
+        assert walk_module._extension(low) == os.path.splitext(low)[1], name

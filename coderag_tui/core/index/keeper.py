@@ -1,10 +1,11 @@
 """Keeping one repository's index database: open, checked, repaired, locked, built as asked.
 
 The keeper opens the database once (for reading only when it cannot be written, so searches
-answer from what it holds), runs SQLite's page check before the first build and moves a
-damaged file aside, holds a lock file while a run builds so a second run waits instead of
-doubling the work, and builds with the settings the index remembers unless the user gave
-others. The engine asks it for a store and for a build; nothing here ranks or packs.
+answer from what it holds), runs SQLite's page check before the first build when the file may
+have changed since coderag last knew it sound (`soundness`) and moves a damaged file aside,
+holds a lock file while a run builds so a second run waits instead of doubling the work, and
+builds with the settings the index remembers unless the user gave others. The engine asks it
+for a store and for a build; nothing here ranks or packs.
 """
 
 from __future__ import annotations
@@ -68,10 +69,13 @@ class IndexKeeper:
                 if self._store is not None:
                     self._store.close()
                 self._store, self._stale = None, None
+                record = _may_record(settings)
                 try:
-                    self._store = Store.open(path)
+                    self._store = Store.open(path, record=record)
                 except IndexDamaged:
-                    self._store = Store.replace(path, "SQLite cannot read its first rows")
+                    self._store = Store.replace(
+                        path, "SQLite cannot read its first rows", record=record
+                    )
                 except IndexNotWritable as exc:
                     try:
                         self._store = Store.open(path, read_only=True)
@@ -94,7 +98,8 @@ class IndexKeeper:
     ) -> Built:
         """Bring the index up to date: only changed files are read.
 
-        The file is page-checked before its first build; a damaged one is moved aside and
+        The file is page-checked before its first build unless its record says nothing but
+        coderag changed it since it was last found sound; a damaged one is moved aside and
         rebuilt, said in a notice. An index that cannot be written is left as it is with a
         notice saying so (unless `stale_ok` is false: then IndexNotWritable). Build settings
         the user did not give keep the values the index was built with; a different given
@@ -126,12 +131,12 @@ class IndexKeeper:
         return Built(store, report, notices)
 
     def _checked_store(self, settings: Settings) -> Store:
-        """`store`, with SQLite's page check run once per opened file (a damaged one is moved
-        aside and a new one started)."""
+        """`store`, with SQLite's page check run at most once per opened file, when it may
+        have changed behind coderag's back (a damaged one is moved aside, a new one started)."""
         store = self.store(settings)
         with self._lock:
             if self._checked is not store and not store.read_only:
-                damage = store.damage()
+                damage = store.damage_if_changed()
                 if damage is not None:
                     store = self._store = Store.replace(store, damage)
                 self._checked = store
@@ -235,3 +240,10 @@ class IndexKeeper:
             if self._store is not None:
                 self._store.close()
                 self._store = self._checked = self._stale = None
+
+
+def _may_record(settings: Settings) -> bool:
+    """May the index keep its soundness record beside it (`soundness`)? Not when it lies in
+    the repository's top folder: there the walk lists every file but the index's own
+    (`indexer.index_excludes`), so the record would be indexed; that index is page-checked."""
+    return settings.index_path.resolve().parent != settings.repo_root

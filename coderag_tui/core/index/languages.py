@@ -142,6 +142,10 @@ _FILENAMES: dict[str, str] = {
     ".profile": "shell",
 }
 
+# Lower-case names whose language the whole name decides, not the extension (`language_for`).
+NAMED_FILES: frozenset[str] = frozenset(_FILENAMES)
+NAMED_PREFIXES: tuple[str, ...] = ("dockerfile.",)  # a Dockerfile's variants (`Dockerfile.dev`)
+
 # Fence tags that differ from our language names (what markdown renderers recognise).
 _FENCE_TAGS: dict[str, str] = {
     "c_sharp": "csharp",

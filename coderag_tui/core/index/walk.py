@@ -36,8 +36,9 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from coderag_tui.core.index.languages import language_for
+from coderag_tui.core.index.languages import NAMED_FILES, NAMED_PREFIXES, language_for
 from coderag_tui.core.records import SkippedFile, SkipReason, SourceFile
 
 VENDORED_DIRS: frozenset[str] = frozenset(
@@ -148,6 +149,12 @@ KEY_FILE_EXTENSIONS: frozenset[str] = frozenset(
     {".pem", ".key", ".p12", ".pfx", ".keystore", ".jks", ".ppk", ".p8"}
 )
 ENV_TEMPLATE_MARKS: frozenset[str] = frozenset({"example", "sample", "template", "dist"})
+
+# Lower-case names and prefixes for which a rule above (or the language) looks at the whole
+# name; for every other name the extension alone decides, so that verdict is kept per
+# extension. `.env` also covers `.env.*` and `.envrc`.
+_WHOLE_NAME_RULES: frozenset[str] = LOCK_FILES | SSH_KEY_NAMES | CREDENTIAL_FILE_NAMES | NAMED_FILES
+_WHOLE_NAME_PREFIXES: tuple[str, ...] = (".env", *NAMED_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -370,6 +377,7 @@ def _git_ls_files(root_real: str) -> list[str] | None:
 def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector) -> None:
     """Walk the tree without git: scandir, nested .gitignore files, never into symlinked dirs."""
     stack: list[tuple[str, tuple[_IgnoreRules, ...]]] = [("", ())]
+    add_entry = collector.add_entry
     while stack:
         rel_dir, rules = stack.pop()
         abs_dir = os.path.join(root_real, rel_dir) if rel_dir else root_real
@@ -407,7 +415,7 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
                 else:
                     stack.append((rel + "/", rules))
                 continue
-            collector.add_entry(rel, entry)
+            add_entry(rel, entry)
 
 
 class _IgnoreRules:
@@ -463,6 +471,23 @@ def _is_excluded(rel: str, excluded: tuple[str, ...]) -> bool:
     return any(rel == p or rel.startswith(p + "/") for p in excluded)
 
 
+class _NameVerdict(NamedTuple):
+    """What a file name decides: a skip with its detail, or (no skip) the file's language."""
+
+    skip: SkipReason | None
+    detail: str = ""
+    language: str | None = None
+
+
+def _extension(name: str) -> str:
+    """`os.path.splitext(name)[1]` for a bare file name, without its general path handling:
+    from the last dot, unless only dots come before it (`.bashrc`, `..x` have none)."""
+    dot = name.rfind(".")
+    if dot <= 0 or (name[dot - 1] == "." and not name[:dot].lstrip(".")):
+        return ""
+    return name[dot:]
+
+
 class _Collector:
     """Turns candidate paths into SourceFiles or SkippedFiles using names and stat only."""
 
@@ -476,6 +501,8 @@ class _Collector:
         self.skipped: list[SkippedFile] = []
         self.vendored: dict[str, int] = {}
         self.virtualenvs: set[str] = set()
+        # What a name decides, by its extension, for names no whole-name rule looks at.
+        self._by_extension: dict[str, _NameVerdict] = {}
 
     def skip(self, rel: str, reason: SkipReason, detail: str = "") -> None:
         self.skipped.append(SkippedFile(rel, reason, detail))
@@ -503,7 +530,8 @@ class _Collector:
                 folder = "/".join(parts[: i + 1])
                 self.vendored[folder] = self.vendored.get(folder, 0) + 1
                 return
-        if self._skip_by_name(rel):
+        verdict = self._by_name(rel, parts[-1])
+        if verdict is None:
             return
         try:
             st = os.lstat(os.path.join(self.root_real, rel))
@@ -511,11 +539,12 @@ class _Collector:
             if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # else deleted but still tracked
                 self.skip(rel, SkipReason.UNREADABLE, _os_error_text(exc))
             return
-        self._add_stat(rel, st)
+        self._add_stat(rel, st, verdict.language)
 
     def add_entry(self, rel: str, entry: os.DirEntry[str]) -> None:
         """Classify one non-directory entry found by the plain walk."""
-        if self._skip_by_name(rel):
+        verdict = self._by_name(rel, entry.name)
+        if verdict is None:
             return
         try:
             st = entry.stat(follow_symlinks=False)
@@ -523,36 +552,59 @@ class _Collector:
             if exc.errno != errno.ENOENT:  # else it vanished while we walked
                 self.skip(rel, SkipReason.UNREADABLE, _os_error_text(exc))
             return
-        self._add_stat(rel, st)
+        if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:  # most files
+            self.files.append(
+                SourceFile(rel, st.st_size, st.st_mtime_ns, verdict.language, st.st_dev, st.st_ino)
+            )
+            return
+        self._add_stat(rel, st, verdict.language)
 
-    def _skip_by_name(self, rel: str) -> bool:
+    def _by_name(self, rel: str, name: str) -> _NameVerdict | None:
+        """What the file's name decides (its language), or None when it decided a skip (said)."""
         if not rel.isascii():
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
                 shown = rel.encode("utf-8", errors="replace").decode("utf-8")
                 self.skip(shown, SkipReason.UNREADABLE, "the file name is not valid UTF-8")
-                return True
-        name = rel.rsplit("/", 1)[-1].lower()
+                return None
+        low = name.lower()
+        if (
+            low in _WHOLE_NAME_RULES
+            or low.startswith(_WHOLE_NAME_PREFIXES)
+            or low.endswith(MINIFIED_SUFFIXES)
+        ):
+            verdict = self._name_verdict(low)
+        else:
+            ext = _extension(low)
+            found = self._by_extension.get(ext)
+            if found is None:
+                found = self._name_verdict(low)
+                if ext != ".env":  # `x.example.env`: the rest of the name decides
+                    self._by_extension[ext] = found
+            verdict = found
+        if verdict.skip is not None:
+            self.skip(rel, verdict.skip, verdict.detail)
+            return None
+        return verdict
+
+    def _name_verdict(self, name: str) -> _NameVerdict:
+        """The rules for one lower-case file name: a skip with its detail, or its language."""
         if name in LOCK_FILES:
-            self.skip(rel, SkipReason.LOCKFILE)
-            return True
+            return _NameVerdict(SkipReason.LOCKFILE)
         if name.endswith(MINIFIED_SUFFIXES):
-            self.skip(rel, SkipReason.MINIFIED, "minified or source-map file name")
-            return True
+            return _NameVerdict(SkipReason.MINIFIED, "minified or source-map file name")
         ext = os.path.splitext(name)[1]
         if not self.include_secret_files:
             kind = secret_file_kind(name, ext)
             if kind is not None:
                 detail = f"{kind}; --include-secret-files indexes it"
-                self.skip(rel, SkipReason.SECRET_FILE, detail)
-                return True
+                return _NameVerdict(SkipReason.SECRET_FILE, detail)
         if ext in BINARY_EXTENSIONS:
-            self.skip(rel, SkipReason.BINARY, f"binary file type ({ext})")
-            return True
-        return False
+            return _NameVerdict(SkipReason.BINARY, f"binary file type ({ext})")
+        return _NameVerdict(None, "", language_for(name))
 
-    def _add_stat(self, rel: str, st: os.stat_result) -> None:
+    def _add_stat(self, rel: str, st: os.stat_result, language: str | None) -> None:
         mode = st.st_mode
         if stat.S_ISLNK(mode):
             resolved = self._follow_symlink(rel)
@@ -562,13 +614,12 @@ class _Collector:
         if not stat.S_ISREG(mode):
             self.skip(rel, SkipReason.NOT_A_FILE, _file_type(mode))
             return
-        if st.st_size > self.max_file_bytes:
-            detail = f"{st.st_size:,} bytes (limit {self.max_file_bytes:,})"
+        size = st.st_size
+        if size > self.max_file_bytes:
+            detail = f"{size:,} bytes (limit {self.max_file_bytes:,})"
             self.skip(rel, SkipReason.TOO_LARGE, detail)
             return
-        self.files.append(
-            SourceFile(rel, st.st_size, st.st_mtime_ns, language_for(rel), st.st_dev, st.st_ino)
-        )
+        self.files.append(SourceFile(rel, size, st.st_mtime_ns, language, st.st_dev, st.st_ino))
 
     def _follow_symlink(self, rel: str) -> os.stat_result | None:
         """The target's stat when the link stays inside the repository on a file; else a skip."""

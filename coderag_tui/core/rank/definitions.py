@@ -27,16 +27,20 @@ import contextlib
 import json
 import os
 import re
+import shutil
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from coderag_tui.core.hashing import utf8_hash
+from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.languages import parser_for
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.python_definitions import python_definitions
+from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today
+from coderag_tui.core.rank.segments import drift as segment_drift
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
@@ -46,9 +50,10 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 # Bump when the queries or the saved layout change: saved definitions are then rebuilt.
-EXTRACTOR_VERSION = 4
+EXTRACTOR_VERSION = 5
 _META = "coderag-definitions.json"
-_NAMES = "names.txt"  # one line per name form: `form<TAB>kind:chunk:name,…`
+_NAMES = "names.txt"  # the name forms, sorted, one a line
+_WHERE = "defined.txt"  # line by line with names.txt: `kind:chunk:name,…`
 _FILES_CACHE = "definitions-by-content.json"  # per file text hash: [[line, name, kind], …]
 
 # Kinds of definition: a type (class, struct, interface, trait, enum, module, type alias),
@@ -305,28 +310,54 @@ class Definitions:
 
     n_docs: int
     # form -> "kind:chunk:name,…" as saved; parsed on first lookup (a start-up stays fast)
-    _raw: dict[str, str]
+    _raw: Mapping[str, str]
     _parsed: dict[str, tuple[Defined, ...]] = field(default_factory=dict, repr=False)
+    # After an edit: where this base's chunks are today, and the changed files' definitions
+    # (numbered over `drift.added`); see `shifted`.
+    _drift: Drift | None = field(default=None, repr=False)
+    _delta: Definitions | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        if self._delta is None:
+            return len(self._raw)
+        return len(self._raw.keys() | self._delta._raw.keys())
+
+    def shifted(self, drift: Drift, delta: Definitions) -> Definitions:
+        """This base's definitions in today's chunk list: chunks of changed files dropped,
+        `delta` (built over today's `drift.added` chunks) added."""
+        return Definitions(drift.n_chunks, self._raw, _drift=drift, _delta=delta)
+
+    def _own(self, key: str) -> tuple[Defined, ...]:
+        raw = self._raw.get(key)
+        if raw is None:
+            return ()
+        items = []
+        for item in raw.split(","):
+            code, index, name = item.split(":", 2)
+            items.append(Defined(int(index), _CODE_KIND.get(code, "function"), name))
+        return tuple(items)
 
     def lookup(self, key: str) -> tuple[Defined, ...]:
         """Every definition whose name has this form, in chunk order."""
         found = self._parsed.get(key)
         if found is None:
-            raw = self._raw.get(key)
-            if raw is None:
-                return ()
-            items = []
-            for item in raw.split(","):
-                code, index, name = item.split(":", 2)
-                items.append(Defined(int(index), _CODE_KIND.get(code, "function"), name))
-            found = self._parsed[key] = tuple(items)
+            found = self._own(key)
+            drift = self._drift
+            if drift is not None:
+                remap, added = drift.remap, drift.added
+                items = [d._replace(chunk=int(remap[d.chunk])) for d in found]
+                if self._delta is not None:
+                    items += [
+                        d._replace(chunk=int(added[d.chunk])) for d in self._delta.lookup(key)
+                    ]
+                found = tuple(sorted((d for d in items if d.chunk >= 0), key=lambda d: d.chunk))
+            self._parsed[key] = found
         return found
 
     def __contains__(self, key: object) -> bool:
-        return key in self._raw
+        if self._drift is None:
+            return key in self._raw
+        return isinstance(key, str) and bool(self.lookup(key))
 
     @classmethod
     def from_entries(cls, n_docs: int, entries: Iterable[tuple[int, str, str]]) -> Definitions:
@@ -360,7 +391,7 @@ class Definitions:
                 if have is None or _KIND_RANK[kind] > _KIND_RANK[have[0]]:
                     best[index] = (kind, name)
             raw[key] = ",".join(f"{_KIND_CODE[k]}:{i}:{n}" for i, (k, n) in sorted(best.items()))
-        return cls(n_docs, raw)
+        return cls(n_docs, Names.of(raw))
 
     @classmethod
     def build(
@@ -375,6 +406,8 @@ class Definitions:
         and text hash to its definitions (those files are not parsed again); `seen` receives
         the entry of every parsed file of this build, to be saved as the next build's `known`.
         `scanners` are the languages scanned instead of parsed ({}: parse every file)."""
+        if isinstance(chunks, ChunkList):
+            chunks = list(chunks)  # every text is read: once, a page at a time
         entries: list[tuple[int, str, str]] = []
         for ids in _files(chunks).values():
             language = chunks[ids[0]].language
@@ -400,12 +433,25 @@ class Definitions:
                     at -= 1
         return cls.from_entries(len(chunks), entries)
 
-    def save(self, directory: Path, extra: dict[str, Any]) -> None:
-        """Write atomically (see `save_folder`)."""
+    def save(
+        self,
+        directory: Path,
+        extra: dict[str, Any],
+        *,
+        table: FileTable | None = None,
+        drift: Drift | None = None,
+    ) -> None:
+        """Write atomically (see `save_folder`), with the file table a base was built from or
+        the drift a delta was built for."""
 
         def write(tmp: Path) -> None:
-            text = "\n".join(f"{key}\t{raw}" for key, raw in self._raw.items())
-            (tmp / _NAMES).write_text(text, encoding="utf-8")
+            names = self._raw if isinstance(self._raw, Names) else Names.of(self._raw)
+            (tmp / _NAMES).write_text("\n".join(names.keys_list), encoding="utf-8")
+            (tmp / _WHERE).write_text("\n".join(names.values_list), encoding="utf-8")
+            if table is not None:
+                table.save(tmp)
+            if drift is not None:
+                drift.save(tmp)
 
         meta = {"format": EXTRACTOR_VERSION, "n_docs": self.n_docs, **extra}
         save_folder(directory, write, meta, _META)
@@ -417,20 +463,55 @@ class Definitions:
         if meta is None:
             raise ValueError(f"no definitions at {directory}")
         try:
-            text = (directory / _NAMES).read_text(encoding="utf-8")
+            keys = (directory / _NAMES).read_text(encoding="utf-8")
+            where = (directory / _WHERE).read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"the definitions at {directory} are damaged: {exc}") from exc
-        raw: dict[str, str] = {}
-        for line in text.split("\n") if text else ():
-            key, tab, value = line.partition("\t")
-            if not tab or not _SAVED.fullmatch(value):
-                raise ValueError(f"the definitions at {directory} are damaged")
-            raw[key] = value
-        return cls(int(meta["n_docs"]), raw)
+        # One regex pass over the whole file checks every line (no per-line Python loop).
+        names, values = keys.split("\n") if keys else [], where.split("\n") if where else []
+        if len(names) != len(values) or (where and not _SAVED_LINES.fullmatch(where)):
+            raise ValueError(f"the definitions at {directory} are damaged")
+        return cls(int(meta["n_docs"]), Names(names, values))
+
+
+class Names(Mapping[str, str]):
+    """Name forms in sorted order with their saved definitions, looked up by binary search
+    (loading builds no dict: ~0.1 s less per start-up on the stdlib x5)."""
+
+    def __init__(self, keys: list[str], values: list[str]) -> None:
+        self.keys_list = keys
+        self.values_list = values
+
+    @classmethod
+    def of(cls, raw: Mapping[str, str]) -> Names:
+        keys = sorted(raw)
+        return cls(keys, [raw[k] for k in keys])
+
+    def _at(self, key: object) -> int:
+        if not isinstance(key, str):
+            return -1
+        at = bisect.bisect_left(self.keys_list, key)
+        return at if at < len(self.keys_list) and self.keys_list[at] == key else -1
+
+    def __getitem__(self, key: str) -> str:
+        at = self._at(key)
+        if at < 0:
+            raise KeyError(key)
+        return self.values_list[at]
+
+    def __contains__(self, key: object) -> bool:
+        return self._at(key) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys_list)
+
+    def __len__(self) -> int:
+        return len(self.keys_list)
 
 
 _PLAIN_NAME = re.compile(r"[^\s,:]+")  # names that the saved layout can hold as they are
-_SAVED = re.compile(r"[tfc]:\d+:[^\s,:]+(?:,[tfc]:\d+:[^\s,:]+)*")
+_SAVED_ONE = r"[tfc]:\d+:[^\s,:]+(?:,[tfc]:\d+:[^\s,:]+)*"
+_SAVED_LINES = re.compile(rf"{_SAVED_ONE}(?:\n{_SAVED_ONE})*")
 
 
 def definitions_dir(settings: Settings) -> Path:
@@ -470,25 +551,47 @@ def load_or_build_definitions(
     chunks: Sequence[Chunk],
     *,
     scanners: Mapping[str, Scanner] = SCANNERS,
+    today: Today | None = None,
+    max_drift: float = MAX_DRIFT,
 ) -> Definitions:
-    """The saved definitions when the store's chunks are unchanged (same generation), else
-    rebuilt (parsing only files whose text the per-content cache has not seen; `scanners`
-    as in `Definitions.build`)."""
+    """The saved definitions when the store's chunks are unchanged (same generation); after
+    an edit, the saved base shifted with a delta of the changed files (`core.rank.segments`);
+    else rebuilt (parsing only files whose text the per-content cache has not seen;
+    `scanners` as in `Definitions.build`)."""
     directory = definitions_dir(settings)
     generation = store.generation(settings.chunking_spec.key)
-    meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
-    if (
-        meta is not None
-        and meta.get("generation") == generation
-        and (meta.get("n_docs") == len(chunks))
-    ):
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            return Definitions.load(directory)
+    today = today if today is not None else Today(store, chunks)
     cache_path = directory.parent / _FILES_CACHE
+    meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        if meta is not None and meta.get("generation") == generation:
+            if meta.get("n_docs") == len(chunks):
+                return Definitions.load(directory)
+        elif meta is not None:
+            delta_dir = directory.with_name(directory.name + ".delta")
+            base = Definitions.load(directory)
+            saved = read_folder_meta(delta_dir, _META, EXTRACTOR_VERSION)
+            if (
+                saved is not None
+                and saved.get("generation") == generation
+                and saved.get("base") == meta.get("generation")
+                and saved.get("n_chunks") == len(chunks)
+            ):
+                drift = Drift.load(delta_dir, len(chunks), base.n_docs)
+                return base.shifted(drift, Definitions.load(delta_dir))
+            drift = segment_drift(FileTable.load(directory), today.table)
+            if drift.n_chunks == len(chunks) and drift.worth_a_delta(max_drift):
+                changed = [chunks[int(i)] for i in drift.added]
+                delta = Definitions.build(changed, _read_cache(cache_path), scanners=scanners)
+                extra = {"generation": generation, "base": meta.get("generation")}
+                with contextlib.suppress(OSError):
+                    delta.save(delta_dir, {**extra, "n_chunks": len(chunks)}, drift=drift)
+                return base.shifted(drift, delta)
     seen: dict[str, list[FileDefinition]] = {}
     definitions = Definitions.build(chunks, _read_cache(cache_path), seen, scanners=scanners)
     # A read-only or full cache costs a rebuild next time, never the search.
     with contextlib.suppress(OSError):
-        definitions.save(directory, {"generation": generation})
+        definitions.save(directory, {"generation": generation}, table=today.table)
+        shutil.rmtree(directory.with_name(directory.name + ".delta"), ignore_errors=True)
         _write_cache(cache_path, seen)  # only the files indexed now: the cache never grows
     return definitions

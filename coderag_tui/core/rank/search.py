@@ -16,6 +16,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.fusion import rrf, weighted
 from coderag_tui.core.rank.lexical import BM25Index
 from coderag_tui.core.rank.signals import (
@@ -64,7 +65,8 @@ class Searcher:
         clock: Callable[[], float] = time.perf_counter,
         definitions: Definitions | None = None,
     ) -> None:
-        self.chunks = list(chunks)
+        # A ChunkList reads texts when a hit needs one; any other sequence is copied.
+        self.chunks = chunks if isinstance(chunks, ChunkList) else list(chunks)
         self.bm25 = bm25
         # Given, or the lexical stage's (built and saved with BM25), or built on first use.
         self.definitions = definitions if definitions is not None else bm25.definitions
@@ -107,6 +109,15 @@ class Searcher:
 
     def overlapping(self, path: str, start_line: int, end_line: int) -> frozenset[int]:
         """Indexes of the chunks of `path` that share a line with start_line..end_line."""
+        chunks = self.chunks
+        if isinstance(chunks, ChunkList):
+            if path not in chunks.paths:
+                return frozenset()
+            fid = chunks.paths.index(path)
+            run = range(int(chunks.file_starts[fid]), int(chunks.file_starts[fid + 1]))
+            return frozenset(
+                i for i in run if chunks.starts[i] <= end_line and chunks.ends[i] >= start_line
+            )
         return frozenset(
             i
             for i, c in enumerate(self.chunks)

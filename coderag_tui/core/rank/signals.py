@@ -32,6 +32,7 @@ hit carries `why`: the fused score and each signal's contribution, which sum to 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.definitions import Defined, Definitions, form
 from coderag_tui.core.rank.query_terms import QueryTerms, analyse, identifier_parts, stem
 from coderag_tui.core.rank.roles import path_roles
@@ -124,8 +126,9 @@ class CodeFacts:
     chunks: Sequence[Chunk]
     definitions: Definitions | None
     file_of: list[int] = field(default_factory=list)
-    chunks_of: list[list[int]] = field(default_factory=list)
+    chunks_of: list[Sequence[int]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    languages: list[str | None] = field(default_factory=list)
     # Per file id, computed the first time a candidate of that file is scored: a query looks
     # at a few hundred files, and doing every file up front cost 0.6 s at 50k files.
     path_words: PerFile[frozenset[str]] = field(init=False, repr=False)
@@ -134,19 +137,28 @@ class CodeFacts:
     _known: frozenset[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        ids: dict[str, int] = {}
-        for i, chunk in enumerate(self.chunks):
-            fid = ids.get(chunk.path)
-            if fid is None:
-                fid = ids[chunk.path] = len(self.paths)
-                self.paths.append(chunk.path)
-                self.chunks_of.append([])
-            self.file_of.append(fid)
-            self.chunks_of[fid].append(i)
+        chunks = self.chunks
+        if isinstance(chunks, ChunkList):  # files and spans in memory, texts never read
+            self.paths = chunks.paths
+            self.languages = chunks.languages
+            self.file_of = chunks.file_of.tolist()
+            starts = chunks.file_starts.tolist()
+            self.chunks_of = [range(s, e) for s, e in itertools.pairwise(starts)]
+        else:
+            ids: dict[str, int] = {}
+            groups: list[list[int]] = []
+            for i, chunk in enumerate(chunks):
+                fid = ids.get(chunk.path)
+                if fid is None:
+                    fid = ids[chunk.path] = len(self.paths)
+                    self.paths.append(chunk.path)
+                    self.languages.append(chunk.language)
+                    groups.append([])
+                self.file_of.append(fid)
+                groups[fid].append(i)
+            self.chunks_of = list(groups)
         self.path_words = PerFile(lambda fid: _path_words(self.paths[fid]))
-        self.roles = PerFile(
-            lambda fid: path_roles(self.paths[fid], self.chunks[self.chunks_of[fid][0]].language)
-        )
+        self.roles = PerFile(lambda fid: path_roles(self.paths[fid], self.languages[fid]))
 
     def defining(self, key: str) -> tuple[Defined, ...]:
         """The definitions of names of this form (see `definitions.form`)."""

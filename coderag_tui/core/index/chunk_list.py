@@ -1,0 +1,141 @@
+"""Today's chunks of one chunking: where each one is, in memory; its text, in the store.
+
+A search needs every chunk's file and lines (to rank, to group by file, to leave a query's own
+lines out) but the text of only the few it shows or packs. Loading every text made a warm
+start read the whole chunks table (0.65 s for the stdlib x5, 82k chunks, growing with the
+corpus); a `ChunkList` reads the files and line spans (a tenth of that) and fetches a chunk's
+text when the chunk is asked for. Iterating it (what a full BM25, definitions or dense build
+does) reads the texts page by page, so no build holds two copies of the corpus.
+
+Indexes are those of `Store.chunks()`: ordered by (path, ordinal), so a file's chunks are one
+run, and its ordinal is the chunk's place in that run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import numpy as np
+
+from coderag_tui.core.index.store import Store
+from coderag_tui.core.records import Chunk
+
+_PAGE = 4096  # chunks read per query while iterating
+_KEEP = 4096  # chunks kept once read (the hits of recent searches)
+
+
+class ChunkList(Sequence[Chunk]):
+    """The chunks of one chunking of a store, texts read on demand (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        spec_key: str,
+        files: Sequence[tuple[str, str | None, int]],
+        spans: Sequence[tuple[int, int]],
+        kinds: Sequence[str] | None,
+    ) -> None:
+        self._store = store
+        self._spec_key = spec_key
+        self.paths: list[str] = [f[0] for f in files]
+        self.languages: list[str | None] = [f[1] for f in files]
+        counts = np.fromiter((f[2] for f in files), dtype=np.int64, count=len(files))
+        self.file_starts = np.zeros(len(files) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.file_starts[1:])
+        n = int(self.file_starts[-1])
+        if len(spans) != n or (kinds is not None and len(kinds) != n):
+            raise ValueError(f"the chunks of {spec_key} changed while they were read")
+        self.file_of = np.repeat(np.arange(len(files), dtype=np.int64), counts)
+        lines = np.asarray(spans, dtype=np.int64).reshape(n, 2)
+        self.starts = lines[:, 0]
+        self.ends = lines[:, 1]
+        self._kinds = kinds
+        self._read: dict[int, Chunk] = {}
+
+    @classmethod
+    def load(cls, store: Store, spec_key: str) -> ChunkList:
+        """The store's chunks of `spec_key` (files and spans read now, texts when asked for)."""
+        files = store.chunk_files(spec_key)
+        spans, kinds = store.chunk_spans(spec_key)
+        return cls(store, spec_key, files, spans, kinds)
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    @property
+    def n_files(self) -> int:
+        return len(self.paths)
+
+    def file_counts(self) -> list[int]:
+        """Chunks per file, in file order."""
+        return np.diff(self.file_starts).tolist()  # type: ignore[no-any-return]
+
+    def path(self, index: int) -> str:
+        return self.paths[int(self.file_of[index])]
+
+    def kind(self, index: int) -> str:
+        return "lines" if self._kinds is None else self._kinds[index]
+
+    @overload
+    def __getitem__(self, index: int) -> Chunk: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Chunk]: ...
+
+    def __getitem__(self, index: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = int(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"chunk {index} of {len(self)}")
+        chunk = self._read.get(i)
+        if chunk is None:
+            chunk = self._fetch(i)
+            if len(self._read) >= _KEEP:
+                self._read.clear()
+            self._read[i] = chunk
+        return chunk
+
+    @property
+    def _source(self) -> Store:
+        """The store, opened again for reading when its engine has closed it (a stage's
+        chunks stay readable after the engine that served them is gone)."""
+        if self._store.closed:
+            self._store = Store.open(self._store.path, read_only=True)
+        return self._store
+
+    def _fetch(self, i: int) -> Chunk:
+        fid = int(self.file_of[i])
+        path = self.paths[fid]
+        start, end = int(self.starts[i]), int(self.ends[i])
+        row = self._source.chunk_text(self._spec_key, path, i - int(self.file_starts[fid]))
+        # A file re-indexed since this list was read (a newer list is on its way) shows "".
+        text = row[2] if row is not None and row[:2] == (start, end) else ""
+        return Chunk(path, start, end, self.kind(i), self.languages[fid], text)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same chunks (texts included), like a list."""
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable like a list: never a dict key
+
+    def __iter__(self) -> Iterator[Chunk]:
+        """Every chunk with its text, read a page at a time."""
+        after: tuple[str, int] | None = None
+        given = 0
+        while given < len(self):
+            page = self._source.chunk_page(self._spec_key, after, _PAGE)
+            if not page:
+                break
+            for chunk, _ in page[: len(self) - given]:
+                yield chunk
+            given += len(page)
+            last = page[-1]
+            after = (last[0].path, last[1])
+        if given < len(self):
+            raise ValueError(f"the chunks of {self._spec_key} changed while they were read")

@@ -1,0 +1,179 @@
+"""What changed between a saved search structure's chunks and today's: a base and its drift.
+
+BM25 and the definitions are built over the whole chunk list once (the *base*) and saved with
+the table of files they were built from: each file's path, content hash and chunk count, in
+chunk order. After an edit, the store's chunk list differs from the base's only in the files
+that changed. `drift` compares the two tables and says, for every base chunk, where it sits in
+today's list (or that its file changed or went), and which of today's chunks belong to new or
+changed files. Only those are read again (a small *delta* built beside the base); the base is
+rebuilt when the drift grows past a share of the corpus (`worth_a_delta`).
+
+Chunks are ordered by (path, ordinal) in the store, so a file's chunks are one run of
+consecutive indexes in both lists, and an unchanged file (same path, content hash and chunk
+count under the same chunking) has the same chunks in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from coderag_tui.core.index.chunk_list import ChunkList
+from coderag_tui.core.records import Chunk
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.store import Store
+
+# Rebuild the base instead of adding a delta once more than this share of the chunks changed:
+# a delta's cost grows with what changed, the base's with the whole corpus.
+MAX_DRIFT = 0.10
+_TABLE = "files.json"
+
+
+@dataclass(frozen=True)
+class FileTable:
+    """Each file's path, content hash and chunk count, in chunk order."""
+
+    paths: tuple[str, ...]
+    hashes: tuple[str, ...]
+    counts: tuple[int, ...]
+
+    @property
+    def n_chunks(self) -> int:
+        return sum(self.counts)
+
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk], hashes: Mapping[str, str]) -> FileTable:
+        """The table of a chunk list ordered by path; a file the store has no hash for gets ""
+        (it never matches, so its chunks are always read again)."""
+        if isinstance(chunks, ChunkList):  # files in memory: no text is read
+            paths_of = chunks.paths
+            counts_of = chunks.file_counts()
+            return cls(
+                tuple(paths_of), tuple(hashes.get(p, "") for p in paths_of), tuple(counts_of)
+            )
+        paths: list[str] = []
+        counts: list[int] = []
+        last = None
+        for chunk in chunks:
+            if chunk.path != last:
+                last = chunk.path
+                paths.append(last)
+                counts.append(0)
+            counts[-1] += 1
+        return cls(tuple(paths), tuple(hashes.get(p, "") for p in paths), tuple(counts))
+
+    def save(self, folder: Path) -> None:
+        data = {"paths": self.paths, "hashes": self.hashes, "counts": self.counts}
+        (folder / _TABLE).write_text(json.dumps(data), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> FileTable:
+        """Read what `save` wrote; ValueError when it is missing or damaged."""
+        try:
+            data = json.loads((folder / _TABLE).read_text(encoding="utf-8"))
+            table = cls(
+                tuple(str(p) for p in data["paths"]),
+                tuple(str(h) for h in data["hashes"]),
+                tuple(int(c) for c in data["counts"]),
+            )
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"the file table at {folder} is damaged: {exc}") from exc
+        if not len(table.paths) == len(table.hashes) == len(table.counts):
+            raise ValueError(f"the file table at {folder} is damaged: its columns differ")
+        return table
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Where a base's chunks sit in today's list, and today's chunks the base does not hold.
+
+    `remap[d]` is today's index of base chunk d, or -1 when its file changed or went; `added`
+    holds today's indexes of the chunks of new and changed files, ascending.
+    """
+
+    remap: np.ndarray
+    added: np.ndarray
+    n_chunks: int
+
+    @property
+    def removed(self) -> int:
+        return int(np.count_nonzero(self.remap < 0))
+
+    @property
+    def none(self) -> bool:
+        """True when today's list is the base's, chunk for chunk."""
+        return (
+            not self.added.size
+            and self.n_chunks == self.remap.size
+            and bool(np.array_equal(self.remap, np.arange(self.remap.size)))
+        )
+
+    def worth_a_delta(self, max_share: float = MAX_DRIFT) -> bool:
+        """Whether a delta beats rebuilding the base: at most `max_share` of chunks changed."""
+        changed = self.added.size + self.removed
+        return changed <= max_share * max(self.n_chunks, self.remap.size)
+
+    def save(self, folder: Path) -> None:
+        np.save(folder / "remap.npy", self.remap.astype(np.int64), allow_pickle=False)
+        np.save(folder / "added.npy", self.added.astype(np.int64), allow_pickle=False)
+
+    @classmethod
+    def load(cls, folder: Path, n_chunks: int, n_base: int) -> Drift:
+        """Read what `save` wrote; ValueError when it is missing, damaged or out of range."""
+        try:
+            remap = np.load(folder / "remap.npy", allow_pickle=False)
+            added = np.load(folder / "added.npy", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"the drift at {folder} is damaged: {exc}") from exc
+        if (
+            remap.ndim != 1
+            or added.ndim != 1
+            or remap.size != n_base
+            or (remap.size and int(remap.max()) >= n_chunks)
+            or (added.size and (int(added.min()) < 0 or int(added.max()) >= n_chunks))
+        ):
+            raise ValueError(f"the drift at {folder} does not fit {n_chunks} chunks")
+        return cls(remap.astype(np.int64), added.astype(np.int64), n_chunks)
+
+
+def drift(base: FileTable, today: FileTable) -> Drift:
+    """Compare a base's file table with today's (see `Drift`)."""
+    at: dict[str, tuple[int, str, int]] = {}
+    start = 0
+    for path, digest, count in zip(today.paths, today.hashes, today.counts, strict=True):
+        at[path] = (start, digest, count)
+        start += count
+    n_today = start
+    remap = np.full(base.n_chunks, -1, dtype=np.int64)
+    kept = np.zeros(n_today, dtype=bool)
+    base_start = 0
+    for path, digest, count in zip(base.paths, base.hashes, base.counts, strict=True):
+        found = at.get(path)
+        if found is not None and digest and found[1] == digest and found[2] == count:
+            here = found[0]
+            remap[base_start : base_start + count] = np.arange(here, here + count)
+            kept[here : here + count] = True
+        base_start += count
+    return Drift(remap, np.flatnonzero(~kept).astype(np.int64), n_today)
+
+
+class Today:
+    """Today's file table of a chunk list, read from the store when first asked for (only a
+    structure whose base is out of date needs it; see `core.rank.segments`)."""
+
+    def __init__(self, store: Store, chunks: Sequence[Chunk]) -> None:
+        self._store = store
+        self._chunks = chunks
+        self._table: FileTable | None = None
+
+    @property
+    def table(self) -> FileTable:
+        if self._table is None:
+            self._table = FileTable.of(self._chunks, self._store.content_hashes())
+        return self._table
