@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sys
 import types
 import warnings
@@ -71,6 +72,9 @@ FirstPass = Literal["static", "off"]
 # One setting with three values rather than two switches: "allow" and "redact" exclude each
 # other, and a single key is one thing to refuse in a repository's .coderag.toml.
 SecretMode = Literal["hold", "redact", "allow"]
+# Where the ranked index lives: this machine's SQLite and numpy files, or a Qdrant collection
+# (a server shared by a team, or Qdrant's embedded mode in a folder).
+Backend = Literal["local", "qdrant"]
 
 
 class SettingsError(ValueError):
@@ -99,6 +103,7 @@ class _Meta:
     shown_default: str | None = None
     repo_file: RepoFilePolicy = "free"
     why_refused: str = ""
+    pattern: str = ""  # a regular expression the whole text must match ("" takes any text)
 
 
 def _about(doc: str, **facts: Any) -> dict[str, _Meta]:
@@ -108,6 +113,9 @@ def _about(doc: str, **facts: Any) -> dict[str, _Meta]:
 
 _PATH_REFUSED = "it names a path, and a repository may not point coderag outside itself"
 _SECRETS_REFUSED = "a repository's own config may not decide that its secrets go into prompts"
+_SERVER_REFUSED = (
+    "it decides where the repository's code and your queries are sent, which is your choice"
+)
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,37 @@ class Settings:
             "otherwise skipped; secrets found in them are still held back from prompts.",
             repo_file="refused",
             why_refused=_SECRETS_REFUSED,
+        ),
+    )
+
+    # --- a shared index on a server (core/rank/qdrant_backend.py) ---
+    backend: Backend = field(
+        default="local",
+        metadata=_about(
+            "Where searches rank: this machine's index (local) or a Qdrant collection that "
+            "`coderag index --backend qdrant` pushes to (qdrant)."
+        ),
+    )
+    backend_url: str = field(
+        default="",
+        metadata=_about(
+            "The Qdrant server (http://host:6333) or a folder for Qdrant's embedded mode.",
+            metavar="URL|DIR",
+            shown_default="empty",
+            limits="an http:// or https:// URL, or a folder",
+            pattern=r"(?:(?!.*://).*)|https?://[^\s]+",
+            repo_file="refused",
+            why_refused=_SERVER_REFUSED,
+        ),
+    )
+    backend_collection: str = field(
+        default="",
+        metadata=_about(
+            "The Qdrant collection; empty derives one from the repository's path and the chunking.",
+            metavar="NAME",
+            shown_default="empty",
+            limits="letters, digits, '-', '_' or '.', at most 200",
+            pattern=r"[A-Za-z0-9_.-]{0,200}",
         ),
     )
 
@@ -561,9 +600,11 @@ class SettingInfo:
         if kind is float:
             return self._number(value)
         if kind is str:
-            if isinstance(value, str):
-                return value
-            raise _Invalid(f"must be text, got {_shown(value)}")
+            if not isinstance(value, str):
+                raise _Invalid(f"must be text, got {_shown(value)}")
+            if self.meta.pattern and not re.fullmatch(self.meta.pattern, value.strip()):
+                raise _Invalid(f"must be {self.limits}, got {_shown(value)}")
+            return value.strip() if self.meta.pattern else value
         return self._path(value)
 
     def _boolean(self, value: Any) -> bool:

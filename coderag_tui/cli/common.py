@@ -61,9 +61,15 @@ RANKING_SETTINGS = (
     *LEXICAL_SETTINGS, *DENSE_SETTINGS, *FUSION_SETTINGS, *SIGNAL_SETTINGS, *RERANK_SETTINGS,
 )  # fmt: skip
 PROMPT_SETTINGS = ("budget", "template", "encoding", "context_first", "trim_last", "secrets")
+BACKEND_SETTINGS = ("backend", "backend_url", "backend_collection")
+BACKEND_GROUP = "a shared index on a server (Qdrant)"
 
 # Older spellings that keep working, and flags that set a boolean setting to False.
-FLAG_ALIASES: dict[str, tuple[str, ...]] = {"chunk_overlap": ("--overlap",)}
+FLAG_ALIASES: dict[str, tuple[str, ...]] = {
+    "chunk_overlap": ("--overlap",),
+    "backend_url": ("--url",),
+    "backend_collection": ("--collection",),
+}
 INVERSE_FLAGS: dict[str, tuple[str, str]] = {
     "context_first": ("--context-last", "put the task before the code context"),
     "dense_wait": (

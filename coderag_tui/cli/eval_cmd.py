@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
+    BACKEND_GROUP,
+    BACKEND_SETTINGS,
     UserError,
     add_repo_args,
     add_setting_flags,
@@ -135,6 +137,7 @@ def register(sub: Any) -> None:
     )
     # The settings run() reads from the flags (the rest come from config files and CODERAG_*).
     add_setting_flags(parser, ["embed_model", "embed_backend", "dense_stripes", "rerank_model"])
+    add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
         "--csv",
@@ -189,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         rows_to_jsonl,
     )
     from coderag_tui.core.eval.evaluation import Grid, run_eval
+    from coderag_tui.core.index.store import StoreError
 
     values = {
         "path": args.path,
@@ -197,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
         "embed_backend": args.embed_backend,
         "rerank_model": args.rerank_model,
         "dense_stripes": args.dense_stripes,
+        **{name: getattr(args, name) for name in BACKEND_SETTINGS},
     }
     settings = settings_from_args(argparse.Namespace(**values))
     if (args.dataset is None) == (args.from_git_history is None):
@@ -260,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         cancel.set()
         raise
-    except DatasetError as exc:
+    except (DatasetError, StoreError) as exc:  # StoreError: an index or the server failed
         raise UserError(str(exc)) from exc
 
     if args.csv is not None:

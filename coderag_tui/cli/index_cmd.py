@@ -10,9 +10,12 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
+    BACKEND_GROUP,
+    BACKEND_SETTINGS,
     DENSE_SETTINGS,
     INDEX_SETTINGS,
     UserError,
@@ -22,11 +25,14 @@ from coderag_tui.cli.common import (
     settings_from_args,
 )
 from coderag_tui.cli.render import loading_status
-from coderag_tui.core.engine import Engine, Lexical
+from coderag_tui.core.engine import Dense, Engine, Lexical
 from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport
 from coderag_tui.core.index.store import StoreError
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings
+
+if TYPE_CHECKING:
+    from coderag_tui.core.rank.qdrant_backend import PushReport
 
 
 def register(subparsers: Any) -> None:
@@ -55,6 +61,7 @@ def register(subparsers: Any) -> None:
         "so later searches and the TUI rank with it at once; Ctrl-C keeps what is embedded",
     )
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
+    add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
     add_setting_flags(parser.add_argument_group("dense"), DENSE_SETTINGS)
 
 
@@ -146,7 +153,9 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
     return lines
 
 
-def _embed(engine: Engine, settings: Settings, lexical: Lexical, show_bar: bool) -> dict[str, Any]:
+def _embed(
+    engine: Engine, settings: Settings, lexical: Lexical, show_bar: bool
+) -> tuple[Dense, dict[str, Any]]:
     """Embed every chunk with the dense model; what the dense list now covers, and why not
     when it is off."""
     import time
@@ -155,13 +164,43 @@ def _embed(engine: Engine, settings: Settings, lexical: Lexical, show_bar: bool)
     with loading_status(show_bar) as (_, progress):
         dense = engine.open_dense(settings, lexical, progress=progress)
     index = dense.index
-    return {
+    return dense, {
         **dense.describe(),
         "reason": dense.reason,
         "embedded": index.stats.embedded if index is not None else 0,
         "seconds": round(time.perf_counter() - started, 2),
         "notices": list(dense.notices),
     }
+
+
+def _push(
+    engine: Engine, settings: Settings, lexical: Lexical, dense: Dense | None, show_bar: bool
+) -> PushReport:
+    """Push the chunks, and the model vectors that exist, to the server's collection."""
+    local = settings.with_(backend="local")
+    if dense is None:  # without --dense: the vectors already embedded, if the model loads
+        dense = engine.open_dense(local, lexical, embed_missing=False)
+    if not show_bar:
+        return engine.push(settings, lexical, dense)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(
+        TextColumn("[bold]push"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("points"),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("push", total=None)
+    with bar:
+        return engine.push(
+            settings,
+            lexical,
+            dense,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
 
 
 def _dense_summary(dense: dict[str, Any]) -> str:
@@ -176,15 +215,22 @@ def _dense_summary(dense: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     explicit: set[str] = set()
-    settings = settings_from_args(args, explicit=explicit)
+    shared = settings_from_args(args, explicit=explicit)
+    # With a server, this machine's index is built as always, then pushed to it.
+    settings = shared.with_(backend="local")
     engine = Engine(settings, explicit=frozenset(explicit))
     show_bar = not args.json and sys.stderr.isatty()
+    pushed: PushReport | None = None
     try:
+        if shared.backend != "local":  # a server that cannot take the push: stop before indexing
+            engine.reach_backend(shared)
         with _progress_bar(show_bar) as progress:
             # BM25 is built too, so the next search or TUI start answers at once. An index
             # that cannot be written is an error here: updating it is all this command does.
             lexical = engine.update_index(settings, progress=progress, stale_ok=False)
-        dense = _embed(engine, settings, lexical, show_bar) if args.dense else None
+        stage, dense = _embed(engine, settings, lexical, show_bar) if args.dense else (None, None)
+        if shared.backend != "local":
+            pushed = _push(engine, shared, lexical, stage, show_bar)
     except IndexInterrupted as stop:
         kept = stop.report.files_indexed + stop.report.files_unchanged
         print(f"coderag: interrupted; {kept} files kept; run again to finish.", file=sys.stderr)
@@ -210,11 +256,16 @@ def run(args: argparse.Namespace) -> int:
         record = {"repo": str(settings.repo_root), **report.as_dict(), "notes": notes}
         if dense is not None:
             record["dense"] = dense
+        if pushed is not None:
+            record["push"] = {**asdict(pushed), "unchanged": pushed.unchanged}
         print_json(record)
     else:
         lines = _summary(settings, report, verbose=args.verbose)
         if dense is not None:
             lines.append(_dense_summary(dense))
+        if pushed is not None:
+            lines.append(f"  server:   {pushed.summary()}")
+            notes += list(pushed.notes)
         lines += [f"Note: {note}" for note in notes]
         print(visible("\n".join(lines)))
     return 0

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui.cli.common import (
+    BACKEND_GROUP,
+    BACKEND_SETTINGS,
     INDEX_SETTINGS,
     PROMPT_SETTINGS,
     UserError,
@@ -94,6 +96,7 @@ def register(subparsers: Any) -> None:
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_ranking_args(parser.add_argument_group("ranking (the same options as `coderag search`)"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
+    add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
 
 
 def _read_stdin() -> str:
@@ -262,12 +265,12 @@ def build_prompt(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        run = engine.search(task if query is None else query, settings, origin)
-        try:
+        try:  # a chunk's text is read when packed; a server answers each query
+            run = engine.search(task if query is None else query, settings, origin)
             result = engine.prompt(
                 run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
             )
-        except PromptError as exc:
+        except (PromptError, StoreError) as exc:
             raise UserError(str(exc)) from exc
     notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
     return result, notes, engine.dense.describe() if engine.dense is not None else None

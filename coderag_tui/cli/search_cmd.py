@@ -12,6 +12,8 @@ import sys
 from typing import Any
 
 from coderag_tui.cli.common import (
+    BACKEND_GROUP,
+    BACKEND_SETTINGS,
     INDEX_SETTINGS,
     UserError,
     add_location_args,
@@ -74,6 +76,7 @@ def register(subparsers: Any) -> None:
     add_location_args(parser)
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
+    add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
 
 
 def _shown(run: SearchRun, mode: str) -> list[RankingName]:
@@ -126,9 +129,11 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        result = engine.search(query, settings, origin)
-        # Hits are marked, not hidden: a search stays on this machine (prompts hold them back).
+        # A hit's text is read when shown, and a server answers each query: either may fail.
         try:
+            result = engine.search(query, settings, origin)
+            # Hits are marked, not hidden: a search stays on this machine (prompts hold them
+            # back).
             secrets = (
                 engine.secret_kinds(
                     hit.chunk

@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from coderag_tui.cli.common import (
+    BACKEND_GROUP,
+    BACKEND_SETTINGS,
     INDEX_SETTINGS,
     PROMPT_SETTINGS,
     RANKING_SETTINGS,
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_setting_flags(parser.add_argument_group("ranking"), RANKING_SETTINGS)
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
+    add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
     return parser
 
 

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from coderag_tui.core.prompt.tokens import TokenCounter
     from coderag_tui.core.rank.dense import DenseIndex
     from coderag_tui.core.rank.embed import Embedder
-    from coderag_tui.core.rank.lexical import BM25Index
+    from coderag_tui.core.rank.lexical import LexicalIndex
+    from coderag_tui.core.rank.qdrant_backend import PushReport
     from coderag_tui.core.rank.rerank import Reranker
     from coderag_tui.core.rank.search import Searcher
     from coderag_tui.settings import Settings
@@ -85,8 +86,8 @@ class Lexical:
     it was given (`update_index`'s `current`).
     """
 
-    chunks: list[Chunk]
-    bm25: BM25Index
+    chunks: Sequence[Chunk]
+    bm25: LexicalIndex
     generation: str
     report: IndexReport | None = None
     changed: bool = True
@@ -94,6 +95,10 @@ class Lexical:
 
     @property
     def files(self) -> int:
+        from coderag_tui.core.index.chunk_list import ChunkList
+
+        if isinstance(self.chunks, ChunkList):
+            return self.chunks.n_files
         return len({c.path for c in self.chunks})
 
 
@@ -353,16 +358,21 @@ class Engine:
     def saved_lexical(self, settings: Settings) -> Lexical | None:
         """What the saved index serves at once, before any check for changed files (or None
         when this chunking has no chunks yet)."""
+        from coderag_tui.core.index.chunk_list import ChunkList
         from coderag_tui.core.index.store import IndexDamaged
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
+        if settings.backend != "local":  # a server's collection: `update_index` opens it
+            return None
         store = self.store(settings)
         key = settings.chunking_spec.key
         try:
-            if store.chunk_count(key) == 0:
+            # Texts are read when shown: a file changed behind our back is checked first
+            # (nothing to do when the record left by the last run vouches for it).
+            if store.chunk_count(key) == 0 or store.damage_if_changed() is not None:
                 return None
             generation = store.generation(key)
-            chunks = store.chunks(key)
+            chunks = ChunkList.load(store, key)
         except IndexDamaged:
             return None  # never served: `update_index` moves the file aside and rebuilds
         bm25 = load_or_build_bm25(store, settings, chunks)
@@ -390,10 +400,13 @@ class Engine:
         false: then IndexNotWritable). Build settings the user did not give keep the values
         the index was built with; a different given value re-checks every file, said too.
         """
+        from coderag_tui.core.index.chunk_list import ChunkList
         from coderag_tui.core.index.indexer import IndexProgress
         from coderag_tui.core.index.store import IndexDamaged
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
+        if settings.backend != "local":  # the server's collection is the index: nothing to build
+            return self.open_remote(settings, current)
         key = settings.chunking_spec.key
         notices: list[str] = []
         keeper = self._keeper
@@ -409,7 +422,9 @@ class Engine:
                     generation = store.generation(key)
                     unchanged = current is not None and current.generation == generation
                     chunks = (
-                        current.chunks if current is not None and unchanged else (store.chunks(key))
+                        current.chunks
+                        if current is not None and unchanged
+                        else ChunkList.load(store, key)
                     )
                     break
                 except IndexDamaged:  # a row that no longer reads: move it aside, build anew
@@ -431,6 +446,7 @@ class Engine:
 
     def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:
         """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
+        from coderag_tui.core.index.chunk_list import ChunkList
         from coderag_tui.core.index.store import StoreError
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
@@ -440,7 +456,7 @@ class Engine:
         generation = store.generation(key)
         if current is not None and current.generation == generation:
             return Lexical(current.chunks, current.bm25, generation, None, False, said)
-        chunks = store.chunks(key)
+        chunks = ChunkList.load(store, key)
         stale = self._keeper.stale
         if not chunks and stale is not None:
             why = str(stale).rstrip(".")
@@ -450,11 +466,81 @@ class Engine:
         )
 
     def lexical_for(self, settings: Settings, lexical: Lexical) -> Lexical:
-        """The same chunks with the BM25 index of `settings`' tokenizer (eval's tokenizer grid)."""
+        """The same chunks with the BM25 index of `settings`' tokenizer (eval's tokenizer grid;
+        a server's collection has the one tokenizer it was pushed with)."""
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
+        if settings.backend != "local":
+            return lexical
         bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks)
         return Lexical(lexical.chunks, bm25, lexical.generation, lexical.report, True, ())
+
+    # ---------------------------------------------------------------- a shared index on a server
+    def open_remote(self, settings: Settings, current: Lexical | None = None) -> Lexical:
+        """The lexical stage of the collection `settings` name on a Qdrant server, which
+        `push` filled (see `core.rank.qdrant_backend`); positions are in its chunk list, the
+        local index's when it is the one pushed, else the collection's own.
+
+        Raises BackendError (a StoreError, one sentence) when the server cannot be reached or
+        the collection is missing or not coderag's; the local index is never changed.
+        """
+        from coderag_tui.core.index.store import StoreError
+        from coderag_tui.core.rank.qdrant_backend import open_remote
+
+        def local_chunks() -> list[Chunk] | None:
+            if not settings.index_path.exists():
+                return None
+            try:
+                return self.store(settings).chunks(settings.chunking_spec.key)
+            except StoreError:
+                return None
+
+        remote = open_remote(settings, local_chunks)
+        if not remote.from_local:  # texts and secrets come from the collection, not this index
+            self._keeper.close()
+        if current is not None and current.generation == remote.generation:
+            return Lexical(current.chunks, current.bm25, remote.generation, None, False, ())
+        remote.lexical.warm_up()
+        return Lexical(remote.chunks, remote.lexical, remote.generation, None, True, remote.notices)
+
+    def _remote_dense(
+        self, lexical: Lexical, embedder: Embedder, notices: tuple[str, ...]
+    ) -> Dense:
+        """The collection's dense list, queried with the local embedder that made its vectors."""
+        from coderag_tui.core.rank.qdrant_backend import RemoteLexical
+
+        if not isinstance(lexical.bm25, RemoteLexical):
+            return Dense(reason="dense search is off: the lexical stage is not the server's.")
+        index, reason = lexical.bm25.dense(embedder.name)
+        if index is None:
+            return Dense(reason=reason)
+        embedder.embed_query("warm up")
+        return Dense(embedder, index, "", notices)
+
+    def reach_backend(self, settings: Settings) -> None:
+        """Reach the server and check its collection is coderag's (BackendError otherwise), so
+        `coderag index` fails before anything local changes."""
+        from coderag_tui.core.rank.qdrant_backend import check
+
+        check(settings)
+
+    def push(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        dense: Dense | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> PushReport:
+        """Make the server's collection hold the chunks of `lexical` (a local stage) and the
+        model vectors of `dense` (never a first pass's); only what changed is written."""
+        from coderag_tui.core.rank.qdrant_backend import push
+
+        index = dense.index if dense is not None and dense.available else None
+        if dense is not None and dense.first_pass:
+            index = None
+        return push(settings, lexical.chunks, index, progress=progress, cancel=cancel)
 
     # ---------------------------------------------------------------- dense and rerank stages
     def open_dense(
@@ -486,6 +572,8 @@ class Engine:
             embedder = choice.embedder
             if choice.reason:
                 notices.append(choice.reason)
+        if settings.backend != "local":
+            return self._remote_dense(lexical, embedder, tuple(notices))
         try:
             index = load_or_build_dense(
                 self.store(settings),
@@ -526,6 +614,8 @@ class Engine:
 
         if settings.dense_first_pass == "off":
             return Dense(reason="the static first pass is off (dense_first_pass = off).")
+        if settings.backend != "local":
+            return Dense(reason="no first pass is needed: the server holds the model's vectors.")
         if settings.embed_backend in ("none", "model2vec"):
             return Dense(
                 reason=f"no first pass is needed with embed_backend {settings.embed_backend}."

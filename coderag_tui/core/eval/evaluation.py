@@ -530,6 +530,13 @@ def run_eval(
             prep_start = time.perf_counter()
             engine = Engine(base)
             try:
+                if base.backend != "local":  # the server's copy of this tree: indexed, pushed
+                    local = base.with_(backend="local")
+                    pushed = engine.update_index(local, cancel=cancel)
+                    vectors = None
+                    if embedder is not None and pushed.chunks:
+                        vectors = engine.open_dense(local, pushed, embedder=embedder)
+                    engine.push(base, pushed, vectors, cancel=cancel)
                 lexical = engine.update_index(base, cancel=cancel)
                 engine.use(lexical)
                 if embedder is not None and lexical.chunks:

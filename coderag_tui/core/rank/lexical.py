@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -79,6 +79,26 @@ class BM25Options:
         words = "split" if self.split_identifiers else "words"
         path = "path" if self.path_in_text else "nopath"
         return f"{words}-{path}-{self.method}-k{self.k1:g}-b{self.b:g}"
+
+
+class LexicalIndex(Protocol):
+    """What ranking asks of a lexical index: the local `BM25Index`, or a server's
+    (`core.rank.qdrant_backend.RemoteLexical`). Results are indexes into the chunk list."""
+
+    options: BM25Options
+    n_docs: int
+    definitions: Definitions | None
+
+    @property
+    def empty(self) -> bool: ...
+
+    def tokenize_query(self, query: str) -> list[str]: ...
+
+    def search_tokens(self, tokens: Sequence[str], k: int) -> list[tuple[int, float]]: ...
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]: ...
+
+    def warm_up(self) -> None: ...
 
 
 def chunk_tokens(chunk: Chunk, options: BM25Options) -> list[str]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.fusion import rrf, weighted
-from coderag_tui.core.rank.lexical import BM25Index
+from coderag_tui.core.rank.lexical import LexicalIndex
 from coderag_tui.core.rank.signals import (
     SIGNAL_NAMES,
     CodeFacts,
@@ -56,7 +56,7 @@ class Searcher:
     def __init__(
         self,
         chunks: Sequence[Chunk],
-        bm25: BM25Index,
+        bm25: LexicalIndex,
         dense: DenseIndex | None = None,
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,

@@ -47,7 +47,7 @@ from coderag_tui.core.rank.roles import path_roles
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
-    from coderag_tui.core.rank.lexical import BM25Index
+    from coderag_tui.core.rank.lexical import LexicalIndex
     from coderag_tui.settings import Settings
 
 # The labels of a hit's `why` (a definition's label names it: `definition: APIRouter`).
@@ -225,7 +225,7 @@ def rescore(
     weights: Weights,
     *,
     base: str = "bm25",
-    bm25: BM25Index | None = None,
+    bm25: LexicalIndex | None = None,
     depth: int = 100,
     exclude: Iterable[int] = (),
 ) -> list[Scored]:
@@ -331,7 +331,7 @@ def _same_words(word: str, stems: list[str]) -> list[str]:
 
 
 def _issue_terms(
-    terms: QueryTerms, facts: CodeFacts, weight: float, bm25: BM25Index | None, depth: int,
+    terms: QueryTerms, facts: CodeFacts, weight: float, bm25: LexicalIndex | None, depth: int,
     add: _Add, parts: dict[int, dict[str, float]], boosts: _Boosts, base: str,
 ) -> None:  # fmt: skip
     """Issue text: BM25 over its code terms alone, the chunks defining a traceback frame's
