@@ -358,7 +358,7 @@ class Engine:
     def saved_lexical(self, settings: Settings) -> Lexical | None:
         """What the saved index serves at once, before any check for changed files (or None
         when this chunking has no chunks yet)."""
-        from coderag_tui.core.index.chunk_list import ChunkList
+        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
         from coderag_tui.core.index.store import IndexDamaged
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
@@ -372,7 +372,7 @@ class Engine:
             if store.chunk_count(key) == 0 or store.damage_if_changed() is not None:
                 return None
             generation = store.generation(key)
-            chunks = ChunkList.load(store, key)
+            chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
         except IndexDamaged:
             return None  # never served: `update_index` moves the file aside and rebuilds
         bm25 = load_or_build_bm25(store, settings, chunks)
@@ -400,7 +400,7 @@ class Engine:
         false: then IndexNotWritable). Build settings the user did not give keep the values
         the index was built with; a different given value re-checks every file, said too.
         """
-        from coderag_tui.core.index.chunk_list import ChunkList
+        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
         from coderag_tui.core.index.indexer import IndexProgress
         from coderag_tui.core.index.store import IndexDamaged
         from coderag_tui.core.rank.lexical import load_or_build_bm25
@@ -424,7 +424,7 @@ class Engine:
                     chunks = (
                         current.chunks
                         if current is not None and unchanged
-                        else ChunkList.load(store, key)
+                        else ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
                     )
                     break
                 except IndexDamaged:  # a row that no longer reads: move it aside, build anew
@@ -446,7 +446,7 @@ class Engine:
 
     def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:
         """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
-        from coderag_tui.core.index.chunk_list import ChunkList
+        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
         from coderag_tui.core.index.store import StoreError
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
@@ -456,7 +456,7 @@ class Engine:
         generation = store.generation(key)
         if current is not None and current.generation == generation:
             return Lexical(current.chunks, current.bm25, generation, None, False, said)
-        chunks = ChunkList.load(store, key)
+        chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
         stale = self._keeper.stale
         if not chunks and stale is not None:
             why = str(stale).rstrip(".")

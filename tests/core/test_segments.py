@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coderag_tui.core.hashing import text_hash
 from coderag_tui.core.index.chunk import chunk_file
@@ -164,3 +166,43 @@ def test_drift_maps_unchanged_files_and_lists_changed_ones() -> None:
     # a file the store has no hash for never counts as unchanged
     unknown = FileTable.of(chunks(("a", 2)), {})
     assert drift(unknown, unknown).added.tolist() == [0, 1]
+
+
+def _reference_drift(base: FileTable, today: FileTable) -> tuple[list[int], list[int]]:
+    """The drift spelled out file by file: what `drift` computes with arrays."""
+    starts, at = 0, {}
+    for path, digest, count in zip(today.paths, today.hashes, today.counts, strict=True):
+        at[path] = (starts, digest, count)
+        starts += count
+    remap, kept, first = [], set(), 0
+    for path, digest, count in zip(base.paths, base.hashes, base.counts, strict=True):
+        here = at.get(path)
+        same = here is not None and digest != "" and here[1:] == (digest, count)
+        for i in range(count):
+            remap.append(here[0] + i if same and here is not None else -1)
+            if same and here is not None:
+                kept.add(here[0] + i)
+        first += count
+    return remap, [i for i in range(starts) if i not in kept]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from("12"), st.integers(1, 3))),
+    st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from("12 "), st.integers(1, 3))),
+)
+def test_drift_agrees_with_a_file_by_file_reading(
+    base_files: list[tuple[str, str, int]], today_files: list[tuple[str, str, int]]
+) -> None:
+    def table(files: list[tuple[str, str, int]]) -> FileTable:
+        unique = {p: (h.strip(), n) for p, h, n in files}  # one row per path, in path order
+        paths = sorted(unique)
+        return FileTable(
+            tuple(paths), tuple(unique[p][0] for p in paths), tuple(unique[p][1] for p in paths)
+        )
+
+    base, today = table(base_files), table(today_files)
+    found = drift(base, today)
+    remap, added = _reference_drift(base, today)
+    assert found.remap.tolist() == remap and found.added.tolist() == added
+    assert found.n_chunks == today.n_chunks

@@ -13,16 +13,27 @@ run, and its ordinal is the chunk's place in that run.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import overload
 
 import numpy as np
 
+from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.index.store import Store
 from coderag_tui.core.records import Chunk
 
 _PAGE = 4096  # chunks read per query while iterating
 _KEEP = 4096  # chunks kept once read (the hits of recent searches)
+_FORMAT = 1  # of the saved files and spans
+_META = "coderag-chunks.json"
+
+
+def chunk_list_dir(index_path: Path, spec_key: str) -> Path:
+    """Where the files and spans of one chunking are saved (beside its BM25 folders)."""
+    return index_path.with_suffix(".bm25") / f"{spec_key.replace(':', '_')}-chunks"
 
 
 class ChunkList(Sequence[Chunk]):
@@ -33,7 +44,7 @@ class ChunkList(Sequence[Chunk]):
         store: Store,
         spec_key: str,
         files: Sequence[tuple[str, str | None, int]],
-        spans: Sequence[tuple[int, int]],
+        spans: Sequence[tuple[int, int]] | np.ndarray,
         kinds: Sequence[str] | None,
     ) -> None:
         self._store = store
@@ -47,17 +58,56 @@ class ChunkList(Sequence[Chunk]):
         if len(spans) != n or (kinds is not None and len(kinds) != n):
             raise ValueError(f"the chunks of {spec_key} changed while they were read")
         self.file_of = np.repeat(np.arange(len(files), dtype=np.int64), counts)
-        lines = np.asarray(spans, dtype=np.int64).reshape(n, 2)
+        lines = np.asarray(spans, dtype=np.int64).reshape(n, 2)  # ValueError when damaged
         self.starts = lines[:, 0]
         self.ends = lines[:, 1]
         self._kinds = kinds
         self._read: dict[int, Chunk] = {}
 
     @classmethod
-    def load(cls, store: Store, spec_key: str) -> ChunkList:
-        """The store's chunks of `spec_key` (files and spans read now, texts when asked for)."""
+    def load(cls, store: Store, spec_key: str, saved: Path | None = None) -> ChunkList:
+        """The store's chunks of `spec_key` (files and spans read now, texts when asked for).
+
+        With `saved`, a folder: the files and spans saved there for the store's generation
+        of `spec_key` are read instead of the store's rows (0.47 s on the stdlib x30), and
+        saved there when they are not.
+        """
+        generation = store.generation(spec_key)
+        if saved is not None:
+            with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
+                meta = read_folder_meta(saved, _META, _FORMAT)
+                if meta is not None and meta.get("generation") == generation:
+                    return cls._from_folder(store, spec_key, saved)
         files = store.chunk_files(spec_key)
-        spans, kinds = store.chunk_spans(spec_key)
+        rows, kinds = store.chunk_spans(spec_key)
+        counts = np.fromiter((f[2] for f in files), dtype=np.int64, count=len(files))
+        expected = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        if rows.shape[0] != expected.size or not np.array_equal(rows[:, 0], expected):
+            raise ValueError(f"the chunks of {spec_key} changed while they were read")
+        chunks = cls(store, spec_key, files, rows[:, 1:], kinds)
+        if saved is not None:
+            with contextlib.suppress(OSError):  # a read-only cache costs a re-read next time
+                save_folder(
+                    saved, chunks._write, {"format": _FORMAT, "generation": generation}, _META
+                )
+        return chunks
+
+    def _write(self, folder: Path) -> None:
+        columns = {"paths": self.paths, "languages": self.languages, "kinds": self._kinds}
+        (folder / "files.json").write_text(json.dumps(columns), encoding="utf-8")
+        np.save(folder / "counts.npy", np.diff(self.file_starts), allow_pickle=False)
+        spans = np.stack([self.starts, self.ends], axis=1) if len(self) else np.zeros((0, 2))
+        np.save(folder / "spans.npy", spans.astype(np.int64), allow_pickle=False)
+
+    @classmethod
+    def _from_folder(cls, store: Store, spec_key: str, folder: Path) -> ChunkList:
+        columns = json.loads((folder / "files.json").read_text(encoding="utf-8"))
+        counts = np.load(folder / "counts.npy", allow_pickle=False)
+        spans = np.load(folder / "spans.npy", allow_pickle=False)
+        paths, languages, kinds = columns["paths"], columns["languages"], columns["kinds"]
+        if len(paths) != len(languages) or len(paths) != len(counts) or spans.ndim != 2:
+            raise ValueError(f"the chunk list at {folder} is damaged")
+        files = list(zip(paths, languages, counts.tolist(), strict=True))
         return cls(store, spec_key, files, spans, kinds)
 
     def __len__(self) -> int:

@@ -880,12 +880,22 @@ class Store(_Database):
             ).fetchall()
         return [(str(r[0]), r[1], int(r[2])) for r in rows]
 
-    def chunk_spans(self, spec_key: str) -> tuple[list[tuple[int, int]], list[str] | None]:
-        """Every chunk's (start_line, end_line) in the order of `chunks()`, and their kinds
-        (None when every chunk has the kind `lines`)."""
+    def chunk_spans(self, spec_key: str) -> tuple[np.ndarray, list[str] | None]:
+        """Every chunk's (ordinal, start_line, end_line) in the order of `chunks()`, one row
+        each, and their kinds (None when every chunk has the kind `lines`)."""
+        import numpy as np
+
         with self._reading() as conn:
             where = "FROM chunks WHERE spec_key = ? ORDER BY path, ord"
-            spans = conn.execute(f"SELECT start_line, end_line {where}", (spec_key,)).fetchall()
+            # One string, parsed by numpy: half the time of a Python tuple per chunk. The
+            # caller checks the ordinals, since SQLite does not promise the inner order here.
+            (joined,) = conn.execute(
+                "SELECT group_concat(ord || ' ' || start_line || ' ' || end_line, ' ') "
+                f"FROM (SELECT ord, start_line, end_line {where})",
+                (spec_key,),
+            ).fetchone()
+            numbers = np.array((joined or "").split(), dtype=np.int64)
+            spans = numbers.reshape(-1, 3)
             mixed = conn.execute(
                 "SELECT 1 FROM chunks WHERE spec_key = ? AND kind != 'lines' LIMIT 1", (spec_key,)
             ).fetchone()

@@ -446,7 +446,8 @@ class DenseIndex:
         if meta is None:
             raise ValueError(f"no dense index at {directory}")
         try:
-            matrix = np.load(directory / "matrix.npy", allow_pickle=False)
+            # Memory-mapped: pages come from the file (shared, never copied) as queries read them.
+            matrix = np.load(directory / "matrix.npy", mmap_mode="r", allow_pickle=False)
             owner = np.load(directory / "stripe_chunk.npy", allow_pickle=False)
             hashes = np.load(directory / "chunk_hashes.npy", allow_pickle=False)
             n_chunks = int(meta["n_chunks"])

@@ -42,7 +42,6 @@ import numpy as np
 
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today
-from coderag_tui.core.rank.segments import drift as segment_drift
 from coderag_tui.core.rank.words import TOKENIZER_VERSION, tokenize
 from coderag_tui.core.records import Chunk
 
@@ -564,7 +563,7 @@ def _with_delta(
     ):
         drift = Drift.load(delta_dir, len(chunks), base.n_docs)
         return BM25Index(base, options, drift=drift, delta=Postings.load(delta_dir))
-    drift = segment_drift(FileTable.load(directory), today.table)
+    drift = today.drift_from(FileTable.load(directory))
     if drift.n_chunks != len(chunks) or not drift.worth_a_delta(max_drift):
         raise ValueError("the drift is too large for a delta")
     delta = Postings.build(chunk_tokens(chunks[int(i)], options) for i in drift.added)

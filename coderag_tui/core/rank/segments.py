@@ -143,24 +143,33 @@ class Drift:
 
 
 def drift(base: FileTable, today: FileTable) -> Drift:
-    """Compare a base's file table with today's (see `Drift`)."""
-    at: dict[str, tuple[int, str, int]] = {}
-    start = 0
-    for path, digest, count in zip(today.paths, today.hashes, today.counts, strict=True):
-        at[path] = (start, digest, count)
-        start += count
-    n_today = start
+    """Compare a base's file table with today's (see `Drift`); vectorised over chunks, with one
+    dictionary look-up per file."""
+    base_counts = np.asarray(base.counts, dtype=np.int64)
+    today_counts = np.asarray(today.counts, dtype=np.int64)
     remap = np.full(base.n_chunks, -1, dtype=np.int64)
-    kept = np.zeros(n_today, dtype=bool)
-    base_start = 0
-    for path, digest, count in zip(base.paths, base.hashes, base.counts, strict=True):
-        found = at.get(path)
-        if found is not None and digest and found[1] == digest and found[2] == count:
-            here = found[0]
-            remap[base_start : base_start + count] = np.arange(here, here + count)
-            kept[here : here + count] = True
-        base_start += count
-    return Drift(remap, np.flatnonzero(~kept).astype(np.int64), n_today)
+    if not today.paths:
+        return Drift(remap, np.zeros(0, dtype=np.int64), 0)
+    where = {path: i for i, path in enumerate(today.paths)}
+    found = np.fromiter((where.get(p, -1) for p in base.paths), np.int64, len(base.paths))
+    at = np.maximum(found, 0)  # today's file of each base file (meaningful where `same`)
+    base_hashes = np.asarray(base.hashes, dtype=object)
+    same = (
+        (found >= 0)
+        & (base_hashes != "")
+        & (base_hashes == np.asarray(today.hashes, dtype=object)[at])
+        & (base_counts == today_counts[at])
+    )
+    # Each base chunk: its file and its place in it; unchanged files keep that place today.
+    base_file = np.repeat(np.arange(len(base.paths)), base_counts)
+    offset = np.arange(base.n_chunks) - np.repeat(np.cumsum(base_counts) - base_counts, base_counts)
+    today_starts = np.cumsum(today_counts) - today_counts
+    keep = same[base_file]
+    remap[keep] = today_starts[at[base_file[keep]]] + offset[keep]
+    matched = np.zeros(len(today.paths), dtype=bool)
+    matched[at[same]] = True
+    added = np.flatnonzero(~np.repeat(matched, today_counts)).astype(np.int64)
+    return Drift(remap, added, today.n_chunks)
 
 
 class Today:
@@ -171,6 +180,17 @@ class Today:
         self._store = store
         self._chunks = chunks
         self._table: FileTable | None = None
+        self._drifts: list[tuple[FileTable, Drift]] = []
+
+    def drift_from(self, base: FileTable) -> Drift:
+        """`drift(base, self.table)`, computed once for BM25 and the definitions (built from
+        the same chunks, their bases' tables are usually equal)."""
+        for seen, found in self._drifts:
+            if seen == base:
+                return found
+        found = drift(base, self.table)
+        self._drifts.append((base, found))
+        return found
 
     @property
     def table(self) -> FileTable:
