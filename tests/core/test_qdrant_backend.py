@@ -14,10 +14,8 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("qdrant_client")
@@ -32,6 +30,7 @@ from coderag_tui.core.rank.qdrant_backend import (
     RemoteLexical,
 )
 from coderag_tui.settings import Settings, SettingsError, read_settings
+from tests.fixtures.hashing_embedder import HashingEmbedder
 
 QUERIES = (
     "transaction_id refund",
@@ -40,26 +39,6 @@ QUERIES = (
     "item price quantity",
     "shop",
 )
-
-
-class HashingEmbedder:
-    """A tiny real embedder: hashed bag of words (64 dims), L2-normalised."""
-
-    name = "test-hashing-64"
-    max_tokens = 10_000
-
-    def _vector(self, text: str) -> np.ndarray:
-        vec = np.zeros(64, dtype=np.float32)
-        for word in re.findall(r"[a-z]+", text.lower()):
-            vec[sum(map(ord, word)) % 64] += 1.0
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm else vec
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 64), "f4")
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
 
 
 def local_settings(repo: Path, index_dir: Path, **kw: object) -> Settings:

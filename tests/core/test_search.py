@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from coderag_tui.core.index.store import EmbeddingCache
@@ -16,6 +14,7 @@ from coderag_tui.core.rank.lexical import BM25Index
 from coderag_tui.core.rank.search import LocationError, Searcher, query_from_location
 from coderag_tui.settings import Settings
 from tests.core.test_bm25 import CHUNKS
+from tests.fixtures.hashing_embedder import HashingEmbedder
 
 STAGES = ["tokenize", "bm25", "embed query", "vector search", "fusion", "signals", "rerank"]
 
@@ -29,26 +28,6 @@ class StepClock:
     def __call__(self) -> float:
         self.now += 0.001
         return self.now
-
-
-class HashingEmbedder:
-    """A tiny real embedder: hashed bag of words (64 dims), L2-normalised."""
-
-    name = "test-hashing-64"
-    max_tokens = 10_000
-
-    def _vector(self, text: str) -> np.ndarray:
-        vec = np.zeros(64, dtype=np.float32)
-        for word in re.findall(r"[a-z]+", text.lower()):
-            vec[sum(map(ord, word)) % 64] += 1.0
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm else vec
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 64), "f4")
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
 
 
 class ShortestFirst:

@@ -39,7 +39,7 @@ from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.languages import parser_for
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.python_definitions import python_definitions
-from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today
+from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
@@ -578,12 +578,7 @@ def load_or_build_definitions(
             delta_dir = directory.with_name(directory.name + ".delta")
             base = Definitions.load(directory)
             saved = read_folder_meta(delta_dir, _META, EXTRACTOR_VERSION)
-            if (
-                saved is not None
-                and saved.get("generation") == generation
-                and saved.get("base") == meta.get("generation")
-                and saved.get("n_chunks") == len(chunks)
-            ):
+            if delta_fits(saved, meta, generation, len(chunks)):
                 drift = Drift.load(delta_dir, len(chunks), base.n_docs)
                 return base.shifted(drift, Definitions.load(delta_dir))
             drift = today.drift_from(FileTable.load(directory))

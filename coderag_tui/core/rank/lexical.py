@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import math
 import shutil
 from collections.abc import Iterable, Sequence
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
-from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today
+from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
 from coderag_tui.core.rank.words import TOKENIZER_VERSION, tokenize
 from coderag_tui.core.records import Chunk
 
@@ -72,6 +73,10 @@ class BM25Options:
     method: str = DEFAULT_METHOD
     k1: float = K1
     b: float = B
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as saved in metadata (`BM25Options(**d)` reads them back)."""
+        return dataclasses.asdict(self)
 
     @property
     def folder_name(self) -> str:
@@ -438,7 +443,7 @@ class BM25Index:
             "format": _FORMAT,
             "tokenizer": TOKENIZER_VERSION,
             "n_docs": self.base.n_docs,
-            "options": _options_dict(self.options),
+            "options": self.options.as_dict(),
             **(extra or {}),
         }
         save_folder(directory, write, meta, _META)
@@ -461,16 +466,6 @@ class BM25Index:
         if base.n_docs != int(meta["n_docs"]):
             raise ValueError(f"the BM25 index at {directory} is damaged: its chunk count differs")
         return cls(base, BM25Options(**meta["options"]))
-
-
-def _options_dict(options: BM25Options) -> dict[str, Any]:
-    return {
-        "split_identifiers": options.split_identifiers,
-        "path_in_text": options.path_in_text,
-        "method": options.method,
-        "k1": options.k1,
-        "b": options.b,
-    }
 
 
 def bm25_dir(settings: Settings, options: BM25Options) -> Path:
@@ -554,13 +549,7 @@ def _with_delta(
     drift is small (ValueError when it is not, or something saved is damaged)."""
     options = BM25Options(**meta["options"])
     base = Postings.load(directory)
-    saved = BM25Index.read_meta(delta_dir)
-    if (
-        saved is not None
-        and saved.get("generation") == generation
-        and saved.get("base") == meta.get("generation")
-        and saved.get("n_chunks") == len(chunks)
-    ):
+    if delta_fits(BM25Index.read_meta(delta_dir), meta, generation, len(chunks)):
         drift = Drift.load(delta_dir, len(chunks), base.n_docs)
         return BM25Index(base, options, drift=drift, delta=Postings.load(delta_dir))
     drift = today.drift_from(FileTable.load(directory))
@@ -578,7 +567,7 @@ def _with_delta(
         "generation": generation,
         "base": meta.get("generation"),
         "n_chunks": len(chunks),
-        "options": _options_dict(options),
+        "options": options.as_dict(),
     }
     with contextlib.suppress(OSError):
         save_folder(delta_dir, write, delta_meta, _META)

@@ -243,15 +243,7 @@ def _answering(server: Server) -> Iterator[None]:
 
 
 def _tokenizer(options: BM25Options) -> dict[str, Any]:
-    return {
-        "split_identifiers": options.split_identifiers,
-        "path_in_text": options.path_in_text,
-        "method": options.method,
-        "k1": options.k1,
-        "b": options.b,
-        "version": TOKENIZER_VERSION,
-        "hash": TERM_HASH,
-    }
+    return {**options.as_dict(), "version": TOKENIZER_VERSION, "hash": TERM_HASH}
 
 
 @dataclass(frozen=True)

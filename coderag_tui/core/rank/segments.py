@@ -172,6 +172,19 @@ def drift(base: FileTable, today: FileTable) -> Drift:
     return Drift(remap, added, today.n_chunks)
 
 
+def delta_fits(
+    saved: Mapping[str, object] | None, base: Mapping[str, object], generation: str, n_chunks: int
+) -> bool:
+    """Whether a saved delta's metadata says it was built for today's generation on top of
+    this base (its metadata `base`), for a list of `n_chunks` chunks."""
+    return (
+        saved is not None
+        and saved.get("generation") == generation
+        and saved.get("base") == base.get("generation")
+        and saved.get("n_chunks") == n_chunks
+    )
+
+
 class Today:
     """Today's file table of a chunk list, read from the store when first asked for (only a
     structure whose base is out of date needs it; see `core.rank.segments`)."""
