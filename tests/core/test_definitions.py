@@ -15,6 +15,7 @@ from coderag_tui.core.rank.definitions import (
     MAX_DEPTH,
     QUERIES,
     Definitions,
+    Names,
     definitions_dir,
     file_definitions,
     form,
@@ -143,15 +144,19 @@ def test_save_and_load_give_the_same_lookups(tmp_path: Path) -> None:
     for key in ("engine", "new", "run", "version"):
         assert loaded.lookup(key) == built.lookup(key) != ()
     # An unreadable entry (or one naming a chunk past the end) defines nothing; the rest stand.
-    names = (tmp_path / "defs" / "names.txt").read_text(encoding="utf-8").split("\n")
-    where = (tmp_path / "defs" / "defined.txt").read_text(encoding="utf-8").split("\n")
-    broken = {names.index("engine"): "not a list", names.index("new"): "f:99999:new"}
-    (tmp_path / "defs" / "defined.txt").write_text(
-        "\n".join(broken.get(i, w) for i, w in enumerate(where)), encoding="utf-8"
-    )
-    damaged = Definitions.load(tmp_path / "defs")
+    names = loaded._raw
+    assert isinstance(names, Names)
+    keys, values = list(names.keys_list), list(names.values_list)
+    values[keys.index("engine")] = "not a list"
+    values[keys.index("new")] = "f:99999:new"
+    Definitions(built.n_docs, Names(keys, values)).save(tmp_path / "bad", {"generation": "g"})
+    damaged = Definitions.load(tmp_path / "bad")
     assert damaged.lookup("engine") == damaged.lookup("new") == ()
     assert damaged.lookup("run") == built.lookup("run") != ()
+    where = tmp_path / "bad" / "defined.txt"
+    where.write_bytes(where.read_bytes()[:-3])  # cut short: its offsets no longer match
+    with pytest.raises(ValueError, match="damaged"):
+        Definitions.load(tmp_path / "bad")
     (tmp_path / "defs" / "names.txt").write_text("engine", encoding="utf-8")  # one name short
     with pytest.raises(ValueError, match="damaged"):
         Definitions.load(tmp_path / "defs")

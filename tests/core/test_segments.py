@@ -25,6 +25,7 @@ from coderag_tui.core.rank.lexical import (
     BM25Index,
     bm25_dir,
     idf_of,
+    length_norm,
     load_or_build_bm25,
     tfc_of,
 )
@@ -85,7 +86,7 @@ def setup(index_dir: Path) -> tuple[Store, str, Settings]:
 def test_formulas_are_bm25s_own(method: str) -> None:
     tf = np.array([1.0, 2.0, 7.0])
     lengths = np.array([3.0, 40.0, 12.0])
-    ours = tfc_of(method, tf, lengths, 15.5, 1.5, 0.75)
+    ours = tfc_of(method, tf, length_norm(lengths, 15.5, 1.5, 0.75), 1.5)
     theirs = _select_tfc_scorer(method)(tf_array=tf, l_d=lengths, l_avg=15.5, k1=1.5, b=0.75)
     np.testing.assert_allclose(ours, theirs)
     for df in (1, 5, 9, 10):

@@ -229,11 +229,13 @@ def idf_of(method: str, df: int, n_docs: int) -> float:
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def tfc_of(
-    method: str, tf: np.ndarray, lengths: np.ndarray, avg: float, k1: float, b: float
-) -> np.ndarray:
-    """bm25s's term part for counts `tf` in chunks of `lengths` words (see `idf_of`)."""
-    norm: np.ndarray = k1 * ((1 - b) + b * lengths / avg)
+def length_norm(lengths: np.ndarray, avg: float, k1: float, b: float) -> np.ndarray:
+    """Each chunk's part of bm25s's term-part denominator, k1 (1 - b + b len / avglen)."""
+    return np.asarray(k1 * ((1 - b) + b * lengths / avg))
+
+
+def tfc_of(method: str, tf: np.ndarray, norm: np.ndarray, k1: float) -> np.ndarray:
+    """bm25s's term part for counts `tf` in chunks of `length_norm` `norm` (see `idf_of`)."""
     top: np.ndarray = tf * (k1 + 1) if method == "atire" else tf
     return np.asarray(top / (tf + norm))
 
@@ -279,6 +281,7 @@ class BM25Index:
                 lengths[drift.added] = delta.lengths
             self._lengths = lengths
         self._avg = float(np.mean(self._lengths)) if self.n_docs else 0.0
+        self._norm: np.ndarray | None = None
 
     @property
     def empty(self) -> bool:
@@ -336,7 +339,9 @@ class BM25Index:
         docs, tf = found
         o = self.options
         idf = idf_of(o.method, int(docs.size), self.n_docs)
-        tfc = tfc_of(o.method, tf.astype(np.float64), self._lengths[docs], self._avg, o.k1, o.b)
+        if self._norm is None:  # per chunk, once: a query word then gathers it
+            self._norm = length_norm(self._lengths, self._avg, o.k1, o.b)
+        tfc = tfc_of(o.method, tf.astype(np.float64), self._norm[docs], o.k1)
         return docs, (idf * tfc).astype(np.float32)
 
     def score_matrix(self) -> dict[str, np.ndarray]:
