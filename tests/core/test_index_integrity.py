@@ -186,6 +186,20 @@ def test_an_index_untouched_since_the_last_run_is_not_page_checked(
     assert _run(settings).page_checks == 0
 
 
+def test_an_index_in_the_repositorys_top_folder_keeps_its_record_out_of_the_index(
+    tiny_repo: Path,
+) -> None:
+    settings = Settings(repo=tiny_repo, index_dir=tiny_repo)
+    first = _run(settings)
+    assert soundness.record_path(settings.index_path).exists()
+    again = _run(settings)
+    assert again.page_checks == 0  # vouched for by the record, as anywhere else
+    assert again.report is not None and again.report.files_indexed == 0
+    indexed = {c.path for c in again.chunks}
+    assert indexed == {c.path for c in first.chunks}
+    assert not any(path.endswith(".sound") for path in indexed)
+
+
 _CHANGE_BEHIND_OUR_BACK = {
     # Random bytes in the middle, then the size and modification time put back as they were:
     # only the change time (which no program can set back) tells.

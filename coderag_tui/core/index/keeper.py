@@ -69,7 +69,9 @@ class IndexKeeper:
                 if self._store is not None:
                     self._store.close()
                 self._store, self._stale = None, None
-                record = _may_record(settings)
+                # The record beside the index is never indexed: when the index lies in the
+                # repository's top folder, `indexer.index_excludes` leaves it out of the walk.
+                record = True
                 try:
                     self._store = Store.open(path, record=record)
                 except IndexDamaged:
@@ -240,10 +242,3 @@ class IndexKeeper:
             if self._store is not None:
                 self._store.close()
                 self._store = self._checked = self._stale = None
-
-
-def _may_record(settings: Settings) -> bool:
-    """May the index keep its soundness record beside it (`soundness`)? Not when it lies in
-    the repository's top folder: there the walk lists every file but the index's own
-    (`indexer.index_excludes`), so the record would be indexed; that index is page-checked."""
-    return settings.index_path.resolve().parent != settings.repo_root

@@ -628,13 +628,12 @@ class Store(_Database):
         changed behind our back, which SQLite finds only when the text is read (a search reads
         a chunk's text only when it shows it, so the check that runs when the file changed
         reads them all)."""
-        for table in ("chunks", "file_texts"):
-            cur = self._conn.execute(f"SELECT text FROM {table}")
-            try:
-                while cur.fetchmany(4096):
-                    pass
-            except sqlite3.OperationalError:
-                return False
+        cur = self._conn.execute("SELECT text FROM chunks")  # file texts: read when re-chunked
+        try:
+            while cur.fetchmany(4096):
+                pass
+        except sqlite3.OperationalError:
+            return False
         return True
 
     def damage_if_changed(self) -> str | None:
