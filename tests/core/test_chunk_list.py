@@ -82,3 +82,17 @@ def test_texts_stay_readable_after_the_store_is_closed(store: Store) -> None:
     whole = store.chunks(SPEC.key)
     store.close()
     assert listed[0] == whole[0] and list(listed) == whole
+
+
+def test_reads_in_a_snapshot_see_one_state_while_another_process_writes(
+    store: Store, tmp_path: Path
+) -> None:
+    before = store.chunk_count(SPEC.key)
+    with store.snapshot():
+        assert store.chunk_count(SPEC.key) == before
+        with Store.open(tmp_path / "index.sqlite") as other, other.batch():
+            _put(other, "c/new.py", "def new():\n    return 0\n")
+        assert store.chunk_count(SPEC.key) == before  # the other's commit is not seen yet
+        listed = ChunkList.load(store, SPEC.key)  # files and spans of that one state
+        assert len(listed) == before
+    assert store.chunk_count(SPEC.key) == before + 1

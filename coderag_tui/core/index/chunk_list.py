@@ -72,14 +72,15 @@ class ChunkList(Sequence[Chunk]):
         of `spec_key` are read instead of the store's rows (0.47 s on the stdlib x30), and
         saved there when they are not.
         """
-        generation = store.generation(spec_key)
-        if saved is not None:
-            with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
-                meta = read_folder_meta(saved, _META, _FORMAT)
-                if meta is not None and meta.get("generation") == generation:
-                    return cls._from_folder(store, spec_key, saved)
-        files = store.chunk_files(spec_key)
-        rows, kinds = store.chunk_spans(spec_key)
+        with store.snapshot():  # another process may write between these reads
+            generation = store.generation(spec_key)
+            if saved is not None:
+                with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
+                    meta = read_folder_meta(saved, _META, _FORMAT)
+                    if meta is not None and meta.get("generation") == generation:
+                        return cls._from_folder(store, spec_key, saved)
+            files = store.chunk_files(spec_key)
+            rows, kinds = store.chunk_spans(spec_key)
         counts = np.fromiter((f[2] for f in files), dtype=np.int64, count=len(files))
         expected = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         if rows.shape[0] != expected.size or not np.array_equal(rows[:, 0], expected):

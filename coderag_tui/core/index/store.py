@@ -545,6 +545,24 @@ class Store(_Database):
             except sqlite3.Error as exc:
                 raise _store_error(self.path, exc) from exc
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one state of the file, whatever other processes commit meanwhile
+        (one read transaction; WAL keeps it consistent). Inside a batch: that transaction."""
+        with self._lock:
+            if self._conn.in_transaction:
+                yield
+                return
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise _store_error(self.path, exc) from exc
+            try:
+                yield
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
     def _ensure_spans_index(self) -> None:
         """Add the spans index to an index made before it existed (once; seconds at most)."""
         with self._reading() as conn:
