@@ -537,9 +537,8 @@ class Engine:
         model vectors of `dense` (never a first pass's); only what changed is written."""
         from coderag_tui.core.rank.qdrant_backend import push
 
-        index = dense.index if dense is not None and dense.available else None
-        if dense is not None and dense.first_pass:
-            index = None
+        model = dense is not None and dense.available and not dense.first_pass
+        index = dense.index if model and dense is not None else None
         return push(settings, lexical.chunks, index, progress=progress, cancel=cancel)
 
     # ---------------------------------------------------------------- dense and rerank stages

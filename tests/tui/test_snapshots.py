@@ -17,15 +17,17 @@ from tests.tui.conftest import SIZE, AppFactory, search, settle
 QUERY = "charge the card and retry on timeout"
 
 
+async def _after_a_search(pilot: Pilot[Any]) -> None:
+    """The query run, focus back on the rankings, the first hit's preview shown."""
+    await search(pilot, QUERY)
+    await pilot.press("escape", "down")
+    await settle(pilot)
+
+
 def test_main_view_after_a_search(
     snap_compare: Any, tui_settings: Settings, build_app: AppFactory
 ) -> None:
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await search(pilot, QUERY)
-        await pilot.press("escape", "down")
-        await settle(pilot)
-
-    assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(build_app(tui_settings), terminal_size=SIZE, run_before=_after_a_search)
 
 
 def test_prompt_view(snap_compare: Any, tui_settings: Settings, build_app: AppFactory) -> None:
@@ -50,13 +52,8 @@ def test_main_view_on_a_large_terminal(
     snap_compare: Any, tui_settings: Settings, build_app: AppFactory
 ) -> None:
     """200x50: the rankings get the width, the preview and side panel the height."""
-
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await search(pilot, QUERY)
-        await pilot.press("escape", "down")
-        await settle(pilot)
-
-    assert snap_compare(build_app(tui_settings), terminal_size=(200, 50), run_before=run_before)
+    large = (200, 50)
+    assert snap_compare(build_app(tui_settings), terminal_size=large, run_before=_after_a_search)
 
 
 SMALL = pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])

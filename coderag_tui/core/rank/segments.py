@@ -187,7 +187,7 @@ def delta_fits(
 
 class Today:
     """Today's file table of a chunk list, read from the store when first asked for (only a
-    structure whose base is out of date needs it; see `core.rank.segments`)."""
+    structure whose base is out of date needs it), and its drift from each base asked about."""
 
     def __init__(self, store: Store, chunks: Sequence[Chunk]) -> None:
         self._store = store
