@@ -58,6 +58,18 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
+def user_runtime_dir() -> Path:
+    """Where resident servers (`coderag serve`) keep their sockets: `$XDG_RUNTIME_DIR/coderag`
+    when the session has one, else `coderag-<uid>` in the temporary folder. Short, so a
+    socket's path stays within the kernel's 107 bytes."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / APP_NAME
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}"
+
+
 def user_config_file() -> Path:
     """The user's own config file, read before the repository's."""
     return user_config_dir() / "config.toml"
@@ -489,6 +501,13 @@ class Settings:
         root = str(self.repo_root)
         digest = hashlib.sha1(root.encode()).hexdigest()[:12]
         return base / f"{self.repo_root.name or 'root'}-{digest}.sqlite"
+
+    @property
+    def server_path(self) -> Path:
+        """The resident server of this index: its socket is this path with `.sock` added,
+        its watch's cookie folder with `.sync` (one server per index file)."""
+        digest = hashlib.sha1(str(self.index_path).encode()).hexdigest()[:16]
+        return user_runtime_dir() / digest
 
     @property
     def embed_cache_path(self) -> Path:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,16 @@ from tests.fixtures.tiny_repo import make_tiny_repo
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture(autouse=True)
+def private_runtime_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A runtime folder of the test's own, so no test asks a `coderag serve` someone runs on
+    this machine (short: a socket's path must fit in 107 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="cr-"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Command line: `coderag [PATH]` opens the TUI; subcommands index, search, prompt, eval, bench.
+"""Command line: `coderag [PATH]` opens the TUI; subcommands index, search, serve, prompt, eval,
+bench.
 
 Each subcommand lives in its own module with `register(subparsers)` and `run(args) -> int`;
 this module only dispatches.
@@ -21,6 +22,7 @@ from coderag_tui.core.visible import visible
 COMMANDS: dict[str, str] = {
     "index": "index_cmd",
     "search": "search_cmd",
+    "serve": "serve_cmd",
     "prompt": "prompt_cmd",
     "eval": "eval_cmd",
     "bench": "bench_cmd",

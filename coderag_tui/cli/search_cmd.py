@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
     BACKEND_GROUP,
@@ -35,8 +35,12 @@ from coderag_tui.cli.render import (
     timings_table,
     unavailable_lines,
 )
-from coderag_tui.core.records import RANKING_NAMES, RankingName, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, Origin, RankingName, SearchRun
 from coderag_tui.core.visible import one_line, visible
+
+if TYPE_CHECKING:
+    from coderag_tui.core.engine import Engine
+    from coderag_tui.settings import Settings
 
 MODES = ("bm25", "dense", "fused", "rerank", "all")
 
@@ -74,6 +78,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     add_location_args(parser)
+    parser.add_argument(
+        "--no-server",
+        dest="no_server",
+        action="store_true",
+        help="search in this process even when `coderag serve` runs for this repository",
+    )
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
     add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
@@ -99,9 +109,6 @@ def run(args: argparse.Namespace) -> int:
         args.path, query = query, None
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit, **extra)
-    from coderag_tui.core.engine import Engine
-    from coderag_tui.core.index.store import StoreError
-
     origin = None
     if args.from_location is not None:
         if query is not None:
@@ -116,6 +123,15 @@ def run(args: argparse.Namespace) -> int:
         say(undecodable)
 
     want_dense = args.dense and args.mode != "bm25"
+    if origin is None and not args.no_server and settings.backend == "local":
+        from coderag_tui.cli.server import ask
+
+        reply = ask(settings, "search", request(args, query, want_dense))
+        if reply is not None:  # a resident server (`coderag serve`) answered
+            return reply.emit()
+    from coderag_tui.core.engine import Engine
+    from coderag_tui.core.index.store import StoreError
+
     interactive = not args.json and sys.stderr.isatty()
     try:
         with loading_status(interactive) as (progress, embed_progress):
@@ -129,22 +145,47 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        # A hit's text is read when shown, and a server answers each query: either may fail.
-        try:
-            result = engine.search(query, settings, origin)
-            # Hits are marked, not hidden: a search stays on this machine (prompts hold them
-            # back).
-            secrets = (
-                engine.secret_kinds(
-                    hit.chunk
-                    for ranking in result.rankings.values()
-                    for hit in ranking.hits[: settings.k]
-                )
-                if args.json
-                else {}
+        return answer(args, settings, engine, query, origin)
+
+
+def request(args: argparse.Namespace, query: str, dense: bool) -> dict[str, Any]:
+    """What a resident server needs, beside the settings, to answer as `answer` would."""
+    return {
+        "query": query,
+        "mode": args.mode,
+        "files": args.files,
+        "json": args.json,
+        "dense": dense,
+    }
+
+
+def answer(
+    args: argparse.Namespace,
+    settings: Settings,
+    engine: Engine,
+    query: str,
+    origin: Origin | None = None,
+) -> int:
+    """Search with an open engine and print the result as the command does (`args` gives
+    mode, files, json and, with `origin`, the --from location)."""
+    from coderag_tui.core.index.store import StoreError
+
+    # A hit's text is read when shown, and a server answers each query: either may fail.
+    try:
+        result = engine.search(query, settings, origin)
+        # Hits are marked, not hidden: a search stays on this machine (prompts hold them
+        # back).
+        secrets = (
+            engine.secret_kinds(
+                hit.chunk
+                for ranking in result.rankings.values()
+                for hit in ranking.hits[: settings.k]
             )
-        except StoreError as exc:
-            raise UserError(str(exc)) from exc
+            if args.json
+            else {}
+        )
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
         say(
             f"left out {result.left_out} chunk(s) of {origin.path} that hold the query "

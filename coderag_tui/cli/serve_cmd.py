@@ -1,0 +1,251 @@
+"""`coderag serve [PATH]`: keep the index open and answer `coderag search` from memory.
+
+A fresh `coderag search` on a big repository spends most of its time before ranking: the
+interpreter and imports, a check of every file, loading the saved index. `serve` pays that
+once, watches the repository's files (`core.index.watch`) and answers each search that asks
+its socket (`cli.server`) after making sure nothing changed, or re-checking what did
+(`core.resident`). It runs in the foreground until Ctrl-C (or SIGTERM), printing one line per
+answer; `coderag search --no-server` bypasses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from coderag_tui.cli.common import (
+    INDEX_SETTINGS,
+    UserError,
+    add_ranking_args,
+    add_repo_args,
+    add_setting_flags,
+    settings_from_args,
+)
+from coderag_tui.cli.render import loading_status, say
+from coderag_tui.cli.server import (
+    as_client,
+    compatible,
+    cookie_dir,
+    decline,
+    private_folder,
+    read_request,
+    send,
+    socket_path,
+)
+from coderag_tui.core.visible import one_line, visible
+from coderag_tui.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from coderag_tui.core.resident import Resident
+
+ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the stop flag
+QUERY_SHOWN = 60  # characters of a query in the server's log line
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="keep the index open and answer `coderag search` from memory",
+        description=(
+            "Open the repository's index once, watch its files, and answer every `coderag "
+            "search` run for it from memory (the index is re-checked only when a file "
+            "changed). Runs until Ctrl-C."
+        ),
+    )
+    add_repo_args(parser)
+    add_ranking_args(parser.add_argument_group("ranking"))
+    add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
+
+
+def run(args: argparse.Namespace) -> int:
+    explicit: set[str] = set()
+    settings = settings_from_args(args, explicit=explicit)
+    if settings.backend != "local":
+        raise UserError(
+            f"coderag serve keeps a local index; with backend {settings.backend} the "
+            "server already holds it (set backend = local to serve)."
+        )
+    path = socket_path(settings)
+    problem = private_folder(path.parent, create=True)
+    if problem:
+        raise UserError(f"coderag serve needs a private folder for its socket: {problem}.")
+    if _answers(path):
+        raise UserError(f"a coderag server already answers for this index ({path}).")
+    from coderag_tui.core.index.store import StoreError
+    from coderag_tui.core.resident import Resident
+
+    interactive = sys.stderr.isatty()
+    try:
+        with loading_status(interactive) as (progress, embed_progress):
+            resident, note = Resident.open(
+                settings,
+                cookie_dir(settings),
+                dense=args.dense,
+                explicit=frozenset(explicit),
+                progress=progress,
+                embed_progress=embed_progress,
+            )
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    with resident, _listening(path) as listener, _stopped_by_term() as stop:
+        if note:
+            say(note)
+        lexical = resident.engine.lexical
+        chunks = len(lexical.chunks) if lexical is not None else 0
+        dense = resident.engine.dense
+        said = dense.describe() if dense is not None else {}
+        model = f"dense {said.get('model')}" if said.get("model") else "no dense"
+        say(
+            f"serving {visible(str(settings.repo_root))} ({chunks:,} chunks, {model}) on "
+            f"{path}: `coderag search` for this repository is answered here; Ctrl-C stops."
+        )
+        _serve(resident, listener, stop)
+    return 0
+
+
+def _answers(path: Any) -> bool:
+    """Does a live server listen on `path`? (A socket left by a killed one does not.)"""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def _listening(path: Any) -> Iterator[socket.socket]:
+    """A socket bound at `path` (a stale one replaced), removed again at the end."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+        path.chmod(0o600)
+        listener.listen(16)
+        listener.settimeout(ACCEPT_POLL_S)
+        yield listener
+    finally:
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def _stopped_by_term() -> Iterator[threading.Event]:
+    """An event set by SIGTERM (Ctrl-C raises KeyboardInterrupt as usual)."""
+    stop = threading.Event()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    before = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _serve(resident: Resident, listener: socket.socket, stop: threading.Event) -> None:
+    try:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                note = resident.watch_note()
+                if note:
+                    say(note)
+                continue
+            with conn:
+                _handle(resident, conn)
+    finally:
+        shutil.rmtree(cookie_dir(resident.settings), ignore_errors=True)
+
+
+def _handle(resident: Resident, conn: socket.socket) -> None:
+    started = time.perf_counter()
+    message = read_request(conn)
+    if message is None:
+        return
+    reason = compatible(message)
+    if not reason and message.get("command") != "search":
+        reason = f"this server answers searches only, not {message.get('command')!r}"
+    settings: Settings | None = None
+    if not reason:
+        dense = bool(message["request"].get("dense"))
+        settings, reason = _request_settings(resident, message["settings"], dense)
+    if reason or settings is None:
+        send(conn, decline(reason))
+        say(f"left a request to its own process: {visible(reason)}.")
+        return
+    request = message["request"]
+    checks_before = resident.checks.checked
+    try:
+        reply = _search(resident, settings, request, message.get("terminal") or {})
+    except Exception as exc:  # a bug must cost one answer, not the server
+        why = visible(f"{type(exc).__name__}: {exc}")
+        reply = {
+            "stdout": "",
+            "stderr": f"coderag: the server failed to answer ({why}).\n",
+            "code": 1,
+        }
+    send(conn, reply)
+    checked = "checked" if resident.checks.checked > checks_before else "trusted"
+    query = one_line(str(request.get("query", "")))
+    shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
+    ms = (time.perf_counter() - started) * 1000.0
+    say(f"search {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked}).")
+
+
+def _request_settings(
+    resident: Resident, wire: dict[str, Any], dense: bool
+) -> tuple[Settings | None, str]:
+    from coderag_tui.core.resident import differs
+
+    try:
+        theirs = Settings(**wire)
+    except (SettingsError, TypeError) as exc:
+        return None, f"its settings do not read ({exc})"
+    different = differs(resident.settings, theirs, dense=dense)
+    if different:
+        return None, f"it asks for another {different} than the server was opened with"
+    return theirs, ""
+
+
+def _search(
+    resident: Resident, settings: Settings, request: dict[str, Any], facts: dict[str, Any]
+) -> dict[str, Any]:
+    from coderag_tui.cli.search_cmd import MODES, answer
+    from coderag_tui.core.index.store import StoreError
+
+    mode = request.get("mode")
+    args = argparse.Namespace(
+        mode=mode if mode in MODES else "all",
+        files=bool(request.get("files")),
+        json=bool(request.get("json")),
+        from_location=None,
+    )
+    query = str(request.get("query", ""))
+    with as_client(facts) as (out, err):
+        try:
+            with resident.serving(
+                settings, dense=bool(request.get("dense")), rerank=settings.rerank
+            ) as engine:
+                code = answer(args, settings, engine, query)
+        except UserError as exc:
+            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
+            code = exc.exit_code
+        except StoreError as exc:
+            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
+            code = 2
+    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code}

@@ -1,0 +1,271 @@
+"""An engine kept open for one repository, answering many searches: `coderag serve`'s core.
+
+A fresh `coderag search` pays for the interpreter, its imports, a check of every file and
+loading the saved index before BM25's few milliseconds. A resident engine pays that once.
+Before each answer it asks the repository's file watch (`core.index.watch`) whether anything
+changed since the last check: when nothing did, the index is as fresh as a full check would
+make it, and the answer comes from memory; when something did, or the watch cannot vouch
+(it failed, or its cookie did not come back), the index is re-checked exactly as a fresh
+process would (`Engine.update_index`, which re-reads only changed files). Between requests a
+background thread takes changes in once they settle, so a search after an edit usually
+finds the work done.
+
+Requests may differ from the resident's settings only in what a search reads at query time
+(`SEARCH_TIME`): k, fusion, signals, rerank, budget… Anything that shapes the index or the
+models (chunking, tokenizer, embedding model, index folder) must match; a face sends the
+others back to a fresh process (`differs`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from coderag_tui.core.engine import DENSE_OFF_FOR_RUN, Dense, Engine, Lexical, Rerank
+from coderag_tui.core.index.watch import TreeWatch
+from coderag_tui.core.rank.search import RERANK_OFF
+from coderag_tui.settings import Settings
+
+# Settings a request may set apart from the resident's: read when ranking or packing, never
+# when indexing or loading a model.
+SEARCH_TIME = frozenset(
+    {
+        "rrf_k",
+        "depth",
+        "fusion",
+        "dense_weight",
+        "bm25_weight",
+        "signals",
+        "signal_definitions",
+        "signal_forms",
+        "signal_path",
+        "signal_coherence",
+        "signal_roles",
+        "signal_issue_terms",
+        "rerank",
+        "rerank_candidates",
+        "rerank_keep",
+        "k",
+        "budget",
+        "encoding",
+        "template",
+        "context_first",
+        "trim_last",
+        "secrets",
+        "theme",
+        "theme_dir",
+    }
+)
+# Settings that matter only when a request ranks with dense search, or reranks.
+DENSE_ONLY = frozenset(
+    {
+        "embed_backend",
+        "embed_model",
+        "allow_download",
+        "embed_batch_size",
+        "dense_stripes",
+        "dense_first_pass",
+        "dense_wait",
+    }
+)
+RERANK_ONLY = frozenset({"rerank_backend", "rerank_model"})
+# Seconds without a file event before the background thread takes a burst of changes in.
+QUIET_S = 0.3
+# Seconds between the end of one background check and the start of the next, at least (a
+# tool writing into the repository all the time must not keep a core busy re-checking).
+MIN_GAP_S = 2.0
+WATCH_FAILED = "the file watch stopped ({}): every search re-checks the repository's files."
+
+
+def differs(mine: Settings, theirs: Settings, *, dense: bool = True) -> str:
+    """The first setting in which `theirs` differs from `mine` where that matters, or "":
+    never `SEARCH_TIME`, the dense settings only for a request ranking with dense search
+    (`dense`), the reranker's only when `theirs` reranks."""
+    free = SEARCH_TIME | (frozenset() if dense else DENSE_ONLY)
+    if not theirs.rerank:
+        free |= RERANK_ONLY
+    for field in dataclasses.fields(Settings):
+        name = field.name
+        if name in free:
+            continue
+        if getattr(mine, name) != getattr(theirs, name):
+            return name
+    if mine.index_path != theirs.index_path:
+        return "index_dir"
+    return ""
+
+
+@dataclasses.dataclass
+class Checks:
+    """What the resident did to stay fresh, for its log and for tests."""
+
+    answers: int = 0  # requests served
+    trusted: int = 0  # answered with no file checked: the watch vouched for the index
+    checked: int = 0  # every file's state checked first (a change, or the watch could not vouch)
+    background: int = 0  # checks the background thread made after changes settled
+
+
+class Resident:
+    """One repository's engine, kept open with a watch on its files. Use `serving` to answer.
+
+    Made by `open`; `close` (or the context manager) stops the watch and the engine.
+    """
+
+    def __init__(self, engine: Engine, watch: TreeWatch | None, *, dense: bool) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self.watch = watch
+        self.checks = Checks()
+        self._dense_wanted = dense
+        self._dense: Dense | None = engine.dense if dense else None
+        self._rerank: Rerank | None = engine.rerank
+        self._lock = threading.RLock()
+        self._closed = threading.Event()
+        self._stale = watch is None
+        self._said_watch = False
+        self._thread: threading.Thread | None = None
+        if watch is not None:
+            self._thread = threading.Thread(
+                target=self._background, name="coderag-resident", daemon=True
+            )
+            self._thread.start()
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        cookies: Path,
+        *,
+        dense: bool = True,
+        explicit: frozenset[str] | None = None,
+        open_engine: Callable[..., Engine] = Engine.open,
+        **engine_kw: object,
+    ) -> tuple[Resident, str]:
+        """Start the watch, then open the engine (a full check of the index) and return the
+        resident with a sentence about the watch ("" when it runs).
+
+        The watch starts first and is known to be in place (`sync`) before the check, so no
+        change can fall between the two. `open_engine` is `Engine.open` (its keywords in
+        `engine_kw`); the engine opens with dense search when `dense`.
+        """
+        from coderag_tui.core.index.indexer import index_excludes
+
+        note = ""
+        watch: TreeWatch | None = None
+        try:
+            watch = TreeWatch(settings.repo_root, cookies, index_excludes(settings))
+            if not watch.sync():
+                reason = watch.failure or "it did not answer in time"
+                watch.close()
+                watch, note = None, WATCH_FAILED.format(reason)
+        except OSError as exc:
+            watch, note = None, WATCH_FAILED.format(exc.strerror or exc)
+        try:
+            engine = open_engine(settings, dense=dense, explicit=explicit, **engine_kw)
+        except BaseException:
+            if watch is not None:
+                watch.close()
+            raise
+        return cls(engine, watch, dense=dense), note
+
+    # ---------------------------------------------------------------- staying fresh
+    def _check(self) -> None:
+        """Re-check every file (only changed ones are read) and install what changed."""
+        engine, settings = self.engine, self.settings
+        self._stale = True  # until the check has succeeded
+        lexical = engine.update_index(settings, current=engine.lexical)
+        engine.use(lexical)
+        if lexical.changed and self._dense is not None:
+            self._dense = self._reopen_dense(lexical)
+            engine.use(self._dense)
+        self._stale = False
+
+    def _reopen_dense(self, lexical: Lexical) -> Dense:
+        dense, settings = self._dense, self.settings
+        assert dense is not None
+        if not dense.available:
+            return dense  # off for a reason (no model): still off
+        if settings.dense_wait and not dense.first_pass:
+            return self.engine.open_dense(settings, lexical, embedder=dense.embedder)
+        return self.engine.open_dense_now(settings, lexical)
+
+    def fresh(self) -> bool:
+        """Make the index as fresh as a full check would; True when that took a check."""
+        with self._lock:
+            watch = self.watch
+            vouched = watch is not None and watch.sync()
+            if vouched and not self._stale and watch is not None and not watch.take_changed():
+                self.checks.trusted += 1
+                return False
+            self._check()
+            self.checks.checked += 1
+            return True
+
+    def _background(self) -> None:
+        watch = self.watch
+        assert watch is not None
+        while not self._closed.is_set():
+            if not watch.wait_changed(timeout=1.0):
+                if watch.failure:
+                    return  # every request checks for itself from now on
+                continue
+            watch.quiet_for(QUIET_S)
+            if self._closed.is_set():
+                return
+            with self._lock:
+                if watch.take_changed():
+                    with contextlib.suppress(Exception):  # the next request checks and says why
+                        self._check()
+                        self.checks.background += 1
+            self._closed.wait(MIN_GAP_S)
+
+    def watch_note(self) -> str:
+        """A sentence once, when the watch has stopped since it was last asked ("" otherwise)."""
+        watch = self.watch
+        if watch is None or self._said_watch or not watch.failure:
+            return ""
+        self._said_watch = True
+        return WATCH_FAILED.format(watch.failure)
+
+    # ---------------------------------------------------------------- answering
+    @contextlib.contextmanager
+    def serving(self, settings: Settings, *, dense: bool, rerank: bool) -> Iterator[Engine]:
+        """The engine, fresh and holding the stages a request asks for, until the block ends.
+
+        One request at a time: the block holds the resident's lock. `settings` must not
+        differ from the resident's outside `SEARCH_TIME` (see `differs`).
+        """
+        with self._lock:
+            self.fresh()
+            engine = self.engine
+            if dense and self._dense is None:  # opened without it: open it now, keep it
+                lexical = engine.lexical
+                assert lexical is not None
+                self._dense = engine.open_dense(self.settings, lexical)
+            engine.use(self._dense if dense and self._dense else Dense(reason=DENSE_OFF_FOR_RUN))
+            if rerank and self._rerank is None:  # opened on first use, then kept
+                self._rerank = engine.open_reranker(self.settings)
+            engine.use(self._rerank if rerank and self._rerank else Rerank(reason=RERANK_OFF))
+            yield engine
+            self.checks.answers += 1
+            lexical = engine.lexical
+            if lexical is not None and lexical.notices:
+                # said once, as a fresh run says them once: later answers stay quiet
+                engine.use(dataclasses.replace(lexical, notices=()))
+
+    def close(self) -> None:
+        self._closed.set()
+        if self.watch is not None:
+            self.watch.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        self.engine.close()
+
+    def __enter__(self) -> Resident:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

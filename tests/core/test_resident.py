@@ -1,0 +1,111 @@
+"""The resident engine behind `coderag serve`: it answers from memory while nothing changed,
+re-checks when a file did (before answering, or in the background once changes settle), and
+refuses requests that need another index or model."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coderag_tui.core.engine import Engine
+from coderag_tui.core.resident import Resident, differs
+from coderag_tui.settings import Settings
+from tests.fixtures.hashing_embedder import HashingEmbedder
+
+
+def open_with_hashing(settings: Settings, *, dense: bool, **kw: Any) -> Engine:
+    """Engine.open's stages, with a tiny real embedder in place of a model."""
+    engine = Engine(settings, explicit=kw.get("explicit"))
+    lexical = engine.update_index(settings)
+    engine.use(lexical)
+    if dense:
+        engine.use(engine.open_dense(settings, lexical, embedder=HashingEmbedder()))
+    return engine
+
+
+@pytest.fixture
+def settings(tiny_repo: Path, index_dir: Path) -> Settings:
+    return Settings(repo=tiny_repo, index_dir=index_dir, chunk_lines=8, embed_backend="none")
+
+
+@pytest.fixture
+def resident(settings: Settings, tmp_path: Path) -> Iterator[Resident]:
+    made, note = Resident.open(settings, tmp_path / "cookies", open_engine=open_with_hashing)
+    assert note == ""
+    with made:
+        yield made
+
+
+def top_paths(resident: Resident, settings: Settings, query: str, *, dense: bool) -> list[str]:
+    with resident.serving(settings, dense=dense, rerank=False) as engine:
+        run = engine.search(query, settings)
+    return [hit.chunk.path for hit in run.rankings["fused"].hits[:3]]
+
+
+def test_unchanged_files_are_trusted_and_an_edit_is_checked_before_the_answer(
+    resident: Resident, settings: Settings, tiny_repo: Path
+) -> None:
+    assert top_paths(resident, settings, "refund transaction", dense=False)[0] == "shop/payment.py"
+    assert top_paths(resident, settings, "refund transaction", dense=False)[0] == "shop/payment.py"
+    assert resident.checks.trusted == 2 and resident.checks.checked == 0
+
+    (tiny_repo / "shop" / "ledger.py").write_text(
+        "def reconcile_ledger_entries(entries):\n    return sorted(entries)\n"
+    )
+    # asked at once: the cookie guarantees the edit is seen, the background thread or not
+    paths = top_paths(resident, settings, "reconcile ledger entries", dense=False)
+    assert paths[0] == "shop/ledger.py"
+
+
+def test_changes_are_taken_in_in_the_background_once_they_settle(
+    resident: Resident, settings: Settings, tiny_repo: Path
+) -> None:
+    (tiny_repo / "shop" / "ledger.py").write_text("def settle_books():\n    return 0\n")
+    deadline = time.monotonic() + 20.0
+    while resident.checks.background == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert resident.checks.background == 1
+    assert top_paths(resident, settings, "settle books", dense=False)[0] == "shop/ledger.py"
+    assert resident.checks.checked == 0  # the answer needed no check of its own
+
+
+def test_dense_is_kept_across_an_edit_and_left_out_when_a_request_says_so(
+    resident: Resident, settings: Settings, tiny_repo: Path
+) -> None:
+    with resident.serving(settings, dense=False, rerank=False) as engine:
+        run = engine.search("charge card", settings)
+        assert not run.rankings["dense"].available
+        assert "turned off for this run" in run.rankings["dense"].reason
+    (tiny_repo / "shop" / "ledger.py").write_text("def zebra_quagga_okapi():\n    return 0\n")
+    with resident.serving(settings, dense=True, rerank=False) as engine:
+        run = engine.search("zebra quagga okapi", settings)
+        dense = run.rankings["dense"]
+        assert dense.available
+        assert dense.hits[0].chunk.path == "shop/ledger.py"  # the edit is embedded too
+
+
+def test_a_resident_without_a_watch_checks_before_every_answer(
+    settings: Settings, tmp_path: Path
+) -> None:
+    engine = open_with_hashing(settings, dense=False)
+    with Resident(engine, None, dense=False) as resident:
+        top_paths(resident, settings, "charge card", dense=False)
+        top_paths(resident, settings, "charge card", dense=False)
+        assert resident.checks.checked == 2 and resident.checks.trusted == 0
+
+
+def test_requests_may_differ_only_in_what_a_search_reads(settings: Settings) -> None:
+    assert differs(settings, settings.with_(k=3, fusion="weighted", signals=False)) == ""
+    assert differs(settings, settings.with_(rerank=True, budget=500)) == ""
+    assert differs(settings, settings.with_(chunk_lines=9)) == "chunk_lines"
+    assert differs(settings, settings.with_(embed_backend="auto")) == "embed_backend"
+    assert differs(settings, settings.with_(split_identifiers=False)) == "split_identifiers"
+    assert differs(settings, settings.with_(index_dir=settings.repo)) == "index_dir"
+    # a request without dense search does not care which model the resident loaded
+    assert differs(settings, settings.with_(embed_backend="auto"), dense=False) == ""
+    assert differs(settings, settings.with_(rerank_model="other")) == ""
+    assert differs(settings, settings.with_(rerank=True, rerank_model="x")) == "rerank_model"

@@ -1,0 +1,171 @@
+"""`coderag serve`: a real server process answers `coderag search` from memory with the same
+output a fresh process prints, sees edits, leaves requests it cannot serve to the client,
+and goes away cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coderag_tui.cli import main
+from coderag_tui.cli.server import socket_path
+from coderag_tui.settings import Settings
+
+START_TIMEOUT_S = 60.0
+
+
+class Server:
+    """`coderag serve` in a subprocess, its stderr read line by line."""
+
+    def __init__(self, args: list[str]) -> None:
+        env = {**os.environ, "CODERAG_EMBED_BACKEND": "none"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "coderag_tui", "serve", *args],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.log: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float = START_TIMEOUT_S) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                if self.proc.poll() is not None and self.lines.empty():
+                    break
+                continue
+            self.log.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"{text!r} never came; the server said: {self.log}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def common(tiny_repo: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setenv("CODERAG_EMBED_BACKEND", "none")  # as the server's
+    return [str(tiny_repo), "--index-dir", str(index_dir), "--chunk-lines", "8"]
+
+
+@pytest.fixture
+def server(common: list[str]) -> Iterator[Server]:
+    running = Server([*common, "--no-dense"])
+    running.wait_for("serving")
+    yield running
+    running.stop()
+
+
+def search(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["search", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def rankings(out: str) -> dict[str, list[tuple[str, int, int]]]:
+    data = json.loads(out)
+    return {
+        name: [(h["path"], h["start_line"], h["end_line"]) for h in ranking["hits"]]
+        for name, ranking in data["rankings"].items()
+    }
+
+
+def test_the_server_answers_with_what_a_fresh_process_prints(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str]
+) -> None:
+    ask = ["refund transaction_id", *common, "--no-dense", "--k", "3"]
+    code, served, served_err = search(capsys, *ask, "--json")
+    assert code == 0
+    server.wait_for("search 'refund transaction_id': exit 0")
+    local_code, local, local_err = search(capsys, *ask, "--json", "--no-server")
+    assert local_code == 0
+    assert rankings(served) == rankings(local)
+    assert rankings(served)["bm25"][0][0] == "shop/payment.py"
+    assert served_err == local_err  # the same notes, once each
+    # the table too, line for line but for the stage timings
+    code, table, _ = search(capsys, *ask)
+    _, local_table, _ = search(capsys, *ask, "--no-server")
+    assert table.split("stage timings")[0] == local_table.split("stage timings")[0]
+
+
+def test_an_edit_is_seen_by_the_next_search(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str], tiny_repo: Path
+) -> None:
+    search(capsys, "charge card", *common, "--no-dense", "--json")
+    (tiny_repo / "shop" / "ledger.py").write_text("def reconcile_ledger():\n    return []\n")
+    code, out, _ = search(capsys, "reconcile_ledger", *common, "--no-dense", "--json")
+    assert code == 0
+    assert rankings(out)["bm25"][0][0] == "shop/ledger.py"
+    server.wait_for("search 'reconcile_ledger': exit 0")
+
+
+def test_a_request_for_another_chunking_is_answered_by_the_client_itself(
+    capsys: pytest.CaptureFixture[str], server: Server, tiny_repo: Path, index_dir: Path
+) -> None:
+    other = [str(tiny_repo), "--index-dir", str(index_dir), "--chunk-lines", "12"]
+    code, out, _ = search(capsys, "refund", *other, "--no-dense", "--json")
+    assert code == 0
+    assert rankings(out)["bm25"][0][0] == "shop/payment.py"
+    server.wait_for("left a request to its own process: it asks for another chunk_lines")
+
+
+def test_one_server_per_index_and_sigterm_removes_the_socket(
+    server: Server, common: list[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    second = Server([*common, "--no-dense"])
+    assert second.proc.wait(timeout=60) == 2
+    second.wait_for("a coderag server already answers for this index")
+    path = socket_path(Settings(repo=tiny_repo, index_dir=index_dir))
+    assert path.exists()
+    assert server.stop() == 0
+    assert not path.exists()
+
+
+def test_a_socket_left_by_a_killed_server_is_ignored_then_replaced(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str]
+) -> None:
+    server.proc.kill()
+    server.proc.wait(timeout=30)
+    code, out, _ = search(capsys, "refund", *common, "--no-dense", "--json")
+    assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+    again = Server([*common, "--no-dense"])
+    try:
+        again.wait_for("serving")
+    finally:
+        assert again.stop() == 0
+
+
+def test_serve_refuses_a_runtime_folder_others_may_enter(
+    capsys: pytest.CaptureFixture[str], common: list[str], private_runtime_dir: Path
+) -> None:
+    folder = private_runtime_dir / "coderag"
+    folder.mkdir()
+    folder.chmod(0o777)
+    code = main(["serve", *common, "--no-dense"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "may be entered by other users" in err
+    assert len(err.strip().splitlines()) == 1
