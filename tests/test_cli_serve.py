@@ -169,3 +169,29 @@ def test_serve_refuses_a_runtime_folder_others_may_enter(
     assert code == 2
     assert "may be entered by other users" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_prompt_is_packed_by_the_server_and_saved_by_the_asking_process(
+    capsys: pytest.CaptureFixture[str],
+    server: Server,
+    common: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ask = ["prompt", "Why is a refund not idempotent?", *common, "--no-dense", "--budget", "600"]
+    code = main([*ask, "--json"])
+    served, served_err = capsys.readouterr()
+    assert code == 0
+    server.wait_for("prompt 'Why is a refund not idempotent?': exit 0")
+    assert main([*ask, "--json", "--no-server"]) == 0
+    local, local_err = capsys.readouterr()
+    a, b = json.loads(served), json.loads(local)
+    assert a["prompt"] == b["prompt"] and "shop/payment.py" in a["prompt"]
+    assert a["blocks"] == b["blocks"] and a["tokens"] == b["tokens"]
+    assert served_err == local_err
+
+    # --out is the client's: a relative path lands in the client's folder, not the server's
+    monkeypatch.chdir(tmp_path)
+    assert main([*ask, "--out", "prompt.md"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "prompt.md").read_text(encoding="utf-8") == a["prompt"]

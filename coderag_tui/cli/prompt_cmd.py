@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
     BACKEND_GROUP,
@@ -44,6 +45,9 @@ from coderag_tui.core.prompt.tokens import TokenCounter
 from coderag_tui.core.records import Origin, PackedPrompt
 from coderag_tui.core.visible import control_count, one_line, visible
 from coderag_tui.settings import Settings
+
+if TYPE_CHECKING:
+    from coderag_tui.core.engine import Engine
 
 
 def register(subparsers: Any) -> None:
@@ -92,6 +96,12 @@ def register(subparsers: Any) -> None:
         default=[],
         metavar="PATH:A-B",
         help="never include this chunk (repeatable)",
+    )
+    parser.add_argument(
+        "--no-server",
+        dest="no_server",
+        action="store_true",
+        help="pack in this process even when `coderag serve` runs for this repository",
     )
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_ranking_args(parser.add_argument_group("ranking (the same options as `coderag search`)"))
@@ -209,14 +219,15 @@ def as_json(
         ],
         "secrets": _secrets_record(secret_account(packed)),
         "advice": advice.text,
-        "copy": None
-        if copy is None
-        else {
-            "ok": copy.ok,
-            "method": copy.method,
-            "message": copy.message,
-        },
+        "copy": as_json_copy(copy),
     }
+
+
+def as_json_copy(copy: CopyResult | None) -> dict[str, Any] | None:
+    """Where the prompt went, for --json (None: printed, not copied or saved)."""
+    if copy is None:
+        return None
+    return {"ok": copy.ok, "method": copy.method, "message": copy.message}
 
 
 def _secrets_record(account: SecretAccount) -> dict[str, Any]:
@@ -247,7 +258,7 @@ def build_prompt(
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
     (the result, notes to show once, what the dense list covered). With `origin`, the
     query's own chunk is left out."""
-    from coderag_tui.core.engine import Engine, PromptError, PromptRequest, prompt_tools
+    from coderag_tui.core.engine import Engine, PromptError, prompt_tools
     from coderag_tui.core.index.store import StoreError
 
     try:
@@ -265,15 +276,83 @@ def build_prompt(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        try:  # a chunk's text is read when packed; a server answers each query
-            run = engine.search(task if query is None else query, settings, origin)
-            result = engine.prompt(
-                run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
-            )
-        except (PromptError, StoreError) as exc:
-            raise UserError(str(exc)) from exc
+        return pack_with(engine, settings, task, pinned, excluded, query, origin)
+
+
+def pack_with(
+    engine: Engine,
+    settings: Settings,
+    task: str,
+    pinned: Sequence[str] = (),
+    excluded: Sequence[str] = (),
+    query: str | None = None,
+    origin: Origin | None = None,
+) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
+    """`build_prompt` with an open engine (a resident server's)."""
+    from coderag_tui.core.engine import PromptError, PromptRequest
+    from coderag_tui.core.index.store import StoreError
+
+    try:  # a chunk's text is read when packed; a server answers each query
+        run = engine.search(task if query is None else query, settings, origin)
+        result = engine.prompt(
+            run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
+        )
+    except (PromptError, StoreError) as exc:
+        raise UserError(str(exc)) from exc
     notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
     return result, notes, engine.dense.describe() if engine.dense is not None else None
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A packed prompt as the command shows it, before it goes anywhere: its text, the --json
+    record (without the copy, which `deliver` adds) and the status lines for stderr."""
+
+    text: str
+    record: dict[str, Any]
+    lines: list[str]
+
+
+def compose(
+    result: PromptResult, notes: Sequence[str], dense: dict[str, object] | None
+) -> Composed:
+    packed, counter, advice = result.packed, result.counter, result.advice
+    record = {**as_json(packed, counter, advice, None), "dense": dense}
+    line = dense_line(dense)
+    if line is not None and not any(" covers " in note for note in notes):
+        notes = (*notes, line)
+    lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
+    controls = control_count(packed.text)
+    if controls:
+        lines.append(
+            f"the prompt holds {controls} control character(s) from the repository: written "
+            "out (\\x1b …) on a terminal, kept as they are in files, pipes, --json and copies."
+        )
+    return Composed(packed.text, record, lines)
+
+
+def deliver(args: argparse.Namespace, composed: Composed) -> int:
+    """Copy, save or print the prompt as `args` ask, then say the status lines (in this
+    process: the clipboard and the files are the asking terminal's)."""
+    copy: CopyResult | None = None
+    if args.copy or args.out is not None:
+        copy = copy_text(composed.text, out=args.out, clipboard=args.copy)
+    if args.json:
+        went = as_json_copy(copy)
+        print_json({**composed.record, "copy": went})
+    elif copy is None:
+        # On a terminal, escape sequences from the repository are shown, not obeyed; a pipe
+        # or a file gets the exact text.
+        text = composed.text
+        sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
+        sys.stdout.flush()
+    for line in composed.lines:
+        say(line)
+    if copy is not None:
+        say(copy.message)
+        if not copy.ok:
+            return 1
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -284,6 +363,15 @@ def run(args: argparse.Namespace) -> int:
             say(undecodable)
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit)
+    if not args.from_location and not args.no_server and settings.backend == "local":
+        from coderag_tui.cli.server import ask
+
+        request = {"task": given, "dense": args.dense, "pin": args.pin, "exclude": args.exclude}
+        reply = ask(settings, "prompt", request)
+        if reply is not None:  # a resident server (`coderag serve`) packed it
+            if reply.data is None:
+                return reply.emit()
+            return deliver(args, Composed(**reply.data))
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     task = given if given is not None else query or ""
     with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):
@@ -299,31 +387,4 @@ def run(args: argparse.Namespace) -> int:
             origin=origin,
             explicit=frozenset(explicit),
         )
-    packed, counter, advice = result.packed, result.counter, result.advice
-    copy: CopyResult | None = None
-    if args.copy or args.out is not None:
-        copy = copy_text(packed.text, out=args.out, clipboard=args.copy)
-    if args.json:
-        print_json({**as_json(packed, counter, advice, copy), "dense": dense})
-    elif copy is None:
-        # On a terminal, escape sequences from the repository are shown, not obeyed; a pipe
-        # or a file gets the exact text.
-        sys.stdout.write(visible(packed.text) if sys.stdout.isatty() else packed.text)
-        sys.stdout.flush()
-    line = dense_line(dense)
-    if line is not None and not any(" covers " in note for note in notes):
-        notes = (*notes, line)
-    lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
-    controls = control_count(packed.text)
-    if controls:
-        lines.append(
-            f"the prompt holds {controls} control character(s) from the repository: written "
-            "out (\\x1b …) on a terminal, kept as they are in files, pipes, --json and copies."
-        )
-    for line in lines:
-        say(line)
-    if copy is not None:
-        say(copy.message)
-        if not copy.ok:
-            return 1
-    return 0
+    return deliver(args, compose(result, notes, dense))

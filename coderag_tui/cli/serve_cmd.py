@@ -1,11 +1,13 @@
-"""`coderag serve [PATH]`: keep the index open and answer `coderag search` from memory.
+"""`coderag serve [PATH]`: keep the index open and answer `coderag search` and `coderag
+prompt` from memory.
 
 A fresh `coderag search` on a big repository spends most of its time before ranking: the
 interpreter and imports, a check of every file, loading the saved index. `serve` pays that
-once, watches the repository's files (`core.index.watch`) and answers each search that asks
-its socket (`cli.server`) after making sure nothing changed, or re-checking what did
-(`core.resident`). It runs in the foreground until Ctrl-C (or SIGTERM), printing one line per
-answer; `coderag search --no-server` bypasses it.
+once, watches the repository's files (`core.index.watch`) and answers each search or prompt
+that asks its socket (`cli.server`) after making sure nothing changed, or re-checking what
+did (`core.resident`). A prompt is packed here and delivered (copied, saved or printed) by
+the asking process. It runs in the foreground until Ctrl-C (or SIGTERM), printing one line
+per answer; `--no-server` on either command bypasses it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -54,11 +56,11 @@ QUERY_SHOWN = 60  # characters of a query in the server's log line
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="keep the index open and answer `coderag search` from memory",
+        help="keep the index open and answer `coderag search` and `prompt` from memory",
         description=(
             "Open the repository's index once, watch its files, and answer every `coderag "
-            "search` run for it from memory (the index is re-checked only when a file "
-            "changed). Runs until Ctrl-C."
+            "search` and `coderag prompt` run for it from memory (the index is re-checked "
+            "only when a file changed). Runs until Ctrl-C."
         ),
     )
     add_repo_args(parser)
@@ -106,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
         model = f"dense {said.get('model')}" if said.get("model") else "no dense"
         say(
             f"serving {visible(str(settings.repo_root))} ({chunks:,} chunks, {model}) on "
-            f"{path}: `coderag search` for this repository is answered here; Ctrl-C stops."
+            f"{path}: `coderag search` and `prompt` for this repository are answered here; "
+            "Ctrl-C stops."
         )
         _serve(resident, listener, stop)
     return 0
@@ -178,20 +181,22 @@ def _handle(resident: Resident, conn: socket.socket) -> None:
     if message is None:
         return
     reason = compatible(message)
-    if not reason and message.get("command") != "search":
-        reason = f"this server answers searches only, not {message.get('command')!r}"
+    command = message.get("command")
+    handler = HANDLERS.get(command) if isinstance(command, str) else None
+    if not reason and handler is None:
+        reason = f"this server answers searches and prompts only, not {command!r}"
     settings: Settings | None = None
     if not reason:
         dense = bool(message["request"].get("dense"))
         settings, reason = _request_settings(resident, message["settings"], dense)
-    if reason or settings is None:
+    if reason or settings is None or handler is None:
         send(conn, decline(reason))
         say(f"left a request to its own process: {visible(reason)}.")
         return
     request = message["request"]
     checks_before = resident.checks.checked
     try:
-        reply = _search(resident, settings, request, message.get("terminal") or {})
+        reply = handler(resident, settings, request, message.get("terminal") or {})
     except Exception as exc:  # a bug must cost one answer, not the server
         why = visible(f"{type(exc).__name__}: {exc}")
         reply = {
@@ -201,10 +206,10 @@ def _handle(resident: Resident, conn: socket.socket) -> None:
         }
     send(conn, reply)
     checked = "checked" if resident.checks.checked > checks_before else "trusted"
-    query = one_line(str(request.get("query", "")))
+    query = one_line(str(request.get("query") or request.get("task") or ""))
     shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
     ms = (time.perf_counter() - started) * 1000.0
-    say(f"search {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked}).")
+    say(f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked}).")
 
 
 def _request_settings(
@@ -249,3 +254,37 @@ def _search(
             print(f"coderag: {visible(str(exc))}", file=sys.stderr)
             code = 2
     return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code}
+
+
+def _prompt(
+    resident: Resident, settings: Settings, request: dict[str, Any], facts: dict[str, Any]
+) -> dict[str, Any]:
+    """Pack the prompt; the asking process copies, saves or prints it (`prompt_cmd.deliver`)."""
+    from coderag_tui.cli.prompt_cmd import compose, pack_with
+    from coderag_tui.core.index.store import StoreError
+
+    task = str(request.get("task") or "")
+    pinned = [str(p) for p in request.get("pin") or []]
+    excluded = [str(p) for p in request.get("exclude") or []]
+    with as_client(facts) as (out, err):
+        data: dict[str, Any] | None = None
+        try:
+            with resident.serving(
+                settings, dense=bool(request.get("dense")), rerank=settings.rerank
+            ) as engine:
+                result, notes, dense = pack_with(engine, settings, task, pinned, excluded)
+            composed = compose(result, notes, dense)
+            data = {"text": composed.text, "record": composed.record, "lines": composed.lines}
+            code = 0
+        except UserError as exc:
+            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
+            code = exc.exit_code
+        except StoreError as exc:
+            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
+            code = 2
+    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code, "data": data}
+
+
+# command -> what answers it: (resident, settings, request, the client's terminal) -> reply
+HANDLERS: dict[str, Callable[[Resident, Settings, dict[str, Any], dict[str, Any]], dict[str, Any]]]
+HANDLERS = {"search": _search, "prompt": _prompt}

@@ -1,16 +1,17 @@
 """The resident server's wire: a Unix socket per index, one JSON request and one JSON reply.
 
 `coderag serve` (`serve_cmd`) keeps a `core.resident.Resident` open and answers here;
-`coderag search` asks here first (`ask`) and runs the search itself when no server answers,
-the server is another version, or the request needs something the server was not opened
-with (`core.resident.differs`). The client resolves its settings itself (its own flags,
-environment and config files) and sends them; the server renders the answer exactly as the
-command would have, for the client's terminal (is it a terminal, how wide, which colours),
-and the client writes it out.
+`coderag search` and `coderag prompt` ask here first (`ask`) and do the work themselves when
+no server answers, the server is another version, or the request needs something the server
+was not opened with (`core.resident.differs`). The client resolves its settings itself (its
+own flags, environment and config files) and sends them. For a search the server renders the
+answer exactly as the command would have, for the client's terminal (is it a terminal, how
+wide, which colours), and the client writes it out; for a prompt it sends the packed prompt
+back, and the client copies, saves or prints it (the clipboard and the files are its own).
 
 The socket lives in a folder only this user may enter (`settings.user_runtime_dir`, checked
 before every use), so only this user's processes can ask. This module imports nothing heavy
-at the top: `ask` runs at the start of every `coderag search`.
+at the top: `ask` runs at the start of every `coderag search` and `prompt`.
 """
 
 from __future__ import annotations
@@ -50,11 +51,13 @@ TERMINAL_ENV = (
 
 @dataclasses.dataclass(frozen=True)
 class Reply:
-    """What the command printed on the server, and its exit code."""
+    """What the command printed on the server and its exit code, or (`data`) what it made
+    for this process to deliver (a prompt is copied by the asking terminal, not the server)."""
 
     stdout: str
     stderr: str
     code: int
+    data: dict[str, Any] | None = None
 
     def emit(self) -> int:
         sys.stderr.write(self.stderr)
@@ -139,7 +142,13 @@ def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply |
         return None  # no server (a socket left by a killed one), or a broken reply
     if not isinstance(reply, dict) or "code" not in reply:
         return None  # declined, or another version's reply
-    return Reply(str(reply.get("stdout", "")), str(reply.get("stderr", "")), int(reply["code"]))
+    data = reply.get("data")
+    return Reply(
+        str(reply.get("stdout", "")),
+        str(reply.get("stderr", "")),
+        int(reply["code"]),
+        data if isinstance(data, dict) else None,
+    )
 
 
 def _read_all(conn: socket.socket) -> bytes:
