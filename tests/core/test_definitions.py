@@ -14,8 +14,10 @@ from coderag_tui.core.index.store import FileState, Store
 from coderag_tui.core.rank.definitions import (
     MAX_DEPTH,
     QUERIES,
+    Defined,
     Definitions,
     Names,
+    _forms,
     definitions_dir,
     file_definitions,
     form,
@@ -124,6 +126,32 @@ def test_kinds_lines_and_a_file_without_grammar() -> None:
 
 def test_forms_join_the_spellings_of_one_name() -> None:
     assert form("parse_config") == form("parseConfig") == form("ParseConfig") == "parseconfig"
+
+
+def test_forms_of_many_names_at_once_are_those_of_each_name() -> None:
+    names = ["parse_config", "ParseConfig", "$el", "x", "", "Σίσυφος", "İstanbul", "kebab-case"]
+    assert _forms(names) == [k if len(k) >= 2 else "" for k in map(form, names)]
+    # A name the saved layout cannot hold (a space, comma, colon) is left out, name by name.
+    odd = [*names, "a b", "a,b", "a:b", "two\nlines"]
+    assert _forms(odd) == [*_forms(names), "", "", "", ""]
+
+
+def test_a_chunk_keeps_the_weightier_kind_and_the_first_spelling_of_a_form() -> None:
+    entries = [
+        (3, "parse_config", "constant"),
+        (3, "parseConfig", "function"),
+        (3, "ParseConfig", "function"),
+        (1, "PARSE_CONFIG", "type"),
+        (2, "x", "type"),  # one letter: no form
+        (2, "a b", "type"),  # cannot be saved
+    ]
+    definitions = Definitions.from_entries(4, entries)
+    assert definitions.lookup("parseconfig") == (
+        Defined(1, "type", "PARSE_CONFIG"),
+        Defined(3, "function", "parseConfig"),
+    )
+    assert len(definitions) == 1
+    assert Definitions.from_entries(4, []).lookup("parseconfig") == ()
 
 
 def test_a_name_belongs_to_every_chunk_holding_its_line() -> None:

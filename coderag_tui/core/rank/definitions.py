@@ -11,13 +11,16 @@ Names are looked up by their *form*: lower case without underscores, so `parse_c
 `parseConfig` and `ParseConfig` are one key, and a query's words `parse config` can be joined
 into it; each definition keeps its kind (type, function, constant) and spelling.
 
-Parsing is the cost: tree-sitter reads ~10 MB/s here, so parsing the stdlib's 31 MB of Python
-took ~3.5 s of CPU, six times its cold index; the regex pass reads ~90 MB/s, the whole build
-takes ~0.55 s, and it agrees with the parse on 99.97% of the names (benchmarks/bench_index.py
---compare-tree-sitter). Parsed results are kept per file content hash beside the index, so a
-rebuild after an edit parses only the files that changed. Scanned files are not kept: hashing
-and writing them would add ~0.1 s to every cold build to save ~0.25 s on a rebuild, which
-rebuilds the BM25 index (~2 s on the stdlib) anyway.
+Parsing is the cost: tree-sitter reads ~12 MB/s here, so parsing the stdlib's 31 MB of Python
+takes ~2.7 s of CPU, four times its cold index; the regex pass reads ~110 MB/s and agrees
+with the parse on 99.97% of the names (benchmarks/bench_index.py --compare-tree-sitter). The
+whole build of the stdlib's 16k chunks takes ~0.43 s, two thirds of it the regex pass: where
+each name lands is sorted out with numpy and the saved text joined once (`_holders`,
+`_pack`). Parsed results are kept per file content hash beside the index, so a rebuild after
+an edit parses only the files that changed. Scanned files are not kept: hashing and writing
+them would add ~0.1 s to every cold build to save ~0.25 s on a rebuild, which rebuilds the
+BM25 index (~2 s on the stdlib) anyway. A cold build of many chunks runs beside the BM25
+build in a second process (`core.rank.definitions_process`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
@@ -305,6 +309,7 @@ class Defined(NamedTuple):
 
 
 _KIND_RANK = {"type": 2, "function": 1, "constant": 0}
+_RANK_CODE = ("c", "f", "t")  # the saved code of each rank
 
 
 @dataclass
@@ -373,36 +378,16 @@ class Definitions:
     @classmethod
     def from_entries(cls, n_docs: int, entries: Iterable[tuple[int, str, str]]) -> Definitions:
         """From (chunk index, name, kind) entries; a chunk defining two spellings of one form
-        keeps the weightier kind (type, then function, then constant)."""
-        grouped: dict[str, list[tuple[int, str, str]]] = {}
-        keys: dict[str, str] = {}  # name -> its form, or "" when it is left out
-        for entry in entries:
-            name = entry[1]
-            key = keys.get(name)
-            if key is None:
-                key = form(name)
-                if len(key) < 2 or not _PLAIN_NAME.fullmatch(name):
-                    key = ""
-                keys[name] = key
-            if key:
-                group = grouped.get(key)
-                if group is None:
-                    grouped[key] = [entry]
-                else:
-                    group.append(entry)
-        raw: dict[str, str] = {}
-        for key, group in grouped.items():
-            if len(group) == 1:  # most names are defined once
-                index, name, kind = group[0]
-                raw[key] = f"{_KIND_CODE[kind]}:{index}:{name}"
-                continue
-            best: dict[int, tuple[str, str]] = {}
-            for index, name, kind in group:
-                have = best.get(index)
-                if have is None or _KIND_RANK[kind] > _KIND_RANK[have[0]]:
-                    best[index] = (kind, name)
-            raw[key] = ",".join(f"{_KIND_CODE[k]}:{i}:{n}" for i, (k, n) in sorted(best.items()))
-        return cls(n_docs, Names.of(raw))
+        keeps the weightier kind (type, then function, then constant; the first entry of
+        equal kinds)."""
+        rows = list(entries)
+        names = [row[1] for row in rows]
+        keys, key_of = _keys(names)
+        chunk_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        ranks = np.fromiter((_KIND_RANK[row[2]] for row in rows), dtype=np.int64, count=len(rows))
+        spelled = np.array(names, dtype=object)
+        first = np.arange(len(rows), dtype=np.int64)
+        return cls(n_docs, _pack(keys, key_of, chunk_ids, spelled, ranks, first))
 
     @classmethod
     def build(
@@ -419,7 +404,9 @@ class Definitions:
         `scanners` are the languages scanned instead of parsed ({}: parse every file)."""
         if isinstance(chunks, ChunkList):
             chunks = list(chunks)  # every text is read: once, a page at a time
-        entries: list[tuple[int, str, str]] = []
+        files: list[list[int]] = []  # the chunks of each file defining something, in line order
+        found_all: list[FileDefinition] = []  # their definitions, file after file
+        counts: list[int] = []  # how many definitions each of these files has
         for ids in _files(chunks).values():
             language = chunks[ids[0]].language
             if not language or language not in QUERIES:
@@ -434,15 +421,11 @@ class Definitions:
                 found = parsed_definitions(data, language) if cached is None else cached
                 if seen is not None:
                     seen[digest] = found
-            starts = [chunks[i].start_line for i in ids]
-            for line, name, kind in found:
-                # every chunk holding the line: windows may overlap, so look back from the
-                # last chunk starting at or before it
-                at = bisect.bisect_right(starts, line) - 1
-                while at >= 0 and chunks[ids[at]].end_line >= line:
-                    entries.append((ids[at], name, kind))
-                    at -= 1
-        return cls.from_entries(len(chunks), entries)
+            if found:
+                files.append(ids)
+                found_all.extend(found)
+                counts.append(len(found))
+        return cls(len(chunks), _holders(chunks, files, counts, found_all))
 
     def save(
         self,
@@ -458,10 +441,16 @@ class Definitions:
         def write(tmp: Path) -> None:
             names = self._raw if isinstance(self._raw, Names) else Names.of(self._raw)
             (tmp / _NAMES).write_text("\n".join(names.keys_list), encoding="utf-8")
-            data = [v.encode("utf-8") + b"\n" for v in names.values_list]
-            (tmp / _WHERE).write_bytes(b"".join(data))
-            ends = np.cumsum([len(d) for d in data], dtype=np.int64)
-            np.save(tmp / _WHERE_AT, np.concatenate([[0], ends]), allow_pickle=False)
+            values = names.values_list
+            if isinstance(values, _Lines):  # built or loaded: written as it is held
+                data, at = values.data, values.at
+            else:
+                encoded = [v.encode("utf-8") + b"\n" for v in values]
+                data = b"".join(encoded)
+                at = np.zeros(len(encoded) + 1, dtype=np.int64)
+                np.cumsum([len(e) for e in encoded], out=at[1:])
+            (tmp / _WHERE).write_bytes(data)
+            np.save(tmp / _WHERE_AT, np.asarray(at, dtype=np.int64), allow_pickle=False)
             if table is not None:
                 table.save(tmp)
             if drift is not None:
@@ -479,32 +468,146 @@ class Definitions:
         try:
             keys = (directory / _NAMES).read_text(encoding="utf-8")
             names = keys.split("\n") if keys else []
-            values = _Lines(directory / _WHERE, directory / _WHERE_AT, len(names))
+            values = _Lines.open(directory / _WHERE, directory / _WHERE_AT, len(names))
         except (OSError, ValueError) as exc:
             raise ValueError(f"the definitions at {directory} are damaged: {exc}") from exc
         return cls(int(meta["n_docs"]), Names(names, values))
 
 
-class _Lines(Sequence[str]):
-    """The lines of a file read where `at` (their start offsets, and the end) says, from a
-    memory map: a start-up reads only the entries its lookups ask for (the whole file was 50 MB
-    and 0.5 s on the stdlib x30). An entry is checked when looked up (`Definitions._own`)."""
+def _holders(
+    chunks: Sequence[Chunk],
+    files: list[list[int]],
+    counts: list[int],
+    found: list[FileDefinition],
+) -> Names:
+    """The saved entries of `found` (the definitions of `files`, `counts[i]` of them in
+    `files[i]`): each definition belongs to every chunk of its file holding its line. Windows
+    may overlap, so from the last chunk starting at or before the line, back while the chunks
+    hold it: one numpy step per overlapping window (one in all without overlap)."""
+    if not found:
+        none = np.zeros(0, dtype=np.int64)
+        return _pack([], none, none, np.zeros(0, dtype=object), none, none)
+    in_order = [chunks[i] for f in files for i in f]
+    ids = np.fromiter((i for f in files for i in f), dtype=np.int64, count=len(in_order))
+    starts = np.fromiter((c.start_line for c in in_order), dtype=np.int64, count=len(ids))
+    ends = np.fromiter((c.end_line for c in in_order), dtype=np.int64, count=len(ids))
+    chunk_file = np.repeat(np.arange(len(files), dtype=np.int64), [len(f) for f in files])
+    lines_, names, kinds = zip(*found, strict=True)
+    lines = np.array(lines_, dtype=np.int64)
+    def_file = np.repeat(np.arange(len(files), dtype=np.int64), counts)
+    # (file, line) as one sortable number: chunks are in file order, then start line
+    at = np.searchsorted(chunk_file << 32 | starts, def_file << 32 | lines, side="right") - 1
+    held: list[np.ndarray] = []  # per step back: the definitions held by chunk `at - step`
+    holder: list[np.ndarray] = []  # and that chunk's index in `chunks`
+    alive = np.ones(len(found), dtype=bool)
+    while True:
+        place = np.maximum(at, 0)
+        alive &= (at >= 0) & (chunk_file[place] == def_file) & (ends[place] >= lines)
+        if not alive.any():
+            break
+        which = np.flatnonzero(alive)
+        held.append(which)
+        holder.append(ids[place[which]])
+        at = at - 1
+    rows = np.concatenate(held)  # the definition of each entry
+    keys, key_of = _keys(list(names))
+    spelled = np.array(names, dtype=object)
+    ranks = np.fromiter(map(_KIND_RANK.__getitem__, kinds), dtype=np.int64, count=len(kinds))
+    # Entries of one form in one chunk, of equal kinds: the first definition in the file's.
+    return _pack(keys, key_of[rows], np.concatenate(holder), spelled[rows], ranks[rows], rows)
 
-    def __init__(self, path: Path, at: Path, count: int) -> None:
-        self._at = np.load(at, allow_pickle=False)
+
+def _keys(names: list[str]) -> tuple[list[str], np.ndarray]:
+    """The forms of `names` sorted, each once, and where each name's form is among them (-1:
+    left out, see `_forms`)."""
+    forms = _forms(names)
+    keys = sorted(set(forms) - {""})
+    place = {key: i for i, key in enumerate(keys)}
+    key_of = np.fromiter(map(place.get, forms, repeat(-1)), dtype=np.int64, count=len(forms))
+    return keys, key_of
+
+
+def _pack(
+    keys: list[str],
+    key_of: np.ndarray,
+    chunk_ids: np.ndarray,
+    names: np.ndarray,
+    ranks: np.ndarray,
+    first: np.ndarray,
+) -> Names:
+    """The saved layout of entries (form `keys[key_of]` or left out when -1, chunk index,
+    name, kind rank): per form, sorted, one line `kind:chunk:name,…` in chunk order; of the
+    entries of one chunk and form the weightiest kind is kept, then the smallest `first`.
+    Sorted and deduplicated with numpy, the text joined once: with `_holders` ~0.07 s on the
+    stdlib, where grouping in dicts of strings took ~0.11 s."""
+    kept = np.flatnonzero(key_of >= 0)
+    order = kept[np.lexsort((first[kept], -ranks[kept], chunk_ids[kept], key_of[kept]))]
+    key_in, chunk_of = key_of[order], chunk_ids[order]
+    new = np.ones(len(order), dtype=bool)  # the first entry of each (form, chunk)
+    new[1:] = (key_in[1:] != key_in[:-1]) | (chunk_of[1:] != chunk_of[:-1])
+    order, key_in, chunk_of = order[new], key_in[new], chunk_of[new]
+    ends_line = np.ones(len(order), dtype=bool)  # the last entry of each form
+    ends_line[:-1] = key_in[1:] != key_in[:-1]
+    codes = np.array(_RANK_CODE)[ranks[order]].tolist()
+    seps = np.where(ends_line, "\n", ",").tolist()
+    text = "".join(
+        [
+            f"{c}:{i}:{n}{s}"
+            for c, i, n, s in zip(
+                codes, chunk_of.tolist(), names[order].tolist(), seps, strict=True
+            )
+        ]
+    )
+    data = text.encode("utf-8")
+    at = np.zeros(len(keys) + 1, dtype=np.int64)  # no saved entry holds a newline
+    at[1:] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+    return Names(keys, _Lines(data, at))
+
+
+def _forms(names: list[str]) -> list[str]:
+    """`form` of each name, "" for one the saved layout cannot hold or shorter than two
+    characters. Lowered and stripped as one text (every name on its own line) when none
+    holds a space, comma, colon or newline (~5x faster than name by name)."""
+    joined = "\n".join(names)
+    if (
+        joined.count("\n") == len(names) - 1
+        and "," not in joined
+        and ":" not in joined
+        and not _SPACE.search(joined)
+    ):
+        lowered = joined.lower().replace("_", "").replace("-", "").replace("$", "")
+        return [key if len(key) >= 2 else "" for key in lowered.split("\n")]
+    keys = [form(name) for name in names]
+    return [
+        key if len(key) >= 2 and _PLAIN_NAME.fullmatch(name) else ""
+        for key, name in zip(keys, names, strict=True)
+    ]
+
+
+class _Lines(Sequence[str]):
+    """The lines of a text held as UTF-8 bytes (built) or a memory map (loaded), at the
+    offsets `at` says (their starts, and the end), decoded when asked for: a start-up reads
+    only the entries its lookups ask for (the whole file was 50 MB and 0.5 s on the stdlib
+    x30). An entry is checked when looked up (`Definitions._own`)."""
+
+    def __init__(self, data: bytes | mmap.mmap, at: np.ndarray) -> None:
+        self.data = data
+        self.at = at
+
+    @classmethod
+    def open(cls, path: Path, at: Path, count: int) -> _Lines:
+        """The lines of the file at `path`, mapped; ValueError when `at` does not fit."""
+        offsets = np.load(at, allow_pickle=False)
         size = path.stat().st_size
-        if self._at.ndim != 1 or len(self._at) != count + 1 or int(self._at[-1]) != size:
+        if offsets.ndim != 1 or len(offsets) != count + 1 or int(offsets[-1]) != size:
             raise ValueError("the entries and their offsets do not match")
-        if size:
-            with path.open("rb") as handle:
-                self._map: mmap.mmap | bytes = mmap.mmap(
-                    handle.fileno(), 0, access=mmap.ACCESS_READ
-                )
-        else:
-            self._map = b""
+        if not size:
+            return cls(b"", offsets)
+        with path.open("rb") as handle:
+            return cls(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), offsets)
 
     def __len__(self) -> int:
-        return len(self._at) - 1
+        return len(self.at) - 1
 
     @overload
     def __getitem__(self, index: int) -> str: ...
@@ -515,8 +618,8 @@ class _Lines(Sequence[str]):
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        start, end = int(self._at[index]), int(self._at[index + 1])
-        return self._map[start : max(start, end - 1)].decode("utf-8", "replace")
+        start, end = int(self.at[index]), int(self.at[index + 1])
+        return self.data[start : max(start, end - 1)].decode("utf-8", "replace")
 
 
 class Names(Mapping[str, str]):
@@ -555,6 +658,7 @@ class Names(Mapping[str, str]):
 
 
 _PLAIN_NAME = re.compile(r"[^\s,:]+")  # names that the saved layout can hold as they are
+_SPACE = re.compile(r"[^\S\n]")  # white space but a newline
 _SAVED_ENTRY = re.compile(r"[tfc]:\d+:[^\s,:]+(?:,[tfc]:\d+:[^\s,:]+)*")
 
 
@@ -585,8 +689,11 @@ def _write_cache(path: Path, cache: dict[str, list[FileDefinition]]) -> None:
         for key, found in cache.items()
     }
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # rename: readers see all or nothing
-    tmp.write_text(json.dumps({"version": EXTRACTOR_VERSION, "files": files}), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps({"version": EXTRACTOR_VERSION, "files": files}), "utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # interrupted before the rename (or it failed)
 
 
 def load_or_build_definitions(
@@ -602,8 +709,32 @@ def load_or_build_definitions(
     an edit, the saved base shifted with a delta of the changed files (`core.rank.segments`);
     else rebuilt (parsing only files whose text the per-content cache has not seen;
     `scanners` as in `Definitions.build`)."""
-    directory = definitions_dir(settings)
-    generation = store.generation(settings.chunking_spec.key)
+    return load_or_build_definitions_at(
+        store,
+        settings.chunking_spec.key,
+        definitions_dir(settings),
+        chunks,
+        scanners=scanners,
+        today=today,
+        max_drift=max_drift,
+    )
+
+
+def load_or_build_definitions_at(
+    store: Store,
+    spec_key: str,
+    directory: Path,
+    chunks: Sequence[Chunk],
+    *,
+    generation: str | None = None,
+    scanners: Mapping[str, Scanner] = SCANNERS,
+    today: Today | None = None,
+    max_drift: float = MAX_DRIFT,
+) -> Definitions:
+    """`load_or_build_definitions` of the chunking `spec_key`, saved in `directory`;
+    `generation` is the store's generation of the chunks (read now when not given)."""
+    if generation is None:
+        generation = store.generation(spec_key)
     today = today if today is not None else Today(store, chunks)
     cache_path = directory.parent / _FILES_CACHE
     meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
@@ -634,3 +765,10 @@ def load_or_build_definitions(
         shutil.rmtree(directory.with_name(directory.name + ".delta"), ignore_errors=True)
         _write_cache(cache_path, seen)  # only the files indexed now: the cache never grows
     return definitions
+
+
+def saved_generation(directory: Path) -> str | None:
+    """The generation of the definitions saved in `directory` (None: none readable)."""
+    meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
+    generation = meta.get("generation") if meta is not None else None
+    return generation if isinstance(generation, str) else None

@@ -33,7 +33,8 @@ import contextlib
 import dataclasses
 import math
 import shutil
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
@@ -49,6 +50,7 @@ from coderag_tui.core.records import Chunk
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
     from coderag_tui.core.rank.definitions import Definitions
+    from coderag_tui.core.rank.definitions_process import Child
     from coderag_tui.settings import Settings
 
 DEFAULT_METHOD = "lucene"
@@ -493,17 +495,42 @@ def load_or_build_bm25(
     `Drift.worth_a_delta`); else rebuilt.
 
     With the code signals that read them on, the chunks' definitions come with it (saved
-    beside it the same way; `core.rank.definitions`).
+    beside it the same way; `core.rank.definitions`). When both are rebuilt over many chunks,
+    a second process builds the definitions meanwhile (`core.rank.definitions_process`);
+    whatever becomes of it, they are then loaded, or built here as without it.
     """
     today = Today(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
     options = BM25Options(settings.split_identifiers, settings.path_in_text, method)
-    index = _load_or_build_matrix(
-        bm25_dir(settings, options), options, chunks, generation, today, max_drift
-    )
-    if settings.signals and (
+    wanted = settings.signals and bool(
         settings.signal_definitions or settings.signal_forms or settings.signal_issue_terms
-    ):
+    )
+    children: list[Child] = []
+
+    def before_build() -> None:  # BM25 is about to be rebuilt: the definitions too
+        from coderag_tui.core.rank import definitions_process
+
+        child = definitions_process.start(store, settings, len(chunks), generation, max_drift)
+        if child is not None:
+            children.append(child)
+
+    started = time.perf_counter()
+    try:
+        index = _load_or_build_matrix(
+            bm25_dir(settings, options),
+            options,
+            chunks,
+            generation,
+            today,
+            max_drift,
+            before_build=before_build if wanted else None,
+        )
+        for child in children:  # as long as BM25 took (a few seconds at least): then stopped
+            child.finish(max(child.wait_floor_s, time.perf_counter() - started))
+    finally:
+        for child in children:  # interrupted (or BM25 failed): stop it, never leave it
+            child.stop()
+    if wanted:
         from coderag_tui.core.rank.definitions import load_or_build_definitions
 
         index.definitions = load_or_build_definitions(
@@ -519,7 +546,11 @@ def _load_or_build_matrix(
     generation: str,
     today: Today,
     max_drift: float,
+    *,
+    before_build: Callable[[], None] | None = None,
 ) -> BM25Index:
+    """The saved base (with its delta) or a new one; `before_build` is called just before a
+    new one is built."""
     delta_dir = directory.with_name(directory.name + ".delta")
     meta = BM25Index.read_meta(directory)
     with contextlib.suppress(ValueError, KeyError, TypeError):
@@ -528,6 +559,8 @@ def _load_or_build_matrix(
                 return BM25Index.load(directory)
         elif meta is not None:
             return _with_delta(directory, delta_dir, meta, chunks, generation, today, max_drift)
+    if before_build is not None:
+        before_build()
     index = BM25Index.build(
         chunks,
         split_identifiers=options.split_identifiers,

@@ -1,0 +1,242 @@
+"""Build the definitions in a second process while this one builds the BM25 index.
+
+A cold lexical stage builds BM25 (Python tokenizing every chunk: ~1.5-2.5 s on the stdlib's
+16k chunks) and then the chunks' definitions (~0.45 s more); both hold the GIL, so a second
+core sits idle. When BM25 is about to be rebuilt over at least `MIN_CHUNKS` chunks and the
+definitions saved for the store's generation are missing, `start` runs
+`load_or_build_definitions_at` in a child: a new interpreter running this module (a spawn,
+never a fork of a process with threads) with the parent's `sys.path`, so it imports the very
+code the parent runs, installed or not, and needs no network. The child opens the store
+read-only, reads the chunks of the generation the parent read (anything else: it saves
+nothing), builds the definitions and saves them atomically (`persist.save_folder`). The parent
+waits for it after BM25 and then calls `load_or_build_definitions` as before, which loads the
+saved folder — or, when the child saved nothing (it failed, was killed, was too slow, or the
+store changed), builds in-process: the result is the same either way.
+
+Stopping: the child watches its stdin and stops itself (KeyboardInterrupt, so a folder being
+written is removed) when the parent closes it or dies; the parent closes it when it is
+interrupted (Ctrl-C) or gives up waiting, and kills the child if it has not stopped
+`GRACE_S` later. A child killed while saving leaves at most a temporary folder beside the
+definitions, never a half-written one.
+
+`MIN_CHUNKS`, measured with the stdlib and parts of it on a 2-vCPU VM (load_or_build_bm25
+from nothing saved, definitions on minus off, medians of 5-7): the child costs ~0.1 s to
+start and ~0.15 s more CPU than building here (imports, its own read of the chunks). With
+the second vCPU free it pays from ~2,400 chunks (2,430: +0.03 s instead of +0.08 s;
+6,631: +0.05 instead of +0.20; 14,309: -0.05 instead of +0.37); at 1,665 it does not (+0.07
+instead of +0.05). When the host lends that VM less than two cores' worth (two CPU-bound
+processes each at ~55-65% speed, often the case there), the child costs more than building
+here at every size tried (3,228 chunks: +0.25 s instead of +0.10; 14,309: +0.62 instead of
++0.55; 49,152: +2.1 instead of +1.5). `MIN_CHUNKS` sits above the free-core break-even with
+room for a slower start; benchmarks/bench_index.py prints both ways for the machine it runs on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.store import Store
+    from coderag_tui.settings import Settings
+
+MIN_CHUNKS = 4096  # fewer chunks: built in-process (see the module docstring)
+MIN_CORES = 2  # fewer usable cores: built in-process (see the module docstring)
+GRACE_S = 2.0  # how long a child asked to stop may take before it is killed
+WAIT_FLOOR_S = 5.0  # after BM25, wait at least this long (or as long as BM25 took)
+
+# Exit codes of the child.
+SAVED, CHANGED, INTERRUPTED = 0, 3, 130
+
+# What the last `start` or `Child.finish` did, for benchmarks and tests (one sentence).
+last_outcome = ""
+
+_BOOT = (
+    "import json, sys\n"
+    "args = json.loads(sys.argv[1])\n"
+    "sys.path[:] = args['path']\n"
+    "from coderag_tui.core.rank.definitions_process import main\n"
+    "sys.exit(main(args))\n"
+)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+class Child:
+    """A running child building the definitions (see the module docstring)."""
+
+    wait_floor_s = WAIT_FLOOR_S
+
+    def __init__(self, process: subprocess.Popen[bytes], errors: IO[bytes]) -> None:
+        self.process = process
+        self._errors = errors
+        self._started = time.perf_counter()
+
+    def finish(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the child; True when it finished its work (the
+        definitions are saved unless the folder could not be written). A child still running
+        then is stopped (`stop`)."""
+        global last_outcome
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            last_outcome = f"the second process took over {timeout:.1f} s and was stopped"
+            return False
+        seconds = time.perf_counter() - self._started
+        if code == SAVED:
+            last_outcome = f"built and saved by a second process in {seconds:.2f} s"
+        elif code == CHANGED:
+            last_outcome = "the second process found the chunks changed and saved nothing"
+        else:
+            last_outcome = f"the second process failed (exit code {code}){self._last_error()}"
+        self._close()
+        return code == SAVED
+
+    def stop(self) -> None:
+        """Ask the child to stop (its stdin closed), kill it after `GRACE_S`; wait for it."""
+        if self.process.poll() is None:
+            self._close_stdin()
+            try:
+                self.process.wait(GRACE_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._close()
+
+    def _close_stdin(self) -> None:
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.closed:
+            with contextlib.suppress(OSError):  # a broken pipe: the child is gone already
+                stdin.close()
+
+    def _close(self) -> None:
+        self._close_stdin()
+        self._errors.close()
+
+    def _last_error(self) -> str:
+        """The last line the child wrote to stderr, as ": …" (or "")."""
+        try:
+            self._errors.seek(0)
+            lines = self._errors.read().decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return f": {lines[-1]}" if lines else ""
+
+
+def start(
+    store: Store, settings: Settings, n_chunks: int, generation: str, max_drift: float
+) -> Child | None:
+    """A child building the definitions of the store's `generation` of `settings`' chunking
+    (`n_chunks` chunks); None when they are built in-process instead: fewer chunks than
+    `MIN_CHUNKS` or usable cores than `MIN_CORES`, saved already for this generation, or no
+    interpreter to start."""
+    from coderag_tui.core.rank.definitions import definitions_dir, saved_generation
+
+    global last_outcome
+    directory = definitions_dir(settings)
+    if n_chunks < MIN_CHUNKS:
+        last_outcome = f"built in-process ({n_chunks} chunks < {MIN_CHUNKS})"
+        return None
+    if _cores() < MIN_CORES:
+        last_outcome = f"built in-process ({_cores()} cores < {MIN_CORES})"
+        return None
+    if saved_generation(directory) == generation:
+        last_outcome = "saved already"
+        return None
+    if getattr(sys, "frozen", False) or not sys.executable:
+        last_outcome = "built in-process (no interpreter to start)"
+        return None
+    args = {
+        "path": sys.path,
+        "store": str(Path(store.path).resolve()),
+        "spec_key": settings.chunking_spec.key,
+        "directory": str(directory.resolve()),
+        "generation": generation,
+        "n_chunks": n_chunks,
+        "max_drift": max_drift,
+    }
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (the child's stderr: `Child` closes it)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, json.dumps(args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        errors.close()
+        last_outcome = f"built in-process (the second process did not start: {exc})"
+        return None
+    last_outcome = "started a second process"
+    return Child(process, errors)
+
+
+def _stop_when_asked() -> None:
+    """Raise KeyboardInterrupt in the main thread when stdin closes (the parent asks us to
+    stop, or died) or SIGTERM comes, so a folder being written is removed on the way out."""
+
+    def watch() -> None:
+        try:  # the file descriptor, not sys.stdin: its lock would stall the interpreter's exit
+            while os.read(0, 65536):
+                pass
+        except OSError:
+            pass
+        import _thread
+
+        _thread.interrupt_main()
+
+    def terminated(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
+    threading.Thread(target=watch, name="coderag-parent-watch", daemon=True).start()
+
+
+def main(args: dict[str, Any]) -> int:
+    """The child: build and save the definitions `args` describe (see `start`)."""
+    try:
+        _stop_when_asked()
+        from coderag_tui.core.index.store import Store
+        from coderag_tui.core.rank.definitions import load_or_build_definitions_at
+        from coderag_tui.core.rank.segments import Today
+
+        spec_key, generation = str(args["spec_key"]), str(args["generation"])
+        store = Store.open(Path(args["store"]), read_only=True)
+        try:
+            with store.snapshot():  # the chunks and their file table of one generation
+                if store.generation(spec_key) != generation:
+                    return CHANGED
+                chunks = store.chunks(spec_key)
+                today = Today(store, chunks)
+                _ = today.table  # read now, in the snapshot
+            if len(chunks) != int(args["n_chunks"]):
+                return CHANGED
+            load_or_build_definitions_at(
+                store,
+                spec_key,
+                Path(args["directory"]),
+                chunks,
+                generation=generation,
+                today=today,
+                max_drift=float(args["max_drift"]),
+            )
+        finally:
+            store.close()
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    return SAVED
