@@ -163,7 +163,7 @@ def _search(repo: Path, index_dir: Path) -> tuple[float, float]:
 
 def _served(repo: Path, index_dir: Path, row: Row, runs: int) -> None:
     """Start `coderag serve`, time warm searches and one edit -> search through it."""
-    cmd = [sys.executable, "-m", "coderag_tui", "serve", str(repo), "--no-dense"]
+    cmd = [sys.executable, "-m", "coderag_tui", "serve", str(repo), "--no-dense", "--verbose"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     started = time.perf_counter()
     proc = subprocess.Popen(

@@ -73,7 +73,7 @@ def common(tiny_repo: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture
 def server(common: list[str]) -> Iterator[Server]:
-    running = Server([*common, "--no-dense"])
+    running = Server([*common, "--no-dense", "--verbose"])
     running.wait_for("serving")
     yield running
     running.stop()

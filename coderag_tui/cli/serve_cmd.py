@@ -6,8 +6,8 @@ interpreter and imports, a check of every file, loading the saved index. `serve`
 once, watches the repository's files (`core.index.watch`) and answers each search or prompt
 that asks its socket (`cli.server`) after making sure nothing changed, or re-checking what
 did (`core.resident`). A prompt is packed here and delivered (copied, saved or printed) by
-the asking process. It runs in the foreground until Ctrl-C (or SIGTERM), printing one line
-per answer; `--no-server` on either command bypasses it.
+the asking process. It runs in the foreground until Ctrl-C (or SIGTERM), quiet after its
+first line (a line per answer with --verbose); `--no-server` on either command bypasses it.
 """
 
 from __future__ import annotations
@@ -60,10 +60,16 @@ def register(subparsers: Any) -> None:
         description=(
             "Open the repository's index once, watch its files, and answer every `coderag "
             "search` and `coderag prompt` run for it from memory (the index is re-checked "
-            "only when a file changed). Runs until Ctrl-C."
+            "only when a file changed). Runs until Ctrl-C; quiet after its first line "
+            "unless --verbose."
         ),
     )
     add_repo_args(parser)
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print a line per answer (what, exit code, time, whether files were re-checked)",
+    )
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
 
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             f"{path}: `coderag search` and `prompt` for this repository are answered here; "
             "Ctrl-C stops."
         )
-        _serve(resident, listener, stop)
+        _serve(resident, listener, stop, verbose=args.verbose)
     return 0
 
 
@@ -159,7 +165,9 @@ def _stopped_by_term() -> Iterator[threading.Event]:
         signal.signal(signal.SIGTERM, before)
 
 
-def _serve(resident: Resident, listener: socket.socket, stop: threading.Event) -> None:
+def _serve(
+    resident: Resident, listener: socket.socket, stop: threading.Event, *, verbose: bool
+) -> None:
     try:
         while not stop.is_set():
             try:
@@ -170,16 +178,19 @@ def _serve(resident: Resident, listener: socket.socket, stop: threading.Event) -
                     say(note)
                 continue
             with conn:
-                _handle(resident, conn)
+                said = _handle(resident, conn)
+            if said and verbose:
+                say(said)
     finally:
         shutil.rmtree(cookie_dir(resident.settings), ignore_errors=True)
 
 
-def _handle(resident: Resident, conn: socket.socket) -> None:
+def _handle(resident: Resident, conn: socket.socket) -> str:
+    """Answer one request; the line the server's log shows for it ("" for none)."""
     started = time.perf_counter()
     message = read_request(conn)
     if message is None:
-        return
+        return ""
     reason = compatible(message)
     command = message.get("command")
     handler = HANDLERS.get(command) if isinstance(command, str) else None
@@ -191,8 +202,7 @@ def _handle(resident: Resident, conn: socket.socket) -> None:
         settings, reason = _request_settings(resident, message["settings"], dense)
     if reason or settings is None or handler is None:
         send(conn, decline(reason))
-        say(f"left a request to its own process: {visible(reason)}.")
-        return
+        return f"left a request to its own process: {visible(reason)}."
     request = message["request"]
     checks_before = resident.checks.checked
     try:
@@ -209,7 +219,7 @@ def _handle(resident: Resident, conn: socket.socket) -> None:
     query = one_line(str(request.get("query") or request.get("task") or ""))
     shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
     ms = (time.perf_counter() - started) * 1000.0
-    say(f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked}).")
+    return f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked})."
 
 
 def _request_settings(
