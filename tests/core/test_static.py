@@ -14,7 +14,7 @@ import pytest
 from coderag_tui.cli import main
 from coderag_tui.core.engine import Engine
 from coderag_tui.core.rank import static
-from coderag_tui.core.rank.dense import DenseIndex
+from coderag_tui.core.rank.dense import DenseIndex, dense_text
 from coderag_tui.core.rank.embedders import resolve_embedder
 from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
@@ -63,8 +63,10 @@ def test_the_table_keeps_only_the_first_window_of_a_long_chunk(tiny_table: Path)
     embedder = static.StaticEmbedder.load(tiny_table)
     head = "parse the config file and return the total price " * 8
     text = head * 40  # far more tokens than one window
-    end = embedder.tokenizer.encode(text, add_special_tokens=False).offsets[embedder.window - 1][1]
     chunk = Chunk(path="a.py", start_line=1, end_line=1, text=text, language="python", kind="lines")
+    embedded = dense_text(chunk)  # the path on a first line, then the text
+    tokens = embedder.tokenizer.encode(embedded, add_special_tokens=False)
+    end = tokens.offsets[embedder.window - 1][1]
 
     class Cache:
         def get_many(self, model: str, hashes: object) -> dict[str, np.ndarray]:
@@ -74,7 +76,7 @@ def test_the_table_keeps_only_the_first_window_of_a_long_chunk(tiny_table: Path)
             return None
 
     index = DenseIndex.build([chunk], embedder, Cache(), max_stripes=1)
-    expected = embedder.embed_documents([text[:end]])[0]
+    expected = embedder.embed_documents([embedded[:end]])[0]
     assert index.complete and index.n_stripes == 1
     assert np.allclose(index.matrix[0], expected, atol=1e-6)
 

@@ -21,6 +21,7 @@ from coderag_tui.core.rank.dense import (
     DenseBuildStats,
     DenseIndex,
     dense_dir,
+    dense_text,
     load_or_build_dense,
     split_stripes,
     stripe_window,
@@ -28,6 +29,7 @@ from coderag_tui.core.rank.dense import (
 from coderag_tui.core.rank.embed import FastembedEmbedder, WindowedEmbedder
 from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
+from tests.fixtures.hashing_embedder import HashingEmbedder
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     tiny_fastembed_embedder,
     tiny_models_dir,
@@ -120,7 +122,7 @@ def test_a_long_chunk_is_embedded_as_stripes_and_scores_as_its_best_stripe(
     assert index.n_chunks == len(chunks) and index.complete
     assert index.n_stripes > len(chunks)  # the long chunks became several stripes each
     tokenizer, window = stripe_window(embedder)
-    long_stripes = split_stripes([chunks[5].text], tokenizer, window).texts
+    long_stripes = split_stripes([dense_text(chunks[5])], tokenizer, window).texts
     assert len(long_stripes) >= 5
     # Nothing is truncated: every stripe fits the window, and together they cover every line.
     assert max(embedder.inner.count_tokens(long_stripes)) <= embedder.window
@@ -137,10 +139,10 @@ def test_search_returns_the_k_best_chunks_best_first(
 ) -> None:
     chunks = _corpus()
     index = DenseIndex.build(chunks, embedder, cache)
-    query = embedder.embed_query("apple banana cherry")
+    query = embedder.embed_query(dense_text(chunks[2]))  # what is embedded: path, then text
     hits = index.search(query, k=3)
     assert len(hits) == 3
-    assert hits[0][0] == 2  # the chunk with exactly the query text
+    assert hits[0][0] == 2  # the chunk embedded as exactly the query text
     assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     assert len(index.search(query, k=100)) == len(chunks)
@@ -165,7 +167,11 @@ def test_a_second_build_embeds_nothing(embedder: CountingEmbedder, cache: Embedd
 def test_identical_stripes_are_embedded_once(
     embedder: CountingEmbedder, cache: EmbeddingCache
 ) -> None:
-    chunks = [_chunk(i, "def parse config file") for i in range(5)]
+    # the same text at five places of one file: one stripe text (its path, then the text)
+    chunks = [
+        Chunk("src/f.py", 1 + 10 * i, 1 + 10 * i, "lines", "python", "def parse config file")
+        for i in range(5)
+    ]
     index = DenseIndex.build(chunks, embedder, cache)
     assert embedder.embedded == 1
     query = embedder.embed_query("apple")
@@ -268,7 +274,7 @@ def test_a_build_from_a_previous_index_copies_unchanged_chunks(
     assert embedder.embedded == 1
     query = embedder.embed_query("parse config total price")
     assert dict(second.search(query, 10))[3] == pytest.approx(
-        float(embedder.inner.embed_documents([edited[3].text])[0] @ query), abs=1e-5
+        float(embedder.inner.embed_documents([dense_text(edited[3])])[0] @ query), abs=1e-5
     )
     empty.close()
 
@@ -340,7 +346,7 @@ def test_a_capped_index_scores_a_chunk_by_its_first_stripe_only(
 ) -> None:
     long = _chunk(0, _long_text(300, seed=3))
     tokenizer, window = stripe_window(embedder)
-    stripes = split_stripes([long.text], tokenizer, window).texts
+    stripes = split_stripes([dense_text(long)], tokenizer, window).texts
     assert len(stripes) >= 3
     # A second chunk holding exactly the long chunk's last window: a query for that text
     # finds both when every stripe is embedded, and only the second when only the first is.
@@ -350,7 +356,8 @@ def test_a_capped_index_scores_a_chunk_by_its_first_stripe_only(
     first = DenseIndex.build(chunks, embedder, cache, max_stripes=1)
     assert first.n_stripes == len(chunks) < every.n_stripes
     assert first.max_stripes == 1 and every.max_stripes == 0
-    assert [c for c, _ in every.search(query, 3)][:2] == [0, 1]  # a tie at 1.0: lower id first
+    # chunk 0's last stripe is the query exactly; chunk 1 holds it after its path line
+    assert [c for c, _ in every.search(query, 3)][:2] == [0, 1]
     assert dict(every.search(query, 3))[0] == pytest.approx(1.0, abs=1e-5)
     ranked = [c for c, _ in first.search(query, 3)]
     assert ranked[0] == 1 and ranked.index(0) > 0
@@ -425,3 +432,17 @@ def test_load_or_build_dense_rebuilds_when_the_stripe_cap_changes(
     finally:
         cache.close()
         store.close()
+
+
+def test_a_chunk_is_embedded_with_its_path_so_a_question_naming_its_module_finds_it(
+    cache: EmbeddingCache,
+) -> None:
+    same = "def handle(request):\n    return process(request)\n"
+    chunks = [
+        Chunk("billing/handlers.py", 1, 2, "lines", "python", same),
+        Chunk("shipping/handlers.py", 1, 2, "lines", "python", same),
+    ]
+    embedder = HashingEmbedder()
+    index = DenseIndex.build(chunks, embedder, cache)
+    assert index.search(embedder.embed_query("how are shipping requests handled"), 2)[0][0] == 1
+    assert index.search(embedder.embed_query("billing request handler"), 2)[0][0] == 0

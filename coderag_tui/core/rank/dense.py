@@ -1,7 +1,8 @@
 """Exact cosine search over chunk embeddings; a chunk is embedded as stripes of the model window.
 
-An embedder sees only its window (all-MiniLM-L6-v2: 256 tokens) while most 50-line chunks
-are longer, so a chunk is cut into overlapping stripes that each fit. `dense_stripes` caps
+A chunk is embedded with its file's path on a first line (`dense_text`). An embedder sees
+only its window (all-MiniLM-L6-v2: 256 tokens) while most 50-line chunks are longer, so a
+chunk is cut into overlapping stripes that each fit. `dense_stripes` caps
 how many are embedded: by default (auto) the first of a line window or ast unit (what a
 plain encode sees; measured better on the dev benchmark than the best of every stripe,
 which favours long chunks) and every stripe of a whole file, which then scores as its best
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 STRIPE_OVERLAP = 32  # tokens shared by neighbouring stripes, so no line is only ever seen cut
 CACHE_SLICE = 2000  # hashes per cache lookup
 TOKENIZE_SLICE = 512  # texts per tokenizer call: bounds what their encodings hold
-_FORMAT = "coderag-dense-1"
+# 2: a chunk is embedded with its file path on a first line (`dense_text`)
+_FORMAT = "coderag-dense-2"
 
 
 class VectorCache(Protocol):
@@ -303,7 +305,7 @@ class DenseIndex:
         """
         started = time.perf_counter()
         tokenizer, window = stripe_window(embedder)
-        chunk_hashes = [text_hash(c.text).encode("ascii") for c in chunks]
+        chunk_hashes = [text_hash(dense_text(c)).encode("ascii") for c in chunks]
         reuse: dict[bytes, tuple[int, int]] = {}
         if (
             previous is not None
@@ -315,7 +317,7 @@ class DenseIndex:
             reuse = previous._rows_by_hash()
         fresh = [i for i, h in enumerate(chunk_hashes) if h not in reuse]
         reused_rows = sum(reuse[h][1] - reuse[h][0] for h in chunk_hashes if h in reuse)
-        fresh_texts = [chunks[i].text for i in fresh]
+        fresh_texts = [dense_text(chunks[i]) for i in fresh]
         if max_stripes == 1 and getattr(embedder, "truncates", False):
             # The embedder keeps the first `window` tokens itself (a static table does it
             # while tokenizing): the whole text is its one stripe, tokenized once, not twice.
@@ -497,6 +499,18 @@ class DenseIndex:
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         order = top[np.lexsort((ids[top], -scores[top]))]  # ties: lower chunk index first
         return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+def dense_text(chunk: Chunk) -> str:
+    """What is embedded for a chunk: its file's path on a first line, then its text.
+
+    A window of code rarely says where it lives, while its path names the module, the
+    package and the feature ("routing/path_router.rs", "middleware/mod.rs") in the words a
+    question uses. Measured with all-MiniLM-L6-v2, first window of `lines:64` chunks: dense
+    NDCG@10 on the plain questions 0.635 -> 0.705, dense MRR on issue text 0.380 -> 0.510
+    (fused: 0.879 -> 0.886 and 0.759 -> 0.752).
+    """
+    return f"{chunk.path}\n{chunk.text}"
 
 
 def _holds_any(cache: VectorCache, model: str) -> bool:
