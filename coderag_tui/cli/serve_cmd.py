@@ -47,6 +47,7 @@ from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    from coderag_tui.core.engine import Engine
     from coderag_tui.core.resident import Resident
 
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the stop flag
@@ -237,11 +238,36 @@ def _request_settings(
     return theirs, ""
 
 
+def _served(
+    resident: Resident,
+    settings: Settings,
+    request: dict[str, Any],
+    facts: dict[str, Any],
+    work: Callable[[Engine], tuple[int, dict[str, Any] | None]],
+) -> dict[str, Any]:
+    """Run `work` (exit code, data for the client) with the resident engine, holding the
+    stages the request asks for, its output captured as the client's terminal shows it; an
+    error is one sentence on the client's stderr, as the command says it."""
+    from coderag_tui.core.index.store import StoreError
+
+    data: dict[str, Any] | None = None
+    with as_client(facts) as (out, err):
+        try:
+            with resident.serving(
+                settings, dense=bool(request.get("dense")), rerank=settings.rerank
+            ) as engine:
+                code, data = work(engine)
+        except (UserError, StoreError) as exc:
+            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
+            code = exc.exit_code if isinstance(exc, UserError) else 2
+    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code, "data": data}
+
+
 def _search(
     resident: Resident, settings: Settings, request: dict[str, Any], facts: dict[str, Any]
 ) -> dict[str, Any]:
+    """Search and print as `coderag search` does; the client writes the output out."""
     from coderag_tui.cli.search_cmd import MODES, answer
-    from coderag_tui.core.index.store import StoreError
 
     mode = request.get("mode")
     args = argparse.Namespace(
@@ -251,19 +277,13 @@ def _search(
         from_location=None,
     )
     query = str(request.get("query", ""))
-    with as_client(facts) as (out, err):
-        try:
-            with resident.serving(
-                settings, dense=bool(request.get("dense")), rerank=settings.rerank
-            ) as engine:
-                code = answer(args, settings, engine, query)
-        except UserError as exc:
-            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
-            code = exc.exit_code
-        except StoreError as exc:
-            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
-            code = 2
-    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code}
+    return _served(
+        resident,
+        settings,
+        request,
+        facts,
+        lambda engine: (answer(args, settings, engine, query), None),
+    )
 
 
 def _prompt(
@@ -271,28 +291,16 @@ def _prompt(
 ) -> dict[str, Any]:
     """Pack the prompt; the asking process copies, saves or prints it (`prompt_cmd.deliver`)."""
     from coderag_tui.cli.prompt_cmd import compose, pack_with
-    from coderag_tui.core.index.store import StoreError
 
     task = str(request.get("task") or "")
     pinned = [str(p) for p in request.get("pin") or []]
     excluded = [str(p) for p in request.get("exclude") or []]
-    with as_client(facts) as (out, err):
-        data: dict[str, Any] | None = None
-        try:
-            with resident.serving(
-                settings, dense=bool(request.get("dense")), rerank=settings.rerank
-            ) as engine:
-                result, notes, dense = pack_with(engine, settings, task, pinned, excluded)
-            composed = compose(result, notes, dense)
-            data = {"text": composed.text, "record": composed.record, "lines": composed.lines}
-            code = 0
-        except UserError as exc:
-            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
-            code = exc.exit_code
-        except StoreError as exc:
-            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
-            code = 2
-    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code, "data": data}
+
+    def work(engine: Engine) -> tuple[int, dict[str, Any] | None]:
+        composed = compose(*pack_with(engine, settings, task, pinned, excluded))
+        return 0, {"text": composed.text, "record": composed.record, "lines": composed.lines}
+
+    return _served(resident, settings, request, facts, work)
 
 
 # command -> what answers it: (resident, settings, request, the client's terminal) -> reply
