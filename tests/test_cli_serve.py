@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -195,3 +196,12 @@ def test_a_prompt_is_packed_by_the_server_and_saved_by_the_asking_process(
     assert main([*ask, "--out", "prompt.md"]) == 0
     capsys.readouterr()
     assert (tmp_path / "prompt.md").read_text(encoding="utf-8") == a["prompt"]
+
+
+def test_the_server_stops_when_its_repository_is_gone(
+    server: Server, tiny_repo: Path, index_dir: Path
+) -> None:
+    shutil.rmtree(tiny_repo)
+    server.wait_for("the repository folder is gone: the server stops.")
+    assert server.proc.wait(timeout=30) == 0
+    assert not socket_path(Settings(repo=tiny_repo, index_dir=index_dir)).exists()

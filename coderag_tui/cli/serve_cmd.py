@@ -177,6 +177,9 @@ def _serve(
                 note = resident.watch_note()
                 if note:
                     say(note)
+                if not resident.settings.repo_root.is_dir():
+                    say("the repository folder is gone: the server stops.")
+                    return
                 continue
             with conn:
                 said = _handle(resident, conn)
