@@ -205,3 +205,16 @@ def test_the_server_stops_when_its_repository_is_gone(
     server.wait_for("the repository folder is gone: the server stops.")
     assert server.proc.wait(timeout=30) == 0
     assert not socket_path(Settings(repo=tiny_repo, index_dir=index_dir)).exists()
+
+
+def test_serve_stop_stops_the_running_server(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str]
+) -> None:
+    assert main(["serve", *common, "--stop"]) == 0
+    _, err = capsys.readouterr()
+    assert "asked to stop" in err
+    server.wait_for("asked to stop (coderag serve --stop): the server stops.")
+    assert server.proc.wait(timeout=30) == 0
+    assert main(["serve", *common, "--stop"]) == 2  # nothing answers any more
+    _, err = capsys.readouterr()
+    assert "no coderag server answers for this index" in err

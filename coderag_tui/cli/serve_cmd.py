@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.engine import Engine
     from coderag_tui.core.resident import Resident
 
+STOP = "stop"  # the command `coderag serve --stop` sends
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the stop flag
 QUERY_SHOWN = 60  # characters of a query in the server's log line
 
@@ -66,6 +67,11 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_repo_args(parser)
+    parser.add_argument(
+        "--stop",
+        action="store_true",
+        help="stop the server that answers for this repository's index, and exit",
+    )
     parser.add_argument(
         "--verbose",
         action="store_true",
@@ -84,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             "server already holds it (set backend = local to serve)."
         )
     path = socket_path(settings)
+    if args.stop:
+        return _stop(settings, path)
     problem = private_folder(path.parent, create=True)
     if problem:
         raise UserError(f"coderag serve needs a private folder for its socket: {problem}.")
@@ -119,6 +127,21 @@ def run(args: argparse.Namespace) -> int:
             "Ctrl-C stops."
         )
         _serve(resident, listener, stop, verbose=args.verbose)
+    return 0
+
+
+def _stop(settings: Settings, path: Any) -> int:
+    """`coderag serve --stop`: ask the server of this index to stop."""
+    from coderag_tui.cli.server import ask
+
+    if not _answers(path):
+        raise UserError(f"no coderag server answers for this index ({path}).")
+    if ask(settings, STOP, {}) is None:
+        raise UserError(
+            "the server did not stop (another coderag version, or it went away): stop it with "
+            "Ctrl-C in its terminal, or kill its process."
+        )
+    say("the server for this index was asked to stop.")
     return 0
 
 
@@ -182,18 +205,23 @@ def _serve(
                     return
                 continue
             with conn:
-                said = _handle(resident, conn)
+                said = _handle(resident, conn, stop)
             if said and verbose:
                 say(said)
     finally:
         shutil.rmtree(cookie_dir(resident.settings), ignore_errors=True)
 
 
-def _handle(resident: Resident, conn: socket.socket) -> str:
+def _handle(resident: Resident, conn: socket.socket, stop: threading.Event) -> str:
     """Answer one request; the line the server's log shows for it ("" for none)."""
     started = time.perf_counter()
     message = read_request(conn)
     if message is None:
+        return ""
+    if message.get("command") == STOP and not compatible(message):
+        send(conn, {"code": 0, "stdout": "", "stderr": ""})
+        stop.set()
+        say("asked to stop (coderag serve --stop): the server stops.")
         return ""
     reason = compatible(message)
     command = message.get("command")
