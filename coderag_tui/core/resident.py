@@ -119,7 +119,6 @@ class Resident:
         self.settings = engine.settings
         self.watch = watch
         self.checks = Checks()
-        self._dense_wanted = dense
         self._dense: Dense | None = engine.dense if dense else None
         self._rerank: Rerank | None = engine.rerank
         self._lock = threading.RLock()
