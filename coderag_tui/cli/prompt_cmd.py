@@ -31,6 +31,7 @@ from coderag_tui.cli.common import (
     valid_text,
 )
 from coderag_tui.cli.render import dense_line, loading_status, say
+from coderag_tui.cli.server import add_no_server_arg, ask_first
 from coderag_tui.core.engine import PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
@@ -97,12 +98,7 @@ def register(subparsers: Any) -> None:
         metavar="PATH:A-B",
         help="never include this chunk (repeatable)",
     )
-    parser.add_argument(
-        "--no-server",
-        dest="no_server",
-        action="store_true",
-        help="pack in this process even when `coderag serve` runs for this repository",
-    )
+    add_no_server_arg(parser, "pack")
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_ranking_args(parser.add_argument_group("ranking (the same options as `coderag search`)"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
@@ -363,15 +359,12 @@ def run(args: argparse.Namespace) -> int:
             say(undecodable)
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit)
-    if not args.from_location and not args.no_server and settings.backend == "local":
-        from coderag_tui.cli.server import ask
-
-        request = {"task": given, "dense": args.dense, "pin": args.pin, "exclude": args.exclude}
-        reply = ask(settings, "prompt", request)
-        if reply is not None:  # a resident server (`coderag serve`) packed it
-            if reply.data is None:
-                return reply.emit()
-            return deliver(args, Composed(**reply.data))
+    request = {"task": given, "dense": args.dense, "pin": args.pin, "exclude": args.exclude}
+    reply = ask_first(args, settings, "prompt", request)
+    if reply is not None:  # a resident server (`coderag serve`) packed it
+        if reply.data is None:
+            return reply.emit()
+        return deliver(args, Composed(**reply.data))
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     task = given if given is not None else query or ""
     with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):

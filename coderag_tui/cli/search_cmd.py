@@ -35,6 +35,7 @@ from coderag_tui.cli.render import (
     timings_table,
     unavailable_lines,
 )
+from coderag_tui.cli.server import add_no_server_arg, ask_first
 from coderag_tui.core.records import RANKING_NAMES, Origin, RankingName, SearchRun
 from coderag_tui.core.visible import one_line, visible
 
@@ -78,12 +79,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     add_location_args(parser)
-    parser.add_argument(
-        "--no-server",
-        dest="no_server",
-        action="store_true",
-        help="search in this process even when `coderag serve` runs for this repository",
-    )
+    add_no_server_arg(parser, "search")
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
     add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
@@ -123,12 +119,9 @@ def run(args: argparse.Namespace) -> int:
         say(undecodable)
 
     want_dense = args.dense and args.mode != "bm25"
-    if origin is None and not args.no_server and settings.backend == "local":
-        from coderag_tui.cli.server import ask
-
-        reply = ask(settings, "search", request(args, query, want_dense))
-        if reply is not None:  # a resident server (`coderag serve`) answered
-            return reply.emit()
+    reply = ask_first(args, settings, "search", request(args, query, want_dense))
+    if reply is not None:  # a resident server (`coderag serve`) answered
+        return reply.emit()
     from coderag_tui.core.engine import Engine
     from coderag_tui.core.index.store import StoreError
 

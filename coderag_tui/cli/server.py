@@ -16,6 +16,7 @@ at the top: `ask` runs at the start of every `coderag search` and `prompt`.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import io
@@ -115,6 +116,26 @@ def terminal() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- the client
+def add_no_server_arg(parser: argparse.ArgumentParser, doing: str) -> None:
+    """`--no-server`: `doing` ("search", "pack") in this process even when a server runs."""
+    parser.add_argument(
+        "--no-server",
+        dest="no_server",
+        action="store_true",
+        help=f"{doing} in this process even when `coderag serve` runs for this repository",
+    )
+
+
+def ask_first(
+    args: argparse.Namespace, settings: Settings, command: str, request: Mapping[str, Any]
+) -> Reply | None:
+    """The server's reply when this run may be served (no --from, no --no-server, a local
+    index) and a server answers; else None, and the command does the work itself."""
+    if args.from_location or args.no_server or settings.backend != "local":
+        return None
+    return ask(settings, command, request)
+
+
 def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply | None:
     """The reply of the server of `settings`' index to `command`, or None when there is no
     server to ask or it declines (the caller then answers by itself)."""

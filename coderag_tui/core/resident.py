@@ -102,7 +102,6 @@ def differs(mine: Settings, theirs: Settings, *, dense: bool = True) -> str:
 class Checks:
     """What the resident did to stay fresh, for its log and for tests."""
 
-    answers: int = 0  # requests served
     trusted: int = 0  # answered with no file checked: the watch vouched for the index
     checked: int = 0  # every file's state checked first (a change, or the watch could not vouch)
     background: int = 0  # checks the background thread made after changes settled
@@ -249,7 +248,6 @@ class Resident:
                 self._rerank = engine.open_reranker(self.settings)
             engine.use(self._rerank if rerank and self._rerank else Rerank(reason=RERANK_OFF))
             yield engine
-            self.checks.answers += 1
             lexical = engine.lexical
             if lexical is not None and lexical.notices:
                 # said once, as a fresh run says them once: later answers stay quiet

@@ -54,7 +54,6 @@ class TreeWatch:
         quiet = [self.root / ".git" / part for part in _GIT_QUIET]
         self._ignore = tuple(str(p) for p in (*quiet, *(Path(p).resolve() for p in ignore)))
         self._changed = False
-        self._events = 0
         self._last_event = time.monotonic()
         self._seen: set[str] = set()
         self._pending: set[str] = set()
@@ -90,17 +89,16 @@ class TreeWatch:
                 self._cond.notify_all()
 
     def _take(self, paths: Iterable[str]) -> None:
-        changed = 0
+        changed = False
         cookies: list[str] = []
         for path in paths:
             if path.startswith(self._cookie_prefix):
                 cookies.append(path[len(self._cookie_prefix) :])
             elif not self._ignored(path):
-                changed += 1
+                changed = True
         with self._cond:
             if changed:
                 self._changed = True
-                self._events += changed
                 self._last_event = time.monotonic()
             self._seen.update(c for c in cookies if c in self._pending)
             self._cond.notify_all()
@@ -113,11 +111,6 @@ class TreeWatch:
     def failure(self) -> str:
         """Why the watch stopped ("" while it runs)."""
         return self._failure if self._stopped else ""
-
-    @property
-    def events(self) -> int:
-        """Relevant events seen so far (a count for reports and tests)."""
-        return self._events
 
     def sync(self, timeout: float = SYNC_TIMEOUT_S) -> bool:
         """Wait until every event of a change made before this call has been seen.
