@@ -272,7 +272,7 @@ def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, O
     if args.query_lines < 1:
         raise UserError(f"--query-lines must be at least 1, not {args.query_lines}.")
     try:
-        return code_query(settings.repo_root, file, int(line), args.query_lines)
+        return code_query(settings, file, int(line), args.query_lines)
     except LocationError as exc:
         raise UserError(str(exc)) from exc
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 import threading
@@ -219,7 +220,9 @@ def run(args: argparse.Namespace) -> int:
                     "evaluate a repository with more history."
                 )
             if args.save_dataset is not None:
-                args.save_dataset.write_text(rows_to_jsonl(rows), encoding="utf-8")
+                _write_text(
+                    args.save_dataset, rows_to_jsonl(rows), "--save-dataset", settings.repo_root
+                )
     except DatasetError as exc:
         raise UserError(str(exc)) from exc
     if args.limit is not None:
@@ -268,13 +271,14 @@ def run(args: argparse.Namespace) -> int:
     except (DatasetError, StoreError) as exc:  # StoreError: an index or the server failed
         raise UserError(str(exc)) from exc
 
+    repo = settings.repo_root
     if args.csv is not None:
-        _write_csv(args.csv, report)
+        _write_text(args.csv, _csv_text(report), "--csv", repo)
     if args.markdown is not None:
-        _write_text(args.markdown, markdown_table(report), "--markdown")
+        _write_text(args.markdown, markdown_table(report), "--markdown", repo)
     if args.json_file is not None:
         text = json.dumps(report.to_json(), indent=2, ensure_ascii=False)
-        _write_text(args.json_file, text, "--json-file")
+        _write_text(args.json_file, text, "--json-file", repo)
     if args.json:
         print_json(report.to_json())
     else:
@@ -583,24 +587,25 @@ def markdown_table(report: EvalReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_text(path: Path, text: str, flag: str) -> None:
+def _write_text(path: Path, text: str, flag: str, repo: Path) -> None:
+    """Write a report whole, never through a symbolic link (a repository may commit one)."""
+    from coderag_tui.core.safe_write import UnsafePath, write_atomically
+
     try:
-        path.write_text(text, encoding="utf-8")
+        write_atomically(path, text, guarded=repo)
+    except UnsafePath as exc:
+        raise UserError(str(exc)) from exc
     except OSError as exc:
         raise UserError(f"cannot write {path} ({exc.strerror}): choose another {flag}.") from exc
 
 
-def _write_csv(path: Path, report: EvalReport) -> None:
+def _csv_text(report: EvalReport) -> str:
     rows = report.csv_rows()
     columns: list[str] = []
     for row in rows:
         columns.extend(c for c in row if c not in columns)
-    try:
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(rows)
-    except OSError as exc:
-        raise UserError(
-            f"cannot write {path} ({exc.strerror}): choose another --csv path."
-        ) from exc
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

@@ -105,13 +105,29 @@ def register(subparsers: Any) -> None:
     add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
 
 
+# A task longer than this on standard input is refused: it is more than any budget holds
+# (about a million tokens), and `coderag prompt - </dev/zero` must not fill the memory.
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+
+
 def _read_stdin() -> str:
     """Standard input as text; bytes that are not UTF-8 come back as lone surrogates (as in
-    argv), for `valid_text` to replace and report, instead of a decoding traceback."""
+    argv), for `valid_text` to replace and report, instead of a decoding traceback. More
+    than MAX_STDIN_BYTES is a UserError."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:
-        return sys.stdin.read()
-    return bytes(buffer.read()).decode("utf-8", "surrogateescape")
+        text = sys.stdin.read(MAX_STDIN_BYTES + 1)
+        too_long = len(text) > MAX_STDIN_BYTES
+    else:
+        data = bytes(buffer.read(MAX_STDIN_BYTES + 1))
+        too_long = len(data) > MAX_STDIN_BYTES
+        text = data.decode("utf-8", "surrogateescape")
+    if too_long:
+        raise UserError(
+            f"the task on standard input is longer than {MAX_STDIN_BYTES // (1024 * 1024)} MiB: "
+            "give the part the model needs."
+        )
+    return text
 
 
 def _task(args: argparse.Namespace) -> str | None:
@@ -150,6 +166,19 @@ def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list
 def _files(found: tuple[tuple[str, int, tuple[str, ...]], ...]) -> tuple[int, str]:
     """How many chunks or blocks, and the files they come from, as a line names them."""
     return sum(n for _, n, _ in found), ", ".join(one_line(path) for path, _, _ in found)
+
+
+def task_secret_line(kinds: Sequence[str], mode: str) -> str:
+    """What the prompt did with suspected secrets in the task itself."""
+    if mode == "allow":
+        return (
+            f"the task holds what looks like a secret ({', '.join(kinds)}), kept as it is "
+            "because secrets is set to allow: check it before you paste it anywhere."
+        )
+    return (
+        f"the task holds what looks like a secret ({', '.join(kinds)}): masked in the prompt "
+        "as <redacted:TYPE>; --allow-secrets keeps it."
+    )
 
 
 def secret_lines(account: SecretAccount) -> list[str]:
@@ -318,6 +347,8 @@ def compose(
     if line is not None and not any(" covers " in note for note in notes):
         notes = (*notes, line)
     lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
+    if result.task_secrets:
+        lines.append(task_secret_line(result.task_secrets, packed.secret_mode))
     controls = control_count(packed.text)
     if controls:
         lines.append(
@@ -327,12 +358,12 @@ def compose(
     return Composed(packed.text, record, lines)
 
 
-def deliver(args: argparse.Namespace, composed: Composed) -> int:
+def deliver(args: argparse.Namespace, composed: Composed, repo: Path) -> int:
     """Copy, save or print the prompt as `args` ask, then say the status lines (in this
     process: the clipboard and the files are the asking terminal's)."""
     copy: CopyResult | None = None
     if args.copy or args.out is not None:
-        copy = copy_text(composed.text, out=args.out, clipboard=args.copy)
+        copy = copy_text(composed.text, out=args.out, clipboard=args.copy, guarded=repo)
     if args.json:
         went = as_json_copy(copy)
         print_json({**composed.record, "copy": went})
@@ -364,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
     if reply is not None:  # a resident server (`coderag serve`) packed it
         if reply.data is None:
             return reply.emit()
-        return deliver(args, Composed(**reply.data))
+        return deliver(args, Composed(**reply.data), settings.repo_root)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     task = given if given is not None else query or ""
     with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):
@@ -380,4 +411,4 @@ def run(args: argparse.Namespace) -> int:
             origin=origin,
             explicit=frozenset(explicit),
         )
-    return deliver(args, compose(result, notes, dense))
+    return deliver(args, compose(result, notes, dense), settings.repo_root)

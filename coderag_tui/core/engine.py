@@ -11,14 +11,12 @@ so the same request gives the same rankings and the same prompt everywhere.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun, SecretFinding
@@ -59,19 +57,17 @@ class PromptError(ValueError):
 # --- what a code-to-code query is ------------------------------------------------------------
 
 
-def code_query(root: Path, file: str, line: int, n_lines: int) -> tuple[str, Origin]:
+def code_query(settings: Settings, file: str, line: int, n_lines: int) -> tuple[str, Origin]:
     """The N lines before LINE of FILE (LINE excluded) as a query, and where they came from.
 
-    Raises LocationError (one sentence) when FILE:LINE cannot give a query.
+    Raises LocationError (one sentence) when FILE:LINE cannot give a query, FILE included
+    when it is not a file of the repository that the index would read.
     """
-    from coderag_tui.core.rank.search import query_from_location
+    from coderag_tui.core.rank.search import location_path, query_from_location
 
-    query = query_from_location(root, file, line, n_lines)
-    path = Path(file)
-    if path.is_absolute():
-        with contextlib.suppress(ValueError):  # outside the repository: matches no chunk
-            path = path.resolve().relative_to(root.resolve())
-    return query, Origin(path.as_posix(), max(1, line - n_lines), line)
+    query = query_from_location(settings, file, line, n_lines)
+    path = location_path(settings.repo_root, file)
+    return query, Origin(path, max(1, line - n_lines), line)
 
 
 # --- the stages, as values ---------------------------------------------------------------------
@@ -193,6 +189,22 @@ class PromptResult:
     packed: PackedPrompt
     counter: TokenCounter
     advice: Advice
+    # Kinds of suspected secret in the task itself (masked unless secrets is "allow").
+    task_secrets: tuple[str, ...] = ()
+
+
+def masked_task(task: str, mode: str) -> tuple[str, tuple[str, ...]]:
+    """The task with each suspected secret masked as `<redacted:KIND>` (as it is when `mode`
+    is "allow"), and the kinds found: a task can be repository text (`--from`) or a paste."""
+    from coderag_tui.core.index.secret_scan import kinds_in, redact_lines, scan_text
+
+    findings = scan_text("task", task)
+    if not findings:
+        return task, ()
+    kinds = kinds_in(findings, 1, task.count("\n") + 1)
+    if mode == "allow":
+        return task, kinds
+    return "\n".join(redact_lines(task.split("\n"), 1, findings)), kinds
 
 
 def prompt_tools(settings: Settings, template: str | None = None) -> tuple[Template, TokenCounter]:
@@ -812,13 +824,14 @@ class Engine:
         store = self._keeper.opened()
         file_text = store.file_text if store is not None else None
         hits = packing_order(run)
+        task, task_secrets = masked_task(request.task, settings.secrets)
         try:
             packed = pack(
                 hits,
                 budget=settings.budget,
                 counter=counter,
                 template=template,
-                task=request.task,
+                task=task,
                 pinned=request.pinned,
                 excluded=request.excluded,
                 trim_last=settings.trim_last,
@@ -828,7 +841,8 @@ class Engine:
             )
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc
-        return PromptResult(run, packed, counter, self.advice(settings, counter))
+        advice = self.advice(settings, counter)
+        return PromptResult(run, packed, counter, advice, task_secrets)
 
     def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:
         """The kinds of suspected secret in each chunk that touches one, by chunk key (for

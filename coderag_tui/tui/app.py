@@ -8,6 +8,7 @@ the old one and indexing never blocks typing; only the handlers below touch app 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -522,6 +523,14 @@ class CoderagApp(App[None]):
         self.session.prompt = message.result
         self.session.pack_error = message.error
         self._refresh_prompt_views()
+        kinds = message.result.task_secrets if message.result is not None else ()
+        if kinds:
+            masked = message.result is not None and message.result.packed.secret_mode != "allow"
+            how = "masked as <redacted:TYPE> in the prompt" if masked else "kept as it is"
+            self.notify(
+                f"The query looks like it holds a secret ({', '.join(kinds)}): {how}.",
+                severity="warning",
+            )
 
     def _refresh_prompt_views(self) -> None:
         from coderag_tui.tui.screens.prompt import PromptScreen
@@ -610,11 +619,13 @@ class CoderagApp(App[None]):
         def save(path: Path | None) -> None:
             packed = self.session.packed
             if path is not None and packed is not None:
-                self._work(workers.save, packed.text, packed.tokens, path)
+                self._work(workers.save, packed.text, packed.tokens, path, self.settings.repo_root)
 
         if self._packed_or_say("save") is not None:
             # Outside the repository: a saved prompt must not become its own top search hit.
-            name = f"{self.settings.repo_root.name or 'repo'}-prompt.md"
+            # The folder's name is someone else's text: only plain file-name characters.
+            stem = re.sub(r"[^\w.-]", "_", self.settings.repo_root.name, flags=re.ASCII)
+            name = f"{stem.lstrip('.') or 'repo'}-prompt.md"
             self.push_screen(SaveScreen(user_data_dir() / "prompts" / name), save)
 
     def on_prompt_exported(self, message: PromptExported) -> None:

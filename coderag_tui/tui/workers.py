@@ -194,7 +194,7 @@ def search(
     if ask.location:
         try:
             path, line = parse_location(ask.text)
-            query, origin = code_query(settings.repo_root, path, line, CODE_QUERY_LINES)
+            query, origin = code_query(settings, path, line, CODE_QUERY_LINES)
         except ValueError as exc:  # LocationError is one: a sentence naming the fix
             post(SearchFailed(serial, str(exc)))
             return
@@ -274,11 +274,12 @@ def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:
     post(PromptExported("Prompt copied", how))
 
 
-def save(text: str, tokens: int, path: Path, post: Post) -> None:
-    """Write the prompt to a file; say where, or why not."""
+def save(text: str, tokens: int, path: Path, repo: Path, post: Post) -> None:
+    """Write the prompt to a file (never through a link in the repository); say where, or
+    why not."""
     from coderag_tui.core.prompt.clipboard import copy_text
 
-    result = copy_text(text, out=path, clipboard=False)
+    result = copy_text(text, out=path, clipboard=False, guarded=repo)
     if result.ok:
         post(PromptExported("Prompt saved", f"Saved {tokens:,} tokens to {path}."))
     else:

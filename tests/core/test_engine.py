@@ -91,7 +91,7 @@ def test_code_mode_leaves_out_the_chunk_the_query_lines_come_from(
     tiny_repo: Path, index_dir: Path
 ) -> None:
     settings = settings_for(tiny_repo, index_dir)
-    query, origin = code_query(settings.repo_root, "shop/cart.py", 20, 6)
+    query, origin = code_query(settings, "shop/cart.py", 20, 6)
     assert origin.path == "shop/cart.py" and origin.end_line == 20
     with Engine.open(settings) as engine:
         plain = engine.search(query, settings)
@@ -102,7 +102,7 @@ def test_code_mode_leaves_out_the_chunk_the_query_lines_come_from(
             for hit in ranking.hits:
                 c = hit.chunk
                 assert not (c.path == "shop/cart.py" and c.start_line <= 20 and c.end_line >= 14)
-    absolute, origin2 = code_query(settings.repo_root, str(tiny_repo / "shop/cart.py"), 20, 6)
+    absolute, origin2 = code_query(settings, str(tiny_repo / "shop/cart.py"), 20, 6)
     assert (absolute, origin2) == (query, origin)
 
 

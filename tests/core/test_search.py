@@ -141,10 +141,12 @@ def test_empty_and_numeric_queries_find_nothing_and_say_so() -> None:
 
 def test_query_from_location_takes_the_lines_before(tiny_repo: Path) -> None:
     lines = (tiny_repo / "shop/cart.py").read_text().splitlines()
-    query = query_from_location(tiny_repo, "shop/cart.py", 30, 3)
+    query = query_from_location(Settings(repo=tiny_repo), "shop/cart.py", 30, 3)
     assert query == "\n".join(lines[26:29])
     assert lines[29] not in query.splitlines()
-    assert query_from_location(tiny_repo, "shop/cart.py", 3, 10) == "\n".join(lines[:2])
+    assert query_from_location(Settings(repo=tiny_repo), "shop/cart.py", 3, 10) == "\n".join(
+        lines[:2]
+    )
 
 
 @pytest.mark.parametrize(
@@ -160,7 +162,7 @@ def test_query_from_location_errors_name_the_fix(
     tiny_repo: Path, file: str, line: int, message: str
 ) -> None:
     with pytest.raises(LocationError, match=message):
-        query_from_location(tiny_repo, file, line, 5)
+        query_from_location(Settings(repo=tiny_repo), file, line, 5)
 
 
 def test_a_status_code_query_finds_the_chunk_that_raises_it() -> None:
@@ -187,4 +189,4 @@ def test_a_fifo_as_the_query_location_is_refused_at_once(tiny_repo: Path) -> Non
 
     os.mkfifo(tiny_repo / "pipe.py")
     with pytest.raises(LocationError, match="not a regular file"):
-        query_from_location(tiny_repo, "pipe.py", 3, 2)
+        query_from_location(Settings(repo=tiny_repo), "pipe.py", 3, 2)

@@ -25,7 +25,7 @@ from coderag_tui.core.hashing import text_hash, utf8_hash
 from coderag_tui.core.index import secret_scan
 from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.store import FileState, Store
-from coderag_tui.core.index.walk import fingerprint, read_source, walk
+from coderag_tui.core.index.walk import fingerprint, read_source, vet, walk
 from coderag_tui.core.records import (
     Chunk,
     ChunkingSpec,
@@ -157,6 +157,28 @@ def index_excludes(settings: Settings) -> list[Path]:
         suffixes = ("-wal", "-shm", "-journal", ".lock", ".sound")
         paths.extend(base.with_name(base.name + s) for s in suffixes)
     return paths
+
+
+def read_indexable(settings: Settings, rel: str) -> str | SkippedFile | None:
+    """The text of one repository file, read as the index reads it, if the walk would index
+    it; else why not (a SkippedFile), or None when there is no such path. `rel` is
+    repository-relative with forward slashes, and never leaves the repository."""
+    vetted = vet(
+        settings.repo_root,
+        rel,
+        max_file_bytes=settings.max_file_bytes,
+        exclude=index_excludes(settings),
+        include_secret_files=settings.include_secret_files,
+    )
+    if not isinstance(vetted, SourceFile):
+        return vetted
+    outcome = read_source(
+        settings.repo_root,
+        vetted,
+        max_line_chars=settings.max_line_chars,
+        max_file_bytes=settings.max_file_bytes,
+    )
+    return outcome if isinstance(outcome, SkippedFile) else outcome[0]
 
 
 @dataclass

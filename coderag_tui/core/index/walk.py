@@ -195,6 +195,86 @@ def walk(
     return WalkResult(files=files, skipped=skipped, is_git=is_git)
 
 
+def vet(
+    root: Path,
+    rel: str,
+    *,
+    max_file_bytes: int = 1 << 20,
+    exclude: Sequence[Path] = (),
+    include_secret_files: bool = False,
+) -> SourceFile | SkippedFile | None:
+    """What `walk` would make of the one repository path `rel` (forward slashes, no `..`):
+    the file to read, or why it is not indexed; None when there is no such path.
+
+    The same rules as the walk, path by path: no folder on the way may be a link (the walk
+    never follows one), a vendored, virtualenv or version-control folder, excluded, or
+    ignored by git (a tracked file counts as git lists it); then the name and stat rules.
+    """
+    root_real = os.path.realpath(root)
+    parts = rel.split("/")
+    if not rel or any(part in ("", ".", "..") for part in parts):
+        return None
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth])
+        try:
+            st = os.lstat(os.path.join(root_real, folder))
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            detail = f"inside {folder}, a link to a folder, which the walk never enters"
+            return SkippedFile(rel, SkipReason.NOT_A_FILE, detail)
+        if os.path.exists(os.path.join(root_real, folder, VIRTUALENV_MARKER)):
+            return SkippedFile(folder, SkipReason.VENDORED, "a virtualenv, not walked")
+    excluded = _excluded_prefixes(root_real, exclude)
+    if excluded and _is_excluded(rel, excluded):
+        return SkippedFile(rel, SkipReason.NOT_A_FILE, "inside the index's own folder")
+    if _git_ignored(root_real, parts):
+        return SkippedFile(rel, SkipReason.NOT_A_FILE, "ignored by .gitignore")
+    collector = _Collector(root_real, max_file_bytes, include_secret_files)
+    collector.add_git_path(rel)
+    if collector.files:
+        return collector.files[0]
+    if collector.skipped or collector.vendored:
+        return collector.finish_skipped()[0]
+    if not os.path.lexists(os.path.join(root_real, rel)):
+        return None
+    return SkippedFile(rel, SkipReason.NOT_A_FILE, "inside a folder coderag never indexes")
+
+
+def _git_ignored(root_real: str, parts: Sequence[str]) -> bool:
+    """Whether the walk would leave the path out as ignored: git's own answer in a work
+    tree (a tracked file is never ignored), else every `.gitignore` from the root down."""
+    rel = "/".join(parts)
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    try:
+        proc = subprocess.run(
+            ["git", "-C", root_real, "check-ignore", "-q", "--", rel],
+            capture_output=True,
+            env=env,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
+        if proc.returncode in (0, 1):
+            return proc.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        pass
+    rules: tuple[_IgnoreRules, ...] = ()
+    for depth in range(len(parts)):
+        base = "".join(part + "/" for part in parts[:depth])
+        ignore_file = os.path.join(root_real, base, ".gitignore")
+        try:
+            regular = stat.S_ISREG(os.lstat(ignore_file).st_mode)  # a FIFO would block a read
+        except OSError:
+            regular = False
+        loaded = _IgnoreRules.load(ignore_file, base) if regular else None
+        if loaded is not None:
+            rules = (*rules, loaded)
+        if depth and _ignored(rules, base.rstrip("/"), True):
+            return True
+    return _ignored(rules, rel, False)
+
+
 # Bump when the rules above change which files are listed or how they are classified: a
 # fingerprint recorded by an older version then no longer matches.
 FINGERPRINT_VERSION = 1

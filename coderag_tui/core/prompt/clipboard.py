@@ -13,17 +13,17 @@ failure here costs the user a paste of the wrong thing.
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import os
 import shutil
-import stat
 import subprocess
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from coderag_tui.core.safe_write import UnsafePath, write_atomically
+from coderag_tui.core.visible import one_line
 
 # pyperclip's copy-function names -> the mechanism a user recognises.
 MECHANISMS = {
@@ -164,32 +164,6 @@ def copy_with_pyperclip(text: str) -> tuple[str | None, str]:
     return mechanism, ""
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` as UTF-8 to `path` whole or not at all: a temporary file in the same
-    folder, renamed over `path` only once every byte is on disk.
-
-    An existing file keeps its permissions, and a symlink keeps pointing where it did (the
-    file it points to is replaced). Raises OSError or UnicodeEncodeError, `path` untouched.
-    """
-    data = text.encode("utf-8")  # before anything is created: a bad character changes nothing
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-
-
 def copy_text(
     text: str,
     *,
@@ -198,8 +172,13 @@ def copy_text(
     clipboard: bool = True,
     env: Mapping[str, str] | None = None,
     use_pyperclip: bool = True,
+    guarded: Path | None = None,
 ) -> CopyResult:
-    """Put `text` on the clipboard (pyperclip, else OSC 52) and/or into `out`; say what happened."""
+    """Put `text` on the clipboard (pyperclip, else OSC 52) and/or into `out`; say what happened.
+
+    `out` is never written through a symbolic link, nor through a linked folder inside
+    `guarded` (the repository): see `core.safe_write`.
+    """
     methods: list[str] = []
     messages: list[str] = []
     failures: list[str] = []
@@ -219,7 +198,10 @@ def copy_text(
             messages.append(f"{why}; {message}" if why else message)
     if out is not None:
         try:
-            write_atomically(out, text)
+            write_atomically(out, text, guarded=guarded)
+        except UnsafePath as exc:
+            failures.append("file")
+            messages.append(one_line(str(exc)).rstrip("."))
         except OSError as exc:
             failures.append("file")
             messages.append(

@@ -10,6 +10,7 @@ Engine, never a Searcher.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -26,7 +27,15 @@ from coderag_tui.core.rank.signals import (
     rescore,
     signals_on,
 )
-from coderag_tui.core.records import Chunk, Hit, Ranking, RankingName, SearchRun, StageTiming
+from coderag_tui.core.records import (
+    Chunk,
+    Hit,
+    Ranking,
+    RankingName,
+    SearchRun,
+    SkippedFile,
+    StageTiming,
+)
 
 if TYPE_CHECKING:
     from coderag_tui.core.rank.definitions import Definitions
@@ -229,23 +238,44 @@ class Searcher:
         return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
 
 
-def query_from_location(root: Path, file: str, line: int, n_lines: int) -> str:
-    """The N lines before LINE of FILE (LINE excluded), as code completion sees the cursor."""
-    path = Path(file)
-    if not path.is_absolute():
-        path = root / path
-    try:
-        if path.exists() and not path.is_file():  # a FIFO would block the read forever
-            raise LocationError(f"{file} is not a regular file: give a source file to query from.")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+def location_path(root: Path, file: str) -> str:
+    """The repository path (forward slashes) that FILE of --from FILE:LINE names: relative
+    to the repository root, or absolute inside it; LocationError when it leads outside."""
+    root_real = os.path.realpath(root)
+    given = Path(file)
+    absolute = os.path.normpath(given if given.is_absolute() else Path(root_real) / given)
+    if not _within(absolute, root_real) and given.is_absolute():
+        # Reached through a link of the user's own outside the repository (~/link/repo/x.py).
+        absolute = os.path.join(os.path.realpath(os.path.dirname(absolute)), given.name)
+    if absolute == root_real or not _within(absolute, root_real):
         raise LocationError(
-            f"{file} does not exist under {root}: give a path in the repository."
-        ) from None
-    except OSError as exc:
+            f"{file} lies outside the repository {root}: --from takes a file of the repository."
+        )
+    return os.path.relpath(absolute, root_real).replace(os.sep, "/")
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def query_from_location(settings: Settings, file: str, line: int, n_lines: int) -> str:
+    """The N lines before LINE of FILE (LINE excluded), as code completion sees the cursor.
+
+    FILE must be a file the index would read (inside the repository, reached through no
+    link, not ignored, not a key file, not binary): a repository's link to
+    `/proc/self/environ` or `~/.ssh/id_rsa` never becomes a query.
+    """
+    from coderag_tui.core.index.indexer import read_indexable
+
+    root = settings.repo_root
+    text = read_indexable(settings, location_path(root, file))
+    if text is None:
+        raise LocationError(f"{file} does not exist under {root}: give a path in the repository.")
+    if isinstance(text, SkippedFile):
+        why = f"{text.reason.value}: {text.detail}" if text.detail else text.reason.value
         raise LocationError(
-            f"cannot read {file} ({exc.strerror}): give a readable text file."
-        ) from exc
+            f"{file} is not a file coderag indexes ({why}): give a source file of the repository."
+        )
     lines = text.splitlines()
     if n_lines < 1:
         raise LocationError(f"--query-lines must be at least 1, not {n_lines}.")
