@@ -97,8 +97,10 @@ class SettingsWarning(UserWarning):
     """A setting was ignored (an unknown key); the message names the source and a close key."""
 
 
-# What a repository's own .coderag.toml may do with a key (see `_from_repo_file`).
-RepoFilePolicy = Literal["free", "refused", "inside"]
+# What a repository's own .coderag.toml may do with a key (see `_from_repo_file`): set it,
+# not at all, only to a path inside the repository, or only lower than it would be otherwise
+# (a resource limit: a repository may ask for less memory and time, never more).
+RepoFilePolicy = Literal["free", "refused", "inside", "lower"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,7 @@ _SECRETS_REFUSED = "a repository's own config may not decide that its secrets go
 _SERVER_REFUSED = (
     "it decides where the repository's code and your queries are sent, which is your choice"
 )
+_SHARED_REFUSED = "it names a collection on a server, shared state that only you may choose"
 
 
 @dataclass(frozen=True)
@@ -161,13 +164,18 @@ class Settings:
     max_file_bytes: int = field(
         default=1024 * 1024,
         metadata=_about(
-            "Files larger than this many bytes are skipped.", ge=1, shown_default="1048576 = 1 MiB"
+            "Files larger than this many bytes are skipped.",
+            ge=1,
+            shown_default="1048576 = 1 MiB",
+            repo_file="lower",
         ),
     )
     max_line_chars: int = field(
         default=1000,
         metadata=_about(
-            "A file whose longest line is longer than this counts as minified and is skipped.", ge=1
+            "A file whose longest line is longer than this counts as minified and is skipped.",
+            ge=1,
+            repo_file="lower",
         ),
     )
     include_secret_files: bool = field(
@@ -185,7 +193,9 @@ class Settings:
         default="local",
         metadata=_about(
             "Where searches rank: this machine's index (local) or a Qdrant collection that "
-            "`coderag index --backend qdrant` pushes to (qdrant)."
+            "`coderag index --backend qdrant` pushes to (qdrant).",
+            repo_file="refused",
+            why_refused=_SERVER_REFUSED,
         ),
     )
     backend_url: str = field(
@@ -208,6 +218,8 @@ class Settings:
             shown_default="empty",
             limits="letters, digits, '-', '_' or '.', at most 200",
             pattern=r"[A-Za-z0-9_.-]{0,200}",
+            repo_file="refused",
+            why_refused=_SHARED_REFUSED,
         ),
     )
 
@@ -270,7 +282,9 @@ class Settings:
     )
     embed_batch_size: int = field(
         default=8,
-        metadata=_about("Stripes per embedding batch; 8 beat 16 and 32 on 2 cores.", ge=1),
+        metadata=_about(
+            "Stripes per embedding batch; 8 beat 16 and 32 on 2 cores.", ge=1, repo_file="lower"
+        ),
     )
     # Measured on the 22-instance dev benchmark, see `stripe_cap`.
     dense_stripes: int = field(
@@ -763,54 +777,94 @@ class _Source:
         return SettingsError(f"{self.label}: {name} {reason}.")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+# A config file larger than this is not read: settings take a few hundred bytes, and a
+# repository's file is someone else's (a sparse 3 GB file must not cost minutes).
+MAX_CONFIG_BYTES = 256 * 1024
+# Unknown keys of one file named one by one; the rest are counted in one line.
+UNKNOWN_NAMED = 5
+
+
+def _read_toml(path: Path, *, inside: Path | None = None) -> dict[str, Any]:
+    """The settings table of a TOML file ({} when there is none). With `inside`, a file that
+    is a link leading out of that folder is not read (a repository's file is its own text)."""
     try:
         if not path.is_file():
             return {}
+        if inside is not None and path.is_symlink():
+            root = inside.resolve()
+            if not _inside(path.resolve(), root):
+                raise SettingsError(
+                    f"{path}: a link out of the repository, so it was not read; "
+                    "remove the link to use the repository's settings."
+                )
     except OSError as exc:  # a folder on the way that this user may not enter
         raise SettingsError(f"{path}: cannot be read ({exc.strerror}); fix or remove it.") from exc
     try:
         with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path}: not valid TOML ({exc}); fix or remove the file.") from exc
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise SettingsError(
+                f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, so it was not read; "
+                "a settings file needs a few lines."
+            )
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise SettingsError(f"{path}: not valid TOML ({why}); fix or remove the file.") from exc
     except OSError as exc:
         raise SettingsError(f"{path}: cannot be read ({exc.strerror}); fix or remove it.") from exc
     section = data.get("coderag", data)
     return dict(section) if isinstance(section, dict) else {}
 
 
-def _file_items(path: Path, source: _Source, notes: list[str]) -> Iterator[tuple[str, Any]]:
-    """The known settings of a TOML file (dashes read as underscores); unknown keys noted."""
-    for key, value in _read_toml(path).items():
+def _file_items(
+    path: Path, source: _Source, notes: list[str], *, inside: Path | None = None
+) -> Iterator[tuple[str, Any]]:
+    """The known settings of a TOML file (dashes read as underscores); unknown keys noted,
+    the first few by name and the rest counted."""
+    unknown = 0
+    for key, value in _read_toml(path, inside=inside).items():
         name = key.replace("-", "_")
         if name in SCHEMA:
             yield name, value
-        else:
+            continue
+        unknown += 1
+        if unknown <= UNKNOWN_NAMED:
             notes.append(
                 f"{source.label}: unknown setting {_shown(key)}{_did_you_mean(name)}; ignored."
             )
+    if unknown > UNKNOWN_NAMED:
+        more = unknown - UNKNOWN_NAMED
+        notes.append(f"{source.label}: {more:,} more unknown settings; ignored.")
 
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _from_repo_file(
-    info: SettingInfo, value: Any, repo: Path, source: _Source, user_file: Path
-) -> Any:
-    """A value from the repository's own .coderag.toml, or SettingsError if it may not set it.
+class _Ignored(Exception):
+    """A repository's own .coderag.toml set a key it may not set (said in one warning)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _from_repo_file(info: SettingInfo, value: Any, repo: Path, current: Any) -> Any:
+    """A value from the repository's own .coderag.toml, or _Ignored when it may not set it.
 
     Paths a repository names are read inside it: a relative one is taken from the repository
-    root (not the current folder), and one that leads outside it is refused.
+    root (not the current folder), and one that leads outside it is ignored. A resource
+    limit may be lowered below `current` (what applies without the repository's file), never
+    raised.
     """
     policy = info.meta.repo_file
-    elsewhere = f"set it in {user_file}, {info.env_var} or {info.flag} instead"
     if policy == "refused":
-        raise SettingsError(
-            f"{source.label}: {info.name} cannot be set by the repository's own {REPO_FILE} "
-            f"because {info.meta.why_refused}; {elsewhere}."
-        )
+        raise _Ignored(info.meta.why_refused)
+    if policy == "lower":
+        if isinstance(value, int) and not isinstance(value, bool) and value > current:
+            raise _Ignored(f"it may lower this limit ({_shown(current)}) but not raise it")
+        return value
     if policy == "free" or not isinstance(value, str) or not value.strip():
         return value
     if value.strip().lower() in info.meta.names:
@@ -828,18 +882,22 @@ def _from_repo_file(
     if not path_like:
         # A hub name (org/model), unless it names a folder outside the repository here.
         if raw.exists() and not _inside(raw.resolve(), root):
-            raise SettingsError(
-                f"{source.label}: {info.name} {_shown(value)} is a folder outside the "
-                f"repository, which the repository's own {REPO_FILE} may not name; {elsewhere}."
-            )
+            raise _Ignored("it names a folder outside the repository")
         return value
     resolved = in_repo.resolve()
     if not _inside(resolved, root):
-        raise SettingsError(
-            f"{source.label}: {info.name} {_shown(value)} lies outside the repository, which "
-            f"the repository's own {REPO_FILE} may not name; {elsewhere}."
-        )
+        raise _Ignored("it names a path outside the repository")
     return str(resolved)
+
+
+def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> str:
+    """One warning for every key a repository's own file may not set."""
+    keys = ", ".join(f"{name} ({why})" for name, why in ignored.items())
+    them = "them" if len(ignored) > 1 else "it"
+    return (
+        f"{label}: ignored {keys}; a repository's own {REPO_FILE} may not set {them}: set "
+        f"{them} in {user_file}, the environment or a flag if you mean it."
+    )
 
 
 def read_settings(
@@ -883,8 +941,19 @@ def read_settings(
 
     repo_file = repo / REPO_FILE
     repo_source = _Source(str(repo_file))
-    for name, value in list(_file_items(repo_file, repo_source, notes)):
-        put(name, _from_repo_file(SCHEMA[name], value, repo, repo_source, user_file), repo_source)
+    ignored: dict[str, str] = {}
+    for name, value in list(_file_items(repo_file, repo_source, notes, inside=repo)):
+        info = SCHEMA[name]
+        try:
+            current = values.get(name, info.default)
+            checked = info.check(value) if info.meta.repo_file == "lower" else value
+            put(name, _from_repo_file(info, checked, repo, current), repo_source)
+        except _Ignored as exc:
+            ignored[name] = exc.why
+        except _Invalid as exc:
+            raise repo_source.error(name, exc.reason) from None
+    if ignored:
+        notes.append(_ignored_note(repo_source.label, ignored, user_file))
 
     for var in sorted(k for k in env if k.startswith(ENV_PREFIX)):
         name = var[len(ENV_PREFIX) :].lower()

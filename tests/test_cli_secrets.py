@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
-from coderag_tui.settings import SettingsError, read_settings
+from coderag_tui.settings import read_settings
 from tests.fixtures.secrets_repo import (
     AWS_KEY_ID,
     GITHUB_TOKEN,
@@ -144,13 +144,16 @@ def test_a_repository_config_cannot_switch_it_off(
 ) -> None:
     (repo / ".coderag.toml").write_text(line + "\n")
     code, out, err = prompt(capsys, repo, index_dir)
-    assert code == 2 and out == ""
+    # The refused key is ignored with one warning naming it, and the prompt still holds back.
+    assert code == 0 and out
     assert (
-        f"{key} cannot be set by the repository's own .coderag.toml because a "
-        "repository's own config may not decide that its secrets go into prompts" in err
+        f"ignored {key} (a repository's own config may not decide that its secrets go into "
+        "prompts)" in err
     )
-    with pytest.raises(SettingsError):
-        read_settings({"repo": repo}, environ={})
+    assert "held back" in err
+    loaded = read_settings({"repo": repo}, environ={})
+    assert (loaded.settings.secrets, loaded.settings.include_secret_files) == ("hold", False)
+    assert any(key in warning for warning in loaded.warnings)
 
 
 def test_the_user_may_choose_through_the_environment(tmp_path: Path) -> None:

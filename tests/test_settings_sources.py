@@ -11,6 +11,7 @@ import pytest
 from coderag_tui.cli import main
 from coderag_tui.settings import (
     DENSE_STRIPES_AUTO,
+    SCHEMA,
     Settings,
     SettingsError,
     SettingsWarning,
@@ -244,11 +245,14 @@ def test_the_repository_file_may_not_set_paths_or_downloads(
     repo_file = tiny_repo / ".coderag.toml"
     repo_file.write_text(f"budget = 4000\n{line}\n")
     code, err = _cli(capsys, tiny_repo, index_dir)
-    assert code == 2
-    assert err.startswith(
-        f"coderag: {repo_file}: {key} cannot be set by the repository's own .coderag.toml"
-    )
-    assert f"CODERAG_{key.upper()}" in err and err.count("\n") == 1
+    # Someone else's file cannot stop the user: the key is ignored with one warning line.
+    assert code == 0
+    (warning,) = [w for w in err.splitlines() if "ignored" in w]
+    assert warning.startswith(f"coderag: {repo_file}: ignored {key} (")
+    assert "may not set it" in warning
+    loaded = read_settings({"repo": tiny_repo}, environ={}, config_file=tiny_repo / "none")
+    assert loaded.settings.budget == 4000
+    assert getattr(loaded.settings, key) == getattr(Settings(repo=tiny_repo), key)
 
 
 def test_the_user_file_the_environment_and_flags_may_set_paths(
@@ -268,7 +272,7 @@ def test_the_user_file_the_environment_and_flags_may_set_paths(
     assert flagged.index_dir == tmp_path / "c"
 
 
-def test_a_template_or_model_outside_the_repository_is_refused(tmp_path: Path) -> None:
+def test_a_template_or_model_outside_the_repository_is_ignored(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "prompts").mkdir(parents=True)
     (repo / "prompts" / "mine.tmpl").write_text("{context}\n{task}\n")
@@ -286,8 +290,11 @@ def test_a_template_or_model_outside_the_repository_is_refused(tmp_path: Path) -
         f'embed_model = "{tmp_path / "model"}"',
         'rerank_model = "../model"',
     ):
-        with pytest.raises(SettingsError, match="lies outside the repository"):
-            load(text)
+        (repo / ".coderag.toml").write_text(text)
+        loaded = read_settings({"repo": repo}, environ={}, config_file=none)
+        name = text.split(" = ")[0]
+        assert getattr(loaded.settings, name) == SCHEMA[name].default, text
+        assert any(f"ignored {name} (it names a" in w and "outside" in w for w in loaded.warnings)
     # Inside the repository, a relative path is read from the repository root.
     inside = load('template = "prompts/mine.tmpl"')
     assert inside.template == str((repo / "prompts" / "mine.tmpl").resolve())
@@ -296,14 +303,15 @@ def test_a_template_or_model_outside_the_repository_is_refused(tmp_path: Path) -
     assert (named.template, named.embed_model) == ("xml", "BAAI/bge-small-en-v1.5")
 
 
-def test_a_symlink_inside_the_repository_that_leads_outside_is_refused(tmp_path: Path) -> None:
+def test_a_symlink_inside_the_repository_that_leads_outside_is_ignored(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     (tmp_path / "secret.tmpl").write_text("{task}\n")
     (repo / "link.tmpl").symlink_to(tmp_path / "secret.tmpl")
     (repo / ".coderag.toml").write_text('template = "link.tmpl"\n')
-    with pytest.raises(SettingsError, match=r"template 'link\.tmpl' lies outside the repository"):
-        read_settings({"repo": repo}, environ={}, config_file=tmp_path / "none.toml")
+    loaded = read_settings({"repo": repo}, environ={}, config_file=tmp_path / "none.toml")
+    assert loaded.settings.template == "markdown"
+    assert any("ignored template (it names a path outside" in w for w in loaded.warnings)
 
 
 # ----------------------------------------------------------------------------- values

@@ -230,10 +230,11 @@ def test_backend_settings_come_from_flags_files_and_the_environment(tmp_path: Pa
     env = {"CODERAG_BACKEND_COLLECTION": "team-index"}
     loaded = read_settings({"repo": tmp_path}, environ=env, config_file=user)
     assert loaded.settings.backend_collection == "team-index"
-    # A repository may choose the backend, not where its code and your queries are sent.
+    # A repository may choose neither the backend nor where its code and your queries go.
     (tmp_path / ".coderag.toml").write_text('backend_url = "http://attacker.example"\n')
-    with pytest.raises(SettingsError, match="backend_url cannot be set by the repository's own"):
-        read_settings({"repo": tmp_path}, environ={}, config_file=tmp_path / "none.toml")
+    loaded = read_settings({"repo": tmp_path}, environ={}, config_file=tmp_path / "none.toml")
+    assert loaded.settings.backend_url == ""
+    assert any("ignored backend_url" in w for w in loaded.warnings)
     with pytest.raises(SettingsError, match="backend_collection must be letters, digits"):
         Settings(repo=tmp_path, backend_collection="a/b")
     with pytest.raises(SettingsError, match=r"--url: must be an http:// or https:// URL"):

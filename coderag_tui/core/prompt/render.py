@@ -173,6 +173,11 @@ def parse_template_file(text: str, *, name: str) -> Template:
     )
 
 
+# A template file larger than this is refused unread: a template is a page of text, and a
+# repository may name one of its own files (a sparse 3 GB file must not be read whole).
+MAX_TEMPLATE_BYTES = 256 * 1024
+
+
 def load_template(name_or_path: str, *, context_first: bool = True) -> Template:
     """`markdown`, `xml`, or the path of a user template file (see the module docstring)."""
     key = name_or_path.strip().lower()
@@ -187,7 +192,14 @@ def load_template(name_or_path: str, *, context_first: bool = True) -> Template:
             "pass one of those."
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_TEMPLATE_BYTES + 1)
+        if len(data) > MAX_TEMPLATE_BYTES:
+            raise TemplateError(
+                f"the template file {path} is larger than {MAX_TEMPLATE_BYTES // 1024} KiB: a "
+                "template is a page of text with placeholders; pass a smaller file."
+            )
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TemplateError(
             f"cannot read the template file {path} ({exc}): pass a UTF-8 text file."

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from coderag_tui.core.hashing import text_hash
+from coderag_tui.core.index.identity import repository_identity
 from coderag_tui.core.index.store import StoreError
 from coderag_tui.core.rank.dense import DenseBuildStats, DenseIndex
 from coderag_tui.core.rank.lexical import BM25Options, chunk_tokens
@@ -259,6 +260,7 @@ class Marker:
     chunks: int = 0
     dense_points: int = 0
     complete: bool = False
+    origin: str = ""  # the repository that made it (`repository_identity`; "": not recorded)
 
     @property
     def options(self) -> BM25Options:
@@ -283,6 +285,7 @@ class Marker:
             "chunks": self.chunks,
             "dense_points": self.dense_points,
             "state": "complete" if self.complete else "pushing",
+            "origin": self.origin,
         }
 
     @classmethod
@@ -298,6 +301,7 @@ class Marker:
             chunks=int(payload.get("chunks") or 0),
             dense_points=int(payload.get("dense_points") or 0),
             complete=payload.get("state") == "complete",
+            origin=str(payload.get("origin") or ""),
         )
 
 
@@ -489,13 +493,39 @@ class _Plan:
     notes: list[str] = field(default_factory=list)
 
 
+def check_origin(server: Server, old: Marker | None, settings: Settings, origin: str) -> None:
+    """BackendError unless this repository may write the collection: one it made, or a new
+    one. A collection from before origins were recorded is taken over only under the name
+    derived from this repository's own path."""
+    if old is None or old.origin == origin:
+        return
+    if old.origin:
+        raise BackendError(
+            f"{server.named} was made from another repository, and coderag never writes one "
+            "repository's chunks over another's: name another collection with --collection, "
+            "or delete that one if it is yours to delete."
+        )
+    if server.collection != collection_name(settings.with_(backend_collection="")):
+        raise BackendError(
+            f"{server.named} does not say which repository made it (an older coderag made it), "
+            "so coderag will not write this repository over it: name another collection with "
+            "--collection, or delete that one if it is yours to delete."
+        )
+
+
 def _plan(
-    server: Server, old: Marker | None, settings: Settings, avg_len: float, model: str, dim: int
+    server: Server,
+    old: Marker | None,
+    settings: Settings,
+    avg_len: float,
+    model: str,
+    dim: int,
+    origin: str,
 ) -> _Plan:
     options = BM25Options(settings.split_identifiers, settings.path_in_text)
     tokenizer = _tokenizer(options)
     key = settings.chunking_spec.key
-    fresh = Marker(key, tokenizer, model, dim, avg_len)
+    fresh = Marker(key, tokenizer, model, dim, avg_len, origin=origin)
     if old is None:
         return _Plan(fresh, recreate=True)
     why = ""
@@ -509,14 +539,16 @@ def _plan(
     if why:
         note = f"{server.named} was made anew: {why}."
         return _Plan(fresh, recreate=True, notes=[note])
-    kept = Marker(key, tokenizer, old.model, old.dim, old.avg_len)
+    kept = Marker(key, tokenizer, old.model, old.dim, old.avg_len, origin=origin)
     if abs(avg_len / old.avg_len - 1.0) > AVG_DRIFT:
         note = (
             f"the average chunk length moved from {old.avg_len:.1f} to {avg_len:.1f} words: "
             "every point's BM25 weights were written again."
         )
         return _Plan(
-            Marker(key, tokenizer, old.model, old.dim, avg_len), rewrite=True, notes=[note]
+            Marker(key, tokenizer, old.model, old.dim, avg_len, origin=origin),
+            rewrite=True,
+            notes=[note],
         )
     return _Plan(kept)
 
@@ -545,8 +577,11 @@ def push(
     rows = _rows_by_chunk(dense)
     model = dense.model if dense is not None and rows else ""
     dim = dense.dim if dense is not None and rows else 0
+    origin = repository_identity(settings.repo_root)
     with _answering(server):
-        plan = _plan(server, read_marker(server), settings, avg_len, model, dim)
+        old = read_marker(server)
+        check_origin(server, old, settings, origin)  # before anything is written or deleted
+        plan = _plan(server, old, settings, avg_len, model, dim, origin)
         if plan.recreate:
             if server.client.collection_exists(server.collection):
                 server.client.delete_collection(server.collection)
@@ -653,6 +688,7 @@ def push(
                     len(ids),
                     dense_points,
                     complete=True,
+                    origin=marker.origin,
                 ),
             )
     return PushReport(
