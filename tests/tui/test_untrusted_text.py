@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.content import Content
+from textual.widgets import Input
 from textual.strip import Strip
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.widgets.preview import ChunkPreview
+from tests.fixtures.tiny_repo import make_tiny_repo
 from tests.tui.conftest import SIZE, AppFactory, Recorder, column, search, settle
 
 PAYLOAD = "# retry payment \x1b]52;c;ZXZpbA==\x07 \x1b[2J \x1b]0;pwned\x07 [b]bold[/b] [/]\n"
@@ -62,3 +65,27 @@ async def test_brackets_and_escapes_are_shown_not_obeyed(
         notes = recorder.notifications()
         assert any("[/]:x" in note and "FILE:LINE" in note for note in notes), notes
         assert app.is_running
+
+
+async def test_a_hostile_folder_name_reaches_no_terminal_raw(
+    tmp_path: Path, index_dir: Path, build_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The folder's name sets the terminal title and writes the clipboard when sent raw.
+    name = "pkg\x1b]0;PWNED\x07\x1b]52;c;ZXZpbA==\x07[b]x"
+    repo = make_tiny_repo(tmp_path / name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    settings = Settings(
+        repo=repo, index_dir=index_dir, embed_backend="none", theme_dir=tmp_path / "themes"
+    )
+    app = build_app(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "charge card")
+        shown = screen_text(app)
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert "pkg\\x1b]0;PWNED\\x07" in shown
+        assert "[b]x" in shown  # not markup either
+        # The suggested save path is a plain file name, whatever the folder is called.
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        proposed = app.screen.query_one("#save-path", Input).value
+        assert Path(proposed).name == "pkg__0_PWNED___52_c_ZXZpbA____b_x-prompt.md"

@@ -309,7 +309,7 @@ class MainScreen(Screen[None]):
             details.append(f"{len(session.pinned)} pinned")
         if session.excluded:
             details.append(f"{len(session.excluded)} excluded")
-        details.append(session.template_name)
+        details.append(one_line(session.template_name))  # a path a config file may name
         line.update(
             Content.assemble(
                 ("Prompt ", "bold"),

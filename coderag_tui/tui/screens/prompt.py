@@ -111,7 +111,7 @@ class PromptScreen(Screen[None]):
                 meter(fraction, 20),
                 f" {fraction:.0%}",
                 (
-                    f"  ·  {counting}  ·  template {session.template_name}  ·  "
+                    f"  ·  {counting}  ·  template {one_line(session.template_name)}  ·  "
                     f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped",
                     "$text-muted",
                 ),

@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from coderag_tui.core.records import SearchRun, StageTiming
+from coderag_tui.core.visible import one_line
 from coderag_tui.tui.widgets.status import chunking_label
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class LatencyPanel(Vertical):
         self._show_dense("full model", ms, note)
 
     def _show_dense(self, label: str, ms: float | None, note: str) -> None:
+        note = one_line(note)  # it names a model, which a config file may name
         self._dense_rows[label] = f"{format_ms(ms)} ({note})" if ms is not None else note
         self._show_stats()
 
@@ -167,5 +169,5 @@ class LatencyPanel(Vertical):
         if tuple(notes) == self._notes:
             return  # the same notes as the last search: nothing to lay out again
         self._notes = tuple(notes)
-        text = "\n".join(f"• {note}" for note in notes)
+        text = "\n".join(f"• {one_line(note)}" for note in notes)
         self.query_one("#search-notes", Static).update(Content.styled(text, "$text-muted"))

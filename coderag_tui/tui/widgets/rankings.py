@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from coderag_tui.core.records import RANKING_NAMES, Ranking, RankingName, SearchRun
-from coderag_tui.core.visible import one_line
+from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
 
 TITLES: dict[RankingName, str] = {
@@ -99,7 +99,7 @@ class RankingColumn(Vertical):
         name = TITLES[self.method]
         title = self._fitting(*(f"{name} · {label}" for label in self._stage_labels), name)
         if str(self.border_title) != title:
-            self.border_title = Content(title)  # model names are plain text
+            self.border_title = Content(one_line(title))  # model names are plain text
 
     def set_refreshing(self, refreshing: bool) -> None:
         """Keep the rows on screen, marked, while a new ranking is on its way."""
@@ -113,7 +113,7 @@ class RankingColumn(Vertical):
         both = " · ".join(p for p in (detail, count) if p)
         subtitle = self._fitting(both, detail) if detail else both
         if str(self.border_subtitle) != subtitle:
-            self.border_subtitle = Content(subtitle)
+            self.border_subtitle = Content(one_line(subtitle))
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="unavailable")
@@ -190,7 +190,7 @@ class RankingColumn(Vertical):
     def _set_note(self, text: str, *, off: bool) -> None:
         note = self.query_one(".unavailable", Static)
         if str(note.render()) != text:
-            note.update(Content(text))  # reasons name paths and extras: plain text
+            note.update(Content(visible(text)))  # reasons name paths and extras: plain text
         if note.display != bool(text):
             note.display = bool(text)
         if self.has_class("off") != off:

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Label, ProgressBar, Static
 
 from coderag_tui.core.records import ChunkingSpec
+from coderag_tui.core.visible import one_line
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def top_bar_content(state: IndexState, *, compact: bool = False) -> Content:
     parts: list[Content] = [
         Content.styled(" coderag ", "bold reverse $primary"),
         Content(" "),
-        Content.styled(state.repo, "bold"),
+        Content.styled(one_line(state.repo), "bold"),  # a folder's name is someone else's text
     ]
     if state.files is not None and not compact:
         parts.append(Content(f" · {state.files:,} files"))
@@ -75,7 +76,7 @@ def top_bar_content(state: IndexState, *, compact: bool = False) -> Content:
     dense = f" dense {state.dense}"
     detail = state.dense_detail.rsplit(" · ", 1)[-1] if compact else state.dense_detail
     if detail:  # compact: the model's progress, not what the first pass is
-        dense += f" ({detail})"
+        dense += f" ({one_line(detail)})"  # a model's name can come from a config file
     parts.append(Content(dense))
     return Content("").join(parts)
 
