@@ -514,7 +514,10 @@ class Settings:
         base = self.index_dir if self.index_dir is not None else user_cache_dir() / "index"
         root = str(self.repo_root)
         digest = hashlib.sha1(root.encode()).hexdigest()[:12]
-        return base / f"{self.repo_root.name or 'root'}-{digest}.sqlite"
+        # The folder's name only makes the file easy to tell apart: plain characters, short
+        # (a 250-character name must not make the file name too long for the file system).
+        stem = re.sub(r"[^\w.-]", "_", self.repo_root.name, flags=re.ASCII)[:48].lstrip(".")
+        return base / f"{stem or 'root'}-{digest}.sqlite"
 
     @property
     def server_path(self) -> Path:

@@ -367,3 +367,24 @@ def test_stdin_text_reads_fine_under_the_bound(
 
     monkeypatch.setattr(sys, "stdin", _Stdin())
     assert prompt_cmd._read_stdin() == "why does refund fail? ✓"
+
+
+def test_an_index_inside_the_repository_is_never_written_through_its_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_tiny_repo(tmp_path / "shop")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".index").symlink_to(elsewhere)
+    code, _, err = _cli(capsys, "index", str(repo), "--index-dir", str(repo / ".index"))
+    assert code == 2
+    _one_sentence(err, "never writes through a link")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_very_long_folder_name_still_gets_an_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_tiny_repo(tmp_path / ("r" * 250))
+    code, _, err = _cli(capsys, "index", str(repo), "--index-dir", str(tmp_path / "ix"))
+    assert code == 0, err

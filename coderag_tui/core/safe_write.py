@@ -78,6 +78,24 @@ def _open_folder(folder: str, guarded: str | None, shown: Path) -> int:
         raise
 
 
+def first_link(path: Path, guarded: Path) -> Path | None:
+    """The first part of `path` at or below the folder `guarded` that is a symbolic link
+    (`path` itself included), or None: a place inside a repository to refuse to write."""
+    root = os.path.realpath(guarded)
+    absolute = os.path.abspath(path)
+    if not _inside(absolute, root):
+        return None
+    here = root
+    for part in Path(os.path.relpath(absolute, root)).parts:
+        here = os.path.join(here, part)
+        try:
+            if stat.S_ISLNK(os.lstat(here).st_mode):
+                return Path(here)
+        except OSError:
+            return None
+    return None
+
+
 def write_atomically(path: Path, text: str, *, guarded: Path | None = None) -> None:
     """Write `text` as UTF-8 to `path` whole or not at all, never through a symbolic link.
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from textual.content import Content
-from textual.widgets import Input
 from textual.strip import Strip
+from textual.widgets import Input
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.app import CoderagApp

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.index.store import IndexDamaged, IndexNotWritable, Store
+from coderag_tui.core.index.store import IndexDamaged, IndexNotWritable, Store, StoreError
+from coderag_tui.core.safe_write import first_link
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
@@ -64,6 +65,7 @@ class IndexKeeper:
         so searches answer from what it holds; `build` then says it was not updated.
         """
         path = settings.index_path
+        _refuse_linked_place(settings)
         with self._lock:
             if self._store is None or self._store.path != path:
                 if self._store is not None:
@@ -169,6 +171,7 @@ class IndexKeeper:
         from coderag_tui.core.index.indexer import IndexProgress
 
         path = settings.index_path
+        _refuse_linked_place(settings)
         lock = FileLock(str(path) + ".lock")
         usable, held = True, False
         try:
@@ -242,3 +245,15 @@ class IndexKeeper:
             if self._store is not None:
                 self._store.close()
                 self._store = self._checked = self._stale = None
+
+
+def _refuse_linked_place(settings: Settings) -> None:
+    """StoreError when the index would lie inside the repository behind a link it committed."""
+    path = settings.index_path
+    link = first_link(path, settings.repo_root)
+    if link is not None:
+        raise StoreError(
+            f"the index {path} lies in the repository behind the symbolic link {link}, and "
+            "coderag never writes through a link: pass --index-dir outside the repository, or "
+            "remove the link."
+        )
