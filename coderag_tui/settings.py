@@ -76,6 +76,7 @@ def user_config_file() -> Path:
 
 
 DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe_cap`)
+DENSE_WAIT_ALL = -1  # Settings.dense_wait: until the model has embedded every chunk
 
 ModelBackend = Literal["auto", "fastembed", "sentence-transformers", "model2vec", "none"]
 RerankBackend = Literal["auto", "fastembed", "sentence-transformers", "none"]
@@ -110,7 +111,9 @@ class _Meta:
     doc: str
     ge: int | None = None
     le: int | None = None
-    auto: int | None = None  # a whole number that also takes "auto", stored as this value
+    auto: int | None = None  # a whole number that also takes `auto_word`, stored as this value
+    auto_word: str = "auto"
+    from_bool: tuple[int, int] | None = None  # (false, true) as a whole number: older files
     limits: str = ""  # the limits in words, when `ge`/`le` do not say it all
     names: tuple[str, ...] = ()  # values that are names, not paths (the template's)
     metavar: str | None = None
@@ -306,11 +309,17 @@ class Settings:
             "(a token table distilled once from the shipped all-MiniLM-L6-v2) or off."
         ),
     )
-    dense_wait: bool = field(
-        default=True,
+    dense_wait: int = field(
+        default=15,
         metadata=_about(
-            "Search and prompt wait, with progress, until the model has embedded every chunk; "
-            "off answers at once from the vectors that exist (the static first pass)."
+            "Seconds search and prompt wait, with progress, for the model to embed the chunks "
+            "before they answer from the static first pass (the model's work so far is kept); "
+            "all waits until every chunk is embedded, 0 answers at once.",
+            ge=0,
+            auto=DENSE_WAIT_ALL,
+            auto_word="all",
+            from_bool=(0, DENSE_WAIT_ALL),
+            metavar="SECONDS|all",
         ),
     )
 
@@ -609,7 +618,7 @@ class SettingInfo:
         if meta.ge is not None and meta.le is not None:
             return f"between {meta.ge} and {meta.le}"
         if meta.ge is not None:
-            return f"auto or ≥ {meta.ge}" if meta.auto is not None else f"≥ {meta.ge}"
+            return f"{meta.auto_word} or ≥ {meta.ge}" if meta.auto is not None else f"≥ {meta.ge}"
         return ""
 
     @property
@@ -655,14 +664,19 @@ class SettingInfo:
         raise _Invalid(f"must be true or false, got {_shown(value)}")
 
     def _whole(self, value: Any) -> int:
-        auto = self.meta.auto
+        auto, word = self.meta.auto, self.meta.auto_word
+        if isinstance(value, bool) and self.meta.from_bool is not None:
+            return self.meta.from_bool[value]
         if isinstance(value, str):
-            if auto is not None and value.strip().lower() == "auto":
+            if auto is not None and value.strip().lower() == word:
                 return auto
+            low = value.strip().lower()
+            if self.meta.from_bool is not None and low.isalpha() and low in _TRUE | _FALSE:
+                return self.meta.from_bool[low in _TRUE]  # "true", not "1": that is a number
             with contextlib.suppress(ValueError):
                 value = int(value.strip())
         if isinstance(value, bool) or not isinstance(value, int):
-            what = "auto or a whole number" if auto is not None else "a whole number"
+            what = f"{word} or a whole number" if auto is not None else "a whole number"
             raise _Invalid(f"must be {what}, got {_shown(value)}")
         if value != auto:
             self._within(value)

@@ -72,14 +72,23 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
 }
 INVERSE_FLAGS: dict[str, tuple[str, str]] = {
     "context_first": ("--context-last", "put the task before the code context"),
-    "dense_wait": (
-        "--no-wait",
-        "answer at once from the dense vectors that exist (the static first pass) instead of "
-        "waiting for the model to embed every chunk; the note says how much it covers",
-    ),
 }
 # Flags that set a setting to one of its values: (flag, value, help).
 VALUE_FLAGS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "dense_wait": (
+        (
+            "--wait",
+            "all",
+            "wait, with progress, until the model has embedded every chunk; same as "
+            "--dense-wait all",
+        ),
+        (
+            "--no-wait",
+            "0",
+            "answer at once from the dense vectors that exist (the static first pass); the note "
+            "says how much the model covers; same as --dense-wait 0",
+        ),
+    ),
     "secrets": (
         (
             "--allow-secrets",
@@ -145,11 +154,12 @@ def _flag_type(info: SettingInfo) -> Callable[[str], Any]:
     if info.kind not in (int, float):
         return str
     what = {int: "a whole number", float: "a number"}[info.kind]
+    word = info.meta.auto_word
     if info.meta.auto is not None:
-        what = f"auto or {what}"
+        what = f"{word} or {what}"
 
     def parse(text: str) -> Any:
-        if info.meta.auto is not None and text.strip().lower() == "auto":
+        if info.meta.auto is not None and text.strip().lower() == word:
             return info.meta.auto
         try:
             return info.kind(text)

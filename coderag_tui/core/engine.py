@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun, SecretFinding
@@ -301,9 +301,7 @@ class Engine:
             else:
                 if embed_progress is None and progress is not None:
                     embed_progress = engine._embed_as_index_progress(progress, len(lexical.chunks))
-                engine.use(
-                    engine.open_dense(settings, lexical, progress=embed_progress, cancel=cancel)
-                )
+                engine.use(engine.open_dense_waiting(settings, lexical, embed_progress, cancel))
             if settings.rerank if rerank is None else rerank:
                 engine.use(engine.open_reranker(settings))
         except BaseException:
@@ -664,6 +662,48 @@ class Engine:
             return True
         return missing > DISTILL_WORTH_CHUNKS
 
+    def open_dense_waiting(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Dense:
+        """The model's dense list if it embeds every chunk within `settings.dense_wait`
+        seconds (all: however long it takes); else, once that time is up, what
+        `open_dense_now` gives, with a note saying how far the model got and how to finish.
+
+        What the model embedded in the time is kept in the embedding cache, so every run
+        gets further.
+        """
+        from coderag_tui.settings import DENSE_WAIT_ALL
+
+        if settings.dense_wait == DENSE_WAIT_ALL:
+            return self.open_dense(settings, lexical, progress=progress, cancel=cancel)
+        deadline = threading.Event()
+        timer = threading.Timer(settings.dense_wait, deadline.set)
+        timer.daemon = True
+        stop = deadline
+        if cancel is not None:  # the caller's cancel stops the wait too
+            stop = _either(cancel, deadline)
+        timer.start()
+        try:
+            full = self.open_dense(settings, lexical, progress=progress, cancel=stop)
+        finally:
+            timer.cancel()
+        if (cancel is not None and cancel.is_set()) or not deadline.is_set():
+            return full
+        if not full.available or (full.index is not None and full.index.complete):
+            return full
+        now = self.open_dense_now(settings, lexical)
+        what = "is the static first pass" if now.first_pass else "covers those"
+        note = (
+            f"{full.model} embedded {full.coverage:.0%} of chunks in the {settings.dense_wait} s "
+            f"a search waits, so dense {what}: `coderag index --dense` embeds the rest, "
+            "`coderag serve` refines in the background, and --wait waits for it."
+        )
+        return replace(now, notices=(note,))
+
     def open_dense_now(self, settings: Settings, lexical: Lexical) -> Dense:
         """The best dense list that needs no model run: the model's own vectors when they
         cover every chunk, else the static first pass, else the model's partial vectors.
@@ -921,3 +961,13 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _either(first: threading.Event, second: threading.Event) -> threading.Event:
+    """An event that is set once either of two is (checked where the build checks it)."""
+
+    class _Either(threading.Event):
+        def is_set(self) -> bool:
+            return first.is_set() or second.is_set()
+
+    return _Either()

@@ -153,3 +153,46 @@ def test_a_first_pass_runs_first_when_its_table_is_ready_or_the_wait_is_long(
     assert engine.first_pass_worth(settings, 500)  # the table is there: seconds
     assert not engine.first_pass_worth(settings, 0)
     assert not engine.first_pass_worth(settings.with_(dense_first_pass="off"), 10**6)
+
+
+def test_a_search_waits_a_bounded_time_for_the_model_then_answers_from_the_first_pass(
+    tiny_repo: Path,
+    index_dir: Path,
+    tiny_st_embedder: Path,
+    machine_cache: Path,
+) -> None:
+    import time
+
+    settings = Settings(
+        repo=tiny_repo,
+        index_dir=index_dir,
+        embed_model=str(tiny_st_embedder),
+        embed_batch_size=1,
+        chunk_lines=4,
+        dense_wait=1,
+    )
+
+    def slow(done: int, total: int) -> None:  # a model far slower than the wait
+        time.sleep(0.4)
+
+    with Engine.open(settings, embed_progress=slow) as engine:
+        dense = engine.dense
+        assert dense is not None and dense.available and dense.first_pass
+        (note,) = [n for n in engine.notices if "a search waits" in n]
+        assert "in the 1 s a search waits, so dense is the static first pass" in note
+        assert "`coderag index --dense` embeds the rest" in note and "--wait" in note
+        assert engine.search("refund a card payment", settings).rankings["dense"].hits
+    # What the model embedded in that second is kept: a run that waits for it all finishes.
+    with Engine.open(settings.with_(dense_wait="all")) as engine:
+        dense = engine.dense
+        assert dense is not None and not dense.first_pass and dense.coverage == 1.0
+
+
+def test_dense_wait_reads_seconds_all_and_the_old_true_and_false() -> None:
+    from coderag_tui.settings import DENSE_WAIT_ALL
+
+    assert Settings().dense_wait == 15
+    assert Settings(dense_wait="all").dense_wait == DENSE_WAIT_ALL
+    assert Settings(dense_wait=True).dense_wait == DENSE_WAIT_ALL  # an older config file
+    assert Settings(dense_wait="false").dense_wait == 0
+    assert Settings(dense_wait="1").dense_wait == 1  # a number, not "true"
