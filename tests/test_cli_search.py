@@ -93,7 +93,6 @@ def test_from_location_queries_with_the_lines_before(
         ([], ["--from", "shop/nope.py:3"], "does not exist"),
         ([], ["--from", "shop/cart.py:1"], "no lines before"),
         (["cart"], ["--k", "0"], "--k: must be ≥ 1, got 0."),
-        (["cart"], ["--from", "shop/cart.py:9"], "not both"),
         (["  "], [], "give a QUERY"),
     ],
 )
@@ -109,6 +108,19 @@ def test_user_errors_exit_2_with_one_sentence(
     assert out == ""
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_query_beside_from_is_asked_with_the_code(
+    capsys: pytest.CaptureFixture[str], common: list[str]
+) -> None:
+    # `coderag search QUERY --from FILE:LINE PATH`: QUERY is a query, not the repository.
+    repo = common[0]
+    code, out, err = search(
+        capsys, "refund", "--from", "shop/cart.py:9", repo, *common[1:], "--no-dense", "--json"
+    )
+    assert code == 0, err
+    query = json.loads(out)["query"]
+    assert query.startswith("refund\n") and len(query.splitlines()) > 1
 
 
 def test_bad_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

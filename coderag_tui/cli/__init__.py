@@ -15,7 +15,7 @@ from importlib import import_module
 from types import ModuleType
 
 from coderag_tui import __version__
-from coderag_tui.cli.common import UserError
+from coderag_tui.cli.common import Parser, UserError
 from coderag_tui.core.visible import visible
 
 # subcommand name -> module under coderag_tui.cli
@@ -46,7 +46,7 @@ def _available_commands(only: str | None = None) -> dict[str, ModuleType]:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser, with every subcommand or only `only`."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="coderag",
         description=(
             "Rank a repository's code for a question (BM25, dense, fused, reranked) and pack "
@@ -60,14 +60,54 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def command_summaries() -> list[tuple[str, str]]:
+    """(name, one line) of every subcommand, as each module's parser says it."""
+    sub = build_parser()._subparsers
+    found: list[tuple[str, str]] = []
+    for action in sub._group_actions if sub is not None else ():
+        for choice in getattr(action, "_choices_actions", ()):
+            found.append((choice.dest, choice.help or ""))
+    return found
+
+
+def _mistyped(word: str) -> str | None:
+    """The sentence for a first word that is neither a command nor a folder, or None."""
+    import difflib
+
+    if word in COMMANDS or word.startswith("-") or os.path.exists(word):
+        return None
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
+    if not close:
+        return None
+    return (
+        f"{visible(repr(word))} is neither a command nor a folder; did you mean "
+        f"`coderag {close[0]}`?"
+    )
+
+
+def _parse_command(name: str, argv: list[str]) -> argparse.Namespace:
+    """One subcommand's arguments, positionals allowed on either side of the options
+    (`coderag search QUERY --from F:L PATH`)."""
+    sub = build_parser(name)._subparsers
+    choices = getattr(sub._group_actions[0], "choices", None) if sub is not None else None
+    parser = choices.get(name) if isinstance(choices, dict) else None
+    if not isinstance(parser, argparse.ArgumentParser):  # pragma: no cover
+        raise RuntimeError(f"no parser for {name}")
+    args = parser.parse_intermixed_args(argv)
+    args.command = name
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and (mistyped := _mistyped(args_list[0])) is not None:
+        print(f"coderag: {mistyped}", file=sys.stderr)
+        return 2
     chosen = args_list[0] if args_list and args_list[0] in COMMANDS else None
     commands = _available_commands(chosen) if chosen is not None else {}
     if chosen is not None and chosen in commands:
-        parser = build_parser(chosen)
-        args = parser.parse_args(args_list)
-        module = commands[args.command]
+        module = commands[chosen]
+        args = _parse_command(chosen, args_list[1:])
         try:
             return int(module.run(args))
         except UserError as exc:

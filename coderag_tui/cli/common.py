@@ -9,10 +9,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from coderag_tui.core.records import Origin
-from coderag_tui.core.visible import visible
+from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
 
 
@@ -20,6 +20,13 @@ class UserError(Exception):
     """A problem the user can fix; the message is one sentence naming the thing and the fix."""
 
     exit_code = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line and a hint, not the whole usage first."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"coderag: {one_line(message)}; `{self.prog} --help` lists the options.\n")
 
 
 def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = True) -> None:

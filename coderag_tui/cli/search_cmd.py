@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
@@ -61,7 +62,7 @@ def register(subparsers: Any) -> None:
         nargs="?",
         default=None,
         metavar="QUERY",
-        help="what to look for (omit it with --from)",
+        help="what to look for (with --from, asked together with the code before the line)",
     )
     add_repo_args(parser)
     # budget: lists go deep enough to fill it (the depth rule every face shares)
@@ -100,16 +101,21 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "rerank":
         extra["rerank"] = True
     query: str | None = args.query
-    if args.from_location is not None and query is not None and args.path is None:
+    if (
+        args.from_location is not None
+        and query is not None
+        and args.path is None
+        and Path(query).is_dir()
+    ):
         # `coderag search --from FILE:LINE PATH`: the one positional is the repository.
         args.path, query = query, None
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit, **extra)
     origin = None
     if args.from_location is not None:
-        if query is not None:
-            raise UserError("give either QUERY or --from FILE:LINE, not both.")
-        query, origin = location_query(settings, args)
+        code, origin = location_query(settings, args)
+        # A query beside --from asks for both: its words, and the code before the line.
+        query = f"{query}\n{code}" if query is not None and query.strip() else code
     if query is None or not query.strip():
         raise UserError(
             'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 from coderag_tui.cli.common import (
     BACKEND_GROUP,
@@ -11,6 +12,7 @@ from coderag_tui.cli.common import (
     INDEX_SETTINGS,
     PROMPT_SETTINGS,
     RANKING_SETTINGS,
+    Parser,
     UserError,
     add_repo_args,
     add_setting_flags,
@@ -18,14 +20,26 @@ from coderag_tui.cli.common import (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(*, with_commands: bool = False) -> argparse.ArgumentParser:
+    """The TUI's parser; `with_commands` lists the subcommands in its help (that imports
+    every command's module, so only `--help` asks for it)."""
+    description = textwrap.fill(
+        "Open the coderag TUI on a repository: rankings side by side (BM25, dense, fused, "
+        "reranked), per-stage latency, and a prompt packed into a token budget.",
+        width=79,
+    )
+    if with_commands:
+        from coderag_tui.cli import command_summaries
+
+        summaries = command_summaries()
+        width = max(len(name) for name, _ in summaries)
+        lines = [f"  {name.ljust(width)}  {text}" for name, text in summaries]
+        description += "\n\ncommands (coderag COMMAND --help for each):\n" + "\n".join(lines)
+    parser = Parser(
         prog="coderag",
-        description=(
-            "Open the coderag TUI on a repository: rankings side by side (BM25, dense, fused, "
-            "reranked), per-stage latency, and a prompt packed into a token budget. "
-            "Subcommands: index, search, prompt, eval, bench (coderag COMMAND --help)."
-        ),
+        usage="coderag [PATH] [options]  or  coderag COMMAND [...]",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_repo_args(parser)
     add_setting_flags(parser, ["theme", "theme_dir", "k"])
@@ -38,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_tui(argv: list[str]) -> int:
     """Run the TUI with these arguments; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    wants_help = any(arg in ("-h", "--help") for arg in argv)
+    args = build_parser(with_commands=wants_help).parse_args(argv)
     warnings: list[str] = []
     try:
         # Warnings (unknown keys …) are shown in the app: stderr is hidden behind its screen.
