@@ -1,0 +1,60 @@
+"""The documentation a user reads stays true: the generated settings page matches the schema,
+and its example config reads back as the defaults.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import MISSING
+from pathlib import Path
+from types import ModuleType
+
+from coderag_tui.settings import SCHEMA, Settings, read_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "gen_config_docs", ROOT / "scripts" / "gen_config_docs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_configuration_page_is_current() -> None:
+    gen = _generator()
+    committed = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert committed == gen.render(), (
+        f"docs/configuration.md differs from the settings schema: run `{gen.COMMAND}` and "
+        "commit the result."
+    )
+
+
+def test_configuration_page_names_every_setting_with_its_env_var() -> None:
+    page = _generator().render()
+    for name, info in SCHEMA.items():
+        assert f"\n### {name}\n" in page
+        assert f"`{info.env_var}`" in page
+    # Flags that set one value say which (read from the real parsers).
+    assert "`--no-wait` (= `0`)" in page
+    assert "`--allow-secrets` (= `allow`)" in page
+
+
+def test_configuration_example_reads_back_as_the_defaults(tmp_path: Path) -> None:
+    page = _generator().render()
+    example = re.search(r"```toml\n(.*?)```", page, re.S)
+    assert example is not None
+    config = tmp_path / "config.toml"
+    config.write_text(example.group(1), encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    loaded = read_settings({"repo": repo}, environ={}, config_file=config)
+    assert loaded.warnings == ()
+    defaults = Settings(repo=repo)
+    for name, info in SCHEMA.items():
+        if info.default is not MISSING and info.default is not None:
+            assert getattr(loaded.settings, name) == getattr(defaults, name), name
