@@ -22,7 +22,7 @@ without tests) and the paired bootstrap against fused (file MRR on SWE-bench dev
 NDCG@10 on the NL dev set), as `coderag eval ... --modes bm25,fused,rerank --baseline fused`
 would if coderag had this reranker: `offline_reranker` stands it in for the cross-encoder
 resolution. None of the variants beat fused on both sets, so the package keeps none of them
-(README, "Rerank column is off").
+(benchmarks/README.md, "Offline rerank: measured, not adopted").
 
 The first variant of a scorer embeds the windows the dense index lacks (its rerank
 time is the cold one); later variants read them from the embedding cache (warm). The rerank
@@ -252,7 +252,7 @@ DEFAULT_VARIANTS = (
 @contextlib.contextmanager
 def offline_reranker(reranker: WindowReranker) -> Iterator[None]:
     """Make `run_eval` rerank with `reranker`: coderag's own resolution knows cross-encoders
-    only (no offline reranker is kept in the package; see the README)."""
+    only (no offline reranker is kept in the package; see benchmarks/README.md)."""
     original = rerank_module.resolve_reranker
     rerank_module.resolve_reranker = lambda settings: RerankerChoice(reranker, "")
     try:

@@ -82,7 +82,7 @@ else
 fi
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-1}"
 shared=(--repos "$repos" --index-dir "$out/index" --tree-cache "$out/trees")
-# SWE-bench candidates as in the README's reference: non-test .py files at base_commit.
+# SWE-bench candidates as in benchmarks/README.md's reference: non-test .py files at base_commit.
 common=(eval "$dataset" "${shared[@]}" --include '*.py' --exclude-tests)
 # NL dev set: each row's benchmark_root scopes the candidates.
 nl_common=(eval "$nl_dataset" "${shared[@]}")

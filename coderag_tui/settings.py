@@ -250,7 +250,7 @@ class Settings:
 
     # --- BM25 ---
     # Both on: on the SWE-bench Lite dev split they raised BM25's MRR at every chunking
-    # (README, "Retrieval quality").
+    # (benchmarks/README.md, "Retrieval quality").
     split_identifiers: bool = field(
         default=True,
         metadata=_about(

@@ -1,5 +1,5 @@
 """The documentation a user reads stays true: the generated settings page matches the schema,
-and its example config reads back as the defaults.
+its example config reads back as the defaults, and every link between the pages leads somewhere.
 """
 
 from __future__ import annotations
@@ -10,9 +10,13 @@ from dataclasses import MISSING
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from coderag_tui.settings import SCHEMA, Settings, read_settings
 
 ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _generator() -> ModuleType:
@@ -58,3 +62,36 @@ def test_configuration_example_reads_back_as_the_defaults(tmp_path: Path) -> Non
     for name, info in SCHEMA.items():
         if info.default is not MISSING and info.default is not None:
             assert getattr(loaded.settings, name) == getattr(defaults, name), name
+
+
+def _links(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as -."""
+    headings = re.findall(r"^#{1,6} (.+)$", page.read_text(encoding="utf-8"), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_leads_to_a_file_and_heading(page: Path) -> None:
+    for link in _links(page):
+        if link.startswith(("http://", "https://")):
+            continue
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.exists(), f"{page.relative_to(ROOT)} links to {link}, which is missing"
+        if anchor and target.suffix == ".md":
+            assert anchor in _anchors(target), f"{page.relative_to(ROOT)}: no heading for {link}"
+
+
+def test_the_readme_is_a_guide_that_links_to_every_page() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, (
+        "the README is a guide: reference goes to docs/, numbers to benchmarks/"
+    )
+    links = set(_links(README))
+    for page in PAGES[1:]:
+        assert str(page.relative_to(ROOT)) in links, f"the README does not link to {page.name}"
