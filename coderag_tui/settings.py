@@ -12,8 +12,8 @@ one. A repository's own `.coderag.toml` is someone else's text: it may tune retr
 prompts, never point coderag at a path outside the repository or allow a download.
 
 The schema is a frozen dataclass whose fields carry their docstring and limits
-(`SCHEMA[name]`), not a pydantic model: measured here, pydantic made importing this module
-~75 ms slower (about +50 ms to import pydantic, +25 ms to build the model), and the TUI
+(`SCHEMA[name]`), not a pydantic model: pydantic made importing this module measurably
+slower (benchmarks/README.md, "Settings without pydantic"), and the TUI
 imports it at start-up; these checks cost microseconds per `Settings`.
 """
 

@@ -2,8 +2,8 @@
 
 A search needs every chunk's file and lines (to rank, to group by file, to leave a query's own
 lines out) but the text of only the few it shows or packs. Loading every text made a warm
-start read the whole chunks table (0.65 s for the stdlib x5, 82k chunks, growing with the
-corpus); a `ChunkList` reads the files and line spans (a tenth of that) and fetches a chunk's
+start read the whole chunks table, growing with the corpus; a `ChunkList` reads the files
+and line spans (far less: benchmarks/README.md, "Chunk texts read when shown") and fetches a chunk's
 text when the chunk is asked for. Iterating it (what a full BM25, definitions or dense build
 does) reads the texts page by page, so no build holds two copies of the corpus.
 

@@ -1,7 +1,8 @@
 """Whether an index file may have changed since coderag last knew it sound, without reading it.
 
-SQLite's page check (`PRAGMA quick_check`) reads every page of the index (80 ms for 80,000
-chunks, growing with the index), yet it can only find damage that a writer other than
+SQLite's page check (`PRAGMA quick_check`) reads every page of the index (a cost that grows
+with the index: benchmarks/README.md, "Index health checks"), yet it can only
+find damage that a writer other than
 coderag's own SQLite made: another program, a disk fault, a crash in the middle of a write.
 So a small record beside the index (`<index>.sound`) keeps the identity of the file and of
 its write-ahead log as the page check last found them sound, or as coderag's own committed

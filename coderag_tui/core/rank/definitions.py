@@ -11,15 +11,15 @@ Names are looked up by their *form*: lower case without underscores, so `parse_c
 `parseConfig` and `ParseConfig` are one key, and a query's words `parse config` can be joined
 into it; each definition keeps its kind (type, function, constant) and spelling.
 
-Parsing is the cost: tree-sitter reads ~12 MB/s here, so parsing the stdlib's 31 MB of Python
-takes ~2.7 s of CPU, four times its cold index; the regex pass reads ~110 MB/s and agrees
-with the parse on 99.97% of the names (benchmarks/bench_index.py --compare-tree-sitter). The
-whole build of the stdlib's 16k chunks takes ~0.43 s, two thirds of it the regex pass: where
+Parsing is the cost: parsing Python with tree-sitter costs several times a cold index; the
+regex pass is much faster and agrees with the parse on nearly every name
+(benchmarks/bench_index.py --compare-tree-sitter; the figures: benchmarks/README.md,
+"Definitions and the Python regex pass"). Most of the rest of the build is the regex pass: where
 each name lands is sorted out with numpy and the saved text joined once (`_holders`,
 `_pack`). Parsed results are kept per file content hash beside the index, so a rebuild after
 an edit parses only the files that changed. Scanned files are not kept: hashing and writing
-them would add ~0.1 s to every cold build to save ~0.25 s on a rebuild, which rebuilds the
-BM25 index (~2 s on the stdlib) anyway. A cold build of many chunks runs beside the BM25
+them would cost every cold build more than it saves a rebuild, which rebuilds the
+BM25 index anyway. A cold build of many chunks runs beside the BM25
 build in a second process (`core.rank.definitions_process`).
 """
 

@@ -1,7 +1,7 @@
 """Build the definitions in a second process while this one builds the BM25 index.
 
-A cold lexical stage builds BM25 (Python tokenizing every chunk: ~1.5-2.5 s on the stdlib's
-16k chunks) and then the chunks' definitions (~0.45 s more); both hold the GIL, so a second
+A cold lexical stage builds BM25 (Python tokenizing every chunk) and then the chunks'
+definitions; both hold the GIL, so a second
 core sits idle. When BM25 is about to be rebuilt over at least `MIN_CHUNKS` chunks and the
 definitions saved for the store's generation are missing, `start` runs
 `load_or_build_definitions_at` in a child: a new interpreter running this module (a spawn,
@@ -19,16 +19,12 @@ interrupted (Ctrl-C) or gives up waiting, and kills the child if it has not stop
 `GRACE_S` later. A child killed while saving leaves at most a temporary folder beside the
 definitions, never a half-written one.
 
-`MIN_CHUNKS`, measured with the stdlib and parts of it on a 2-vCPU VM (load_or_build_bm25
-from nothing saved, definitions on minus off, medians of 5-7): the child costs ~0.1 s to
-start and ~0.15 s more CPU than building here (imports, its own read of the chunks). With
-the second vCPU free it pays from ~2,400 chunks (2,430: +0.03 s instead of +0.08 s;
-6,631: +0.05 instead of +0.20; 14,309: -0.05 instead of +0.37); at 1,665 it does not (+0.07
-instead of +0.05). When the host lends that VM less than two cores' worth (two CPU-bound
-processes each at ~55-65% speed, often the case there), the child costs more than building
-here at every size tried (3,228 chunks: +0.25 s instead of +0.10; 14,309: +0.62 instead of
-+0.55; 49,152: +2.1 instead of +1.5). `MIN_CHUNKS` sits above the free-core break-even with
-room for a slower start; benchmarks/bench_index.py prints both ways for the machine it runs on.
+`MIN_CHUNKS`: the child costs a start and its own read of the chunks, so it pays only over
+many chunks, and only when the second core is really free; when the host lends less than two
+cores' worth, it costs more than building here at every size tried. `MIN_CHUNKS` sits above
+the free-core break-even with room for a slower start. The measurements, on a 2-vCPU VM both
+ways, are in benchmarks/README.md ("Definitions in a second process");
+benchmarks/bench_index.py prints both ways for the machine it runs on.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ A chunk is embedded with its file's path on a first line (`dense_text`). An embe
 only its window (all-MiniLM-L6-v2: 256 tokens) while most 50-line chunks are longer, so a
 chunk is cut into overlapping stripes that each fit. `dense_stripes` caps
 how many are embedded: by default (auto) the first of a line window or ast unit (what a
-plain encode sees; measured better on the dev benchmark than the best of every stripe,
-which favours long chunks) and every stripe of a whole file, which then scores as its best
+plain encode sees; on the dev benchmark it ranked better than the best of every stripe,
+which favours long chunks: benchmarks/README.md, "Retrieval quality") and every stripe of a
+whole file, which then scores as its best
 stripe. Stripe
 vectors are cached by (model, sha1 of the stripe text), so unchanged text is never
 embedded twice — across runs, chunk sizes, stripe caps and repositories.

@@ -2,12 +2,12 @@
 
 A query costs, per query word, one column slice of the postings (which chunks hold the word,
 how often), its idf from the live chunk frequency and the term part from each chunk's length:
-vectorised numpy, about a millisecond for a common word on 80k chunks, instead of rank_bm25's
+vectorised numpy instead of rank_bm25's
 pass over every chunk's word counts. Scores are not precomputed, because every edit changes
 the corpus statistics they depend on: keeping counts is what lets an edit add a small delta
 segment (`core.rank.segments`) instead of rebuilding the index, with the exact scores of a
 rebuild. The formulas are bm25s's (`bm25s.scoring`), written out in `idf_of` / `tfc_of`
-because importing bm25s costs a start-up ~0.4 s; tests check they agree, and that the full
+because importing bm25s slows every start-up; tests check they agree, and that the full
 matrix equals what `bm25s.BM25.index` builds.
 
 Scoring variant (the default, "lucene", as in Lucene/Elasticsearch and bm25s):
@@ -22,8 +22,8 @@ common word (`self`, `return`) still adds a little, instead of a value that depe
 whole vocabulary. With method="robertson" (idf log((N - n + 0.5) / (n + 0.5)), clipped at 0)
 the scores are exactly BM25Okapi's divided by (k1 + 1) whenever every query word appears in
 fewer than half of the chunks; tests/core/test_bm25.py checks both statements. On the stdlib
-benchmark (benchmarks/bench_search.py, 50 queries) lucene's top-10 shares 0.91 of BM25Okapi's
-chunks on average (robertson: 0.87), so lucene is also the closer of the two in practice.
+benchmark lucene's top-10 is also the closer of the two to BM25Okapi's in practice. The
+figures (a query's cost, the import, the overlap): benchmarks/README.md ("BM25 scoring").
 """
 
 from __future__ import annotations

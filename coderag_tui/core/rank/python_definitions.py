@@ -1,11 +1,12 @@
 """The definitions in a Python file, found by one regular-expression pass instead of a parse.
 
-Tree-sitter reads ~12 MB/s here, so parsing the stdlib's 31 MB of Python for its names takes
-~2.7 s of CPU, four times its cold index; this pass reads ~110 MB/s (0.28 s) and names what
+Parsing Python with tree-sitter for its names costs several times a cold index; this pass is
+much faster and names what
 the Python query in `definitions.QUERIES` names (functions, classes, module-level
-assignments), with the same `MAX_DEPTH` cut for closures. It agrees with the parse on 99.97%
-of the stdlib's names and on every name of the eight Python dev repositories
-(benchmarks/bench_index.py --compare-tree-sitter prints the stdlib's figure). Where they
+assignments), with the same `MAX_DEPTH` cut for closures. It agrees with the parse on nearly
+every name of the stdlib and on every name of the eight Python dev repositories
+(benchmarks/bench_index.py --compare-tree-sitter prints the stdlib's figure; the numbers:
+benchmarks/README.md, "Definitions and the Python regex pass"). Where they
 differ: names in files tree-sitter cannot parse (it drops them), `a = 1; b = 2` (only `a`
 here) and `name=` at column 0 inside brackets (a definition here).
 
@@ -13,7 +14,7 @@ One regex consumes everything that cannot start a definition — code, comments,
 (triple-quoted ones across lines) — and stops at a line starting with `def`/`class`, a
 compound statement's keyword or a decorator, or at a name assigned at column 0; a newline
 and the indentation after it are one step of it, so most lines cost one test of what follows
-their indentation (~12% faster than testing the whole line's start after each newline). The
+their indentation (faster than testing the whole line's start after each newline). The
 depth of a definition in tree-sitter's tree follows from the statements enclosing it, found
 by indentation: a body adds two levels, an `else`/`except`/… clause three, a decorator one.
 """

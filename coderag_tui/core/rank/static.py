@@ -3,7 +3,8 @@
 A static model embeds a text as the weighted mean of its tokens' vectors: no attention, so
 it covers a whole repository in seconds where the transformer takes minutes. coderag
 distils one, once per machine, from the all-MiniLM-L6-v2 that the offline package ships
-(model2vec passes every vocabulary token through the transformer, ~20 s on 2 cores) and
+(model2vec passes every vocabulary token through the transformer, a one-off cost:
+benchmarks/README.md, "The static table") and
 keeps it in the models folder; it is the first stage of the dense list until the transformer
 has covered every chunk.
 """

@@ -1,8 +1,9 @@
 """One ranking as rows of rank, `path:start-end` and score, drawn line by line.
 
 A DataTable renders every cell through Rich (padding, styles, measuring) after each change;
-with two or three columns refilled per search that was ~20 ms a column, most of a search's
-screen update. Here a row is three padded strings turned into segments, and only the rows
+with two or three columns refilled per search that was most of a search's
+screen update (benchmarks/README.md, "Ranking columns without DataTable"). Here a row is three
+padded strings turned into segments, and only the rows
 in view are drawn (the Line API), so refilling a column costs well under a millisecond.
 """
 
