@@ -801,35 +801,29 @@ MAX_CONFIG_BYTES = 256 * 1024
 UNKNOWN_NAMED = 5
 
 
+class _FileProblem(Exception):
+    """A config file that cannot be used as a whole; the message says why in a few words."""
+
+
 def _read_toml(path: Path, *, inside: Path | None = None) -> dict[str, Any]:
-    """The settings table of a TOML file ({} when there is none). With `inside`, a file that
-    is a link leading out of that folder is not read (a repository's file is its own text)."""
+    """The settings table of a TOML file ({} when there is none), or _FileProblem. With
+    `inside`, a file that is a link leading out of that folder is not read (a repository's
+    file is its own text)."""
     try:
         if not path.is_file():
             return {}
-        if inside is not None and path.is_symlink():
-            root = inside.resolve()
-            if not _inside(path.resolve(), root):
-                raise SettingsError(
-                    f"{path}: a link out of the repository, so it was not read; "
-                    "remove the link to use the repository's settings."
-                )
-    except OSError as exc:  # a folder on the way that this user may not enter
-        raise SettingsError(f"{path}: cannot be read ({exc.strerror}); fix or remove it.") from exc
-    try:
+        if inside is not None and path.is_symlink() and not _inside(path.resolve(), inside):
+            raise _FileProblem("a link out of the repository, so it was not read")
         with path.open("rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
-            raise SettingsError(
-                f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, so it was not read; "
-                "a settings file needs a few lines."
-            )
+            raise _FileProblem(f"larger than {MAX_CONFIG_BYTES // 1024} KiB, so it was not read")
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise SettingsError(f"{path}: not valid TOML ({why}); fix or remove the file.") from exc
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot be read ({exc.strerror}); fix or remove it.") from exc
+        raise _FileProblem(f"not valid TOML ({why})") from exc
+    except OSError as exc:  # a folder on the way that this user may not enter, or the file
+        raise _FileProblem(f"cannot be read ({exc.strerror})") from exc
     section = data.get("coderag", data)
     return dict(section) if isinstance(section, dict) else {}
 
@@ -908,12 +902,11 @@ def _from_repo_file(info: SettingInfo, value: Any, repo: Path, current: Any) -> 
 
 
 def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> str:
-    """One warning for every key a repository's own file may not set."""
+    """One warning for every key of a repository's own file that was not used, and why."""
     keys = ", ".join(f"{name} ({why})" for name, why in ignored.items())
-    them = "them" if len(ignored) > 1 else "it"
     return (
-        f"{label}: ignored {keys}; a repository's own {REPO_FILE} may not set {them}: set "
-        f"{them} in {user_file}, the environment or a flag if you mean it."
+        f"{label}: ignored {keys}; coderag runs without {'them' if len(ignored) > 1 else 'it'} "
+        f"(your own settings go in {user_file}, the environment or flags)."
     )
 
 
@@ -946,7 +939,11 @@ def read_settings(
         origin[name] = source
 
     user_source = _Source(str(user_file))
-    for name, value in list(_file_items(user_file, user_source, notes)):
+    try:
+        user_items = list(_file_items(user_file, user_source, notes))
+    except _FileProblem as exc:
+        raise SettingsError(f"{user_file}: {exc}; fix or remove it.") from None
+    for name, value in user_items:
         put(name, value, user_source)
 
     env_source = {name: _Source(info.env_var) for name, info in SCHEMA.items()}
@@ -958,17 +955,39 @@ def read_settings(
 
     repo_file = repo / REPO_FILE
     repo_source = _Source(str(repo_file))
+    # Someone else's file never stops coderag: what it may not set, or sets wrongly, is
+    # ignored with one warning (the user cannot fix a file that is not theirs).
     ignored: dict[str, str] = {}
-    for name, value in list(_file_items(repo_file, repo_source, notes, inside=repo)):
+    try:
+        repo_items = list(_file_items(repo_file, repo_source, notes, inside=repo.resolve()))
+    except _FileProblem as exc:
+        notes.append(f"{repo_file}: {exc}; its settings were ignored.")
+        repo_items = []
+    before, origin_before = dict(values), dict(origin)
+    for name, value in repo_items:
         info = SCHEMA[name]
         try:
             current = values.get(name, info.default)
             checked = info.check(value) if info.meta.repo_file == "lower" else value
-            put(name, _from_repo_file(info, checked, repo, current), repo_source)
+            kept = _from_repo_file(info, checked, repo, current)
+            values[name], origin[name] = info.check(kept), repo_source
         except _Ignored as exc:
             ignored[name] = exc.why
         except _Invalid as exc:
-            raise repo_source.error(name, exc.reason) from None
+            ignored[name] = exc.reason
+    if _overlap_problem(
+        values.get("chunking", SCHEMA["chunking"].default),
+        values.get("chunk_lines", SCHEMA["chunk_lines"].default),
+        values.get("chunk_overlap", SCHEMA["chunk_overlap"].default),
+    ):
+        for name in ("chunk_overlap", "chunk_lines", "chunking"):
+            if origin.get(name) == repo_source:
+                ignored[name] = "chunk_overlap must be below chunk_lines"
+                if name in before:
+                    values[name], origin[name] = before[name], origin_before[name]
+                else:
+                    values.pop(name, None)
+                    origin.pop(name, None)
     if ignored:
         notes.append(_ignored_note(repo_source.label, ignored, user_file))
 

@@ -57,15 +57,35 @@ def test_a_bad_value_in_the_user_file_names_the_file_and_the_key(
     _one_sentence(err, f"{user_file}: rrf_k must be ≥ 1, got -60.")
 
 
-def test_a_bad_value_in_the_repository_file_names_the_file_and_the_key(
+def test_a_bad_value_in_the_repository_file_is_ignored_naming_the_file_and_the_key(
     tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tiny_repo / ".coderag.toml").write_text('[coderag]\nfusion = "zzz"\n')
+    # Someone else's file cannot stop the user: the value is left out with one warning.
+    (tiny_repo / ".coderag.toml").write_text('[coderag]\nfusion = "zzz"\nchunk_lines = 8\n')
     code, err = _cli(capsys, tiny_repo, index_dir)
-    assert code == 2
+    assert code == 0
     _one_sentence(
-        err, f"{tiny_repo / '.coderag.toml'}: fusion must be one of rrf, weighted, got 'zzz'."
+        err,
+        f"{tiny_repo / '.coderag.toml'}: ignored fusion (must be one of rrf, weighted, got "
+        "'zzz'); coderag runs without it (your own settings go in "
+        f"{user_config_file()}, the environment or flags).",
     )
+    loaded = read_settings({"repo": tiny_repo}, environ={})
+    assert (loaded.settings.fusion, loaded.settings.chunk_lines) == ("rrf", 8)
+
+
+def test_a_broken_repository_file_is_ignored_whole(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    none = tmp_path / "none.toml"
+    for text, why in (
+        ("budget = [", "not valid TOML"),
+        ("chunk_lines = 8\nchunk_overlap = 8\n", "chunk_overlap must be below chunk_lines"),
+    ):
+        (repo / ".coderag.toml").write_text(text)
+        loaded = read_settings({"repo": repo}, environ={}, config_file=none)
+        assert loaded.settings.chunk_overlap == 0
+        assert any(why in w for w in loaded.warnings), loaded.warnings
 
 
 def test_a_bad_environment_value_names_the_variable(
@@ -249,7 +269,7 @@ def test_the_repository_file_may_not_set_paths_or_downloads(
     assert code == 0
     (warning,) = [w for w in err.splitlines() if "ignored" in w]
     assert warning.startswith(f"coderag: {repo_file}: ignored {key} (")
-    assert "may not set it" in warning
+    assert "coderag runs without it" in warning
     loaded = read_settings({"repo": tiny_repo}, environ={}, config_file=tiny_repo / "none")
     assert loaded.settings.budget == 4000
     assert getattr(loaded.settings, key) == getattr(Settings(repo=tiny_repo), key)
