@@ -124,7 +124,8 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
 )
 
 # What every match of detect-secrets' own format detectors holds (lower case), each with the
-# token characters that follow it at least and whether they are hex digits.
+# token characters that follow it at least and whether they are hex digits; a needle that
+# starts with a quote counts only right after one.
 LIBRARY_NEEDLES: tuple[tuple[str, int, bool], ...] = (
     ("akia", 16, False), ("asia", 16, False), ("abia", 16, False), ("acca", 16, False),
     ("a3t", 17, False),  # AWS key IDs
@@ -144,5 +145,5 @@ LIBRARY_NEEDLES: tuple[tuple[str, int, bool], ...] = (
     ("xoxr-", 1, False), ("xoxs-", 1, False), ("hooks.slack.com/services/", 0, False),  # Slack
     ("sk_live_", 24, False), ("rk_live_", 24, False),  # Stripe
     ("sq0csp-", 43, False),  # Square
-    ("sk", 32, True), ("ac", 32, True),  # Twilio
+    ("'sk", 32, True), ("'ac", 32, True),  # Twilio, in a string (short needles are common)
 )  # fmt: skip

@@ -208,7 +208,10 @@ def _anchored(needle: str) -> bool:
 
 
 def _anchor(mapped: bytes) -> int:
-    """Where a mapped needle is anchored: its first byte of the earliest sentinel in order."""
+    """Where a mapped needle is anchored: at a quote it starts with, else its first byte of
+    the earliest sentinel in order."""
+    if mapped[:1] == bytes([_QUOTE_SENTINEL]):
+        return 0
     for sentinel in _SENTINELS:
         if sentinel in mapped:
             return mapped.index(sentinel)
