@@ -199,9 +199,10 @@ def secret_lines(account: SecretAccount) -> list[str]:
         )
     elif account.included:
         count, files = _files(account.included)
+        why = "you let them in" if account.mode == "hold" else "secrets is set to allow"
         lines.append(
             f"the prompt includes suspected secrets ({kinds}) as they are, in {count} "
-            f"block{'s' if count != 1 else ''} of {files}, because secrets is set to allow: "
+            f"block{'s' if count != 1 else ''} of {files}, because {why}: "
             "check it before you paste it anywhere."
         )
     return lines

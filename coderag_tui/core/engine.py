@@ -173,12 +173,14 @@ Stage = Lexical | Dense | Rerank
 
 @dataclass(frozen=True)
 class PromptRequest:
-    """What to pack: the task, chunks to put first or leave out, and the template to use."""
+    """What to pack: the task, chunks to put first or leave out, and the template to use;
+    `admitted` chunks go in although they touch a suspected secret (the user let each in)."""
 
     task: str
     pinned: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()
     template: str | None = None  # None: settings.template
+    admitted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -878,6 +880,7 @@ class Engine:
                 file_text=file_text,
                 secrets=self._secrets_of([h.chunk for h in hits]),
                 secret_mode=settings.secrets,
+                admitted=request.admitted,
             )
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc

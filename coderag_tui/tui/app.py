@@ -277,8 +277,8 @@ class CoderagApp(App[None]):
         state = replace(self.index_state, index=index, dense=dense, dense_detail="")
         self._set_state(replace(state, files=lexical.files, chunks=len(lexical.chunks)))
         self._notify_new(lexical.notices)
-        if rechunked and (session.pinned or session.excluded):
-            session.pinned, session.excluded = [], []
+        if rechunked and (session.pinned or session.excluded or session.admitted):
+            session.pinned, session.excluded, session.admitted = [], [], []
             self.notify("Chunks changed, so pins and exclusions were cleared.")
         if not self.warmed_up:
             # After the index, not beside it: both need the GIL, and BM25 comes first.
@@ -673,6 +673,12 @@ class CoderagApp(App[None]):
             self.notify(self.session.toggle_exclude(key))
             self._marks_changed(key)
 
+    def toggle_admit(self, key: str | None) -> None:
+        """Let a held-back chunk into the prompt as it is (or hold it back again)."""
+        if key is not None:
+            self.notify(self.session.toggle_admit(key), markup=False)
+            self._marks_changed(key)
+
     def _marks_changed(self, key: str) -> None:
         """Pins or exclusions changed: the ranks line says so at once, the prompt follows."""
         if self.has_main_screen and key == self.session.selected_key:
@@ -693,6 +699,9 @@ class CoderagApp(App[None]):
 
     def action_exclude(self) -> None:
         self.toggle_exclude(self._key_at_cursor())
+
+    def action_admit(self) -> None:
+        self.toggle_admit(self._key_at_cursor())
 
 
 def make_app(

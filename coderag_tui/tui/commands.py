@@ -37,6 +37,11 @@ def app_commands(
     yield ("Prompt: pin the selected chunk", run("pin"), "It goes first in the prompt (p)")
     yield ("Prompt: exclude the selected chunk", run("exclude"), "Never included (x)")
     yield (
+        "Prompt: let the selected ⚠ chunk in",
+        run("admit"),
+        "With its suspected secret, as it is (a)",
+    )
+    yield (
         "Mode: toggle code-to-code (FILE:LINE)",
         run("toggle_code_mode"),
         "Query from the lines before a line (ctrl+g)",

@@ -56,6 +56,8 @@ class CoderagHost(Protocol):
 
     def toggle_exclude(self, key: str | None) -> None: ...
 
+    def toggle_admit(self, key: str | None) -> None: ...
+
 
 def host_of(app: object) -> CoderagHost:
     """The app as a CoderagHost (every screen of coderag runs inside one)."""

@@ -54,6 +54,7 @@ class Session:
     secrets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kinds by chunk key
     pinned: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
+    admitted: list[str] = field(default_factory=list)  # let in despite a suspected secret
 
     @property
     def packed(self) -> PackedPrompt | None:
@@ -90,7 +91,13 @@ class Session:
             self.selected_key = hits[0].chunk.key if hits else None
 
     def request(self, task: str) -> PromptRequest:
-        return PromptRequest(task, tuple(self.pinned), tuple(self.excluded), self.template_name)
+        return PromptRequest(
+            task,
+            tuple(self.pinned),
+            tuple(self.excluded),
+            self.template_name,
+            admitted=tuple(self.admitted),
+        )
 
     def run_to_pack(self, settings: Settings) -> SearchRun | None:
         """The shallowest run deep enough for the budget: the search shown, or the deeper one
@@ -119,6 +126,18 @@ class Session:
         if key in self.pinned:
             self.pinned.remove(key)
         return f"Excluded {key}: it never goes into the prompt."
+
+    def toggle_admit(self, key: str) -> str:
+        """Let a chunk with a suspected secret into the prompt as it is (or hold it back
+        again); what to tell the user."""
+        kinds = ", ".join(self.secrets.get(key, ()))
+        if key in self.admitted:
+            self.admitted.remove(key)
+            return f"{key} is held back again ({kinds})."
+        if not kinds:
+            return f"{key} holds no suspected secret: nothing to let in."
+        self.admitted.append(key)
+        return f"Let {key} in as it is: it holds a suspected secret ({kinds})."
 
     def next_template(self, own: str) -> str:
         """Switch to the next template (the bundled ones, then the user's own file)."""

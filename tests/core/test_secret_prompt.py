@@ -89,3 +89,19 @@ def test_search_marks_hits_and_without_an_open_index_the_chunks_are_scanned(
     assert engine.secret_kinds(chunks) == marks
     packed = engine.prompt(run, PromptRequest(TASK), settings).packed
     assert not any(value in packed.text for value in SECRET_VALUES)
+
+
+def test_a_chunk_the_user_let_in_goes_in_and_still_names_its_secrets(
+    repo: Path, tmp_path: Path
+) -> None:
+    settings = Settings(repo=repo, index_dir=tmp_path / "index")
+    with Engine.open(settings, dense=False) as engine:
+        run = engine.search(TASK, settings)
+        key = next(h.chunk.key for h in run.final.hits if h.chunk.path == "settings.py")
+        packed = engine.prompt(run, PromptRequest(TASK, admitted=(key,)), settings).packed
+    assert GITHUB_TOKEN in packed.text
+    assert not [d for d in packed.dropped if d.reason == SECRET]
+    block = next(b for b in packed.blocks if key in b.chunk_keys)
+    assert "GitHub Token" in block.secrets
+    account = secret_account(packed)
+    assert account.mode == "hold" and account.included[0][0] == "settings.py"

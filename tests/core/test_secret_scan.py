@@ -1,16 +1,20 @@
-"""The secret scan: detect-secrets' detectors behind our prefilter, on real text (no mocks)."""
+"""The secret scan: detect-secrets' detectors and our formats behind our prefilter, on real text
+(no mocks)."""
 
 from __future__ import annotations
 
 import pytest
 
 from coderag_tui.core.index.secret_scan import (
+    MAX_SCANNED_LINE,
+    WINDOW_OVERLAP,
     candidate_lines,
     kinds_in,
     redact_lines,
     scan_text,
 )
 from coderag_tui.core.records import SecretFinding
+from tests.fixtures.secret_formats import FORMATS, NOT_SECRETS, Case, cases
 from tests.fixtures.secrets_repo import (
     AWS_KEY_ID,
     AWS_SECRET,
@@ -171,4 +175,119 @@ def test_redaction_of_a_window_masks_the_part_of_a_key_inside_it() -> None:
 def test_kinds_in_a_line_range_name_specific_kinds_first() -> None:
     findings = scan_text("settings.py", SETTINGS_PY)
     assert kinds_in(findings, 1, 3) == ()
-    assert kinds_in(findings, 6, 7) == ("AWS Access Key", "Stripe Access Key", "Secret Keyword")
+    # `STRIPE_API_KEY = "sk_live_…"`: the format names the value, no generic kind beside it.
+    assert kinds_in(findings, 6, 7) == ("AWS Access Key", "Stripe Access Key")
+    in_env = scan_text(".env", ENV)
+    assert kinds_in(in_env, 1, 3) == ("AWS Access Key", "Basic Auth Credentials", "Secret Keyword")
+
+
+# --- issue 21, item 5: the keys developers hold, long lines, whole redaction --------------------
+
+
+def _covered(case: Case) -> bool:
+    """Whether the findings in the case's text cover its key whole."""
+    lines = case.text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    covered: set[int] = set()
+    for f in scan_text(case.path, case.text):
+        covered.update(range(starts[f.line - 1] + f.col, starts[f.end_line - 1] + f.end_col))
+    span = range(case.start, case.start + len(case.key))
+    return all(i in covered for i in span if case.text[i] != "\n")
+
+
+def _format_of(case: Case) -> str:
+    return case.format
+
+
+@pytest.mark.parametrize("case", [c for c in cases() if c.context == "bare"], ids=_format_of)
+def test_every_provider_format_is_found_whole_with_no_keyword_near_it(case: Case) -> None:
+    assert _covered(case), case.text
+
+
+# A password of 16 letters and digits named SERVICE_CREDENTIAL has too little entropy to tell
+# from an identifier; named `password` it is found (see the keyword tests above).
+@pytest.mark.parametrize(
+    "case",
+    [c for c in cases() if c.context == "named" and c.format != "Password in a URL"],
+    ids=_format_of,
+)
+def test_every_provider_format_is_found_whole_as_a_config_value(case: Case) -> None:
+    assert _covered(case), case.text
+
+
+def test_the_fixture_has_25_formats_or_more() -> None:
+    assert len(FORMATS) >= 25
+
+
+def test_a_key_pair_on_a_line_longer_than_the_scanned_limit_is_found() -> None:
+    padding = "x" * (MAX_SCANNED_LINE * 2)
+    line = f'data = ["{padding}", "{AWS_KEY_ID}", "{padding}", "{GITHUB_TOKEN}"]'
+    hits = found("bundle.py", f"{line}\n")
+    assert hits[AWS_KEY_ID] == {"AWS Access Key"}
+    assert hits[GITHUB_TOKEN] == {"GitHub Token"}
+
+
+def test_a_token_across_a_window_boundary_is_found_whole() -> None:
+    step = MAX_SCANNED_LINE - WINDOW_OVERLAP
+    line = "y" * (step - 10) + f' "{GITHUB_TOKEN}" ' + "z" * MAX_SCANNED_LINE
+    (finding,) = scan_text("long.js", f"{line}\n")
+    assert line[finding.col : finding.end_col] == GITHUB_TOKEN
+
+
+def test_redaction_masks_a_json_web_token_with_its_signature() -> None:
+    line = f"HEADER = 'Bearer {JWT}'"
+    masked = redact_lines([line], 1, scan_text("auth.py", line))
+    signature = JWT.rsplit(".", 1)[1]
+    assert signature not in masked[0]
+    assert masked[0] == "HEADER = 'Bearer <redacted:JSON Web Token>'"
+
+
+def test_redaction_masks_the_whole_token_and_the_value_where_it_stands() -> None:
+    key = next(c.key for c in cases() if c.format == "OpenAI project key")
+    lines = [
+        f'client = OpenAI("{key}")',
+        'db.connect(user="Xq9v2mZp7", password="Xq9v2mZp7", password_file=PATH)',
+    ]
+    masked = redact_lines(lines, 1, scan_text("llm.py", "\n".join(lines)))
+    assert masked == [
+        'client = OpenAI("<redacted:OpenAI Token>")',
+        'db.connect(user="<redacted:Secret Keyword>", password="<redacted:Secret Keyword>", '
+        "password_file=PATH)",
+    ]
+
+
+def test_redaction_masks_a_key_with_no_keyword_in_the_same_chunk() -> None:
+    blob = next(c.key for c in cases() if c.format == "Base64 key with no keyword")
+    lines = ['DB_PASSWORD = "s3cr3t-Xq9"', f'fernet = Fernet(b"{blob}")']
+    masked = redact_lines(lines, 1, scan_text("crypto.py", "\n".join(lines)))
+    assert blob not in "\n".join(masked)
+    assert masked[1] == 'fernet = Fernet(b"<redacted:Base64 High Entropy String>")'
+
+
+# --- issue 21, item 6: ordinary code is no secret -------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "text"), NOT_SECRETS)
+def test_placeholders_and_words_that_hold_a_prefix_are_not_secrets(path: str, text: str) -> None:
+    assert scan_text(path, f"{text}\n") == ()
+
+
+def test_a_token_prefix_counts_at_a_word_boundary_only() -> None:
+    body = GITHUB_TOKEN[4:]
+    assert scan_text("t.py", f"def test_weighs_{body}(): ...\n") == ()
+    assert found("t.py", f'token = "ghs_{body}"\n') == {f"ghs_{body}": {"GitHub Token"}}
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ('password = "hunter2"', "hunter2"),  # a word and a digit: a person's password
+        ('SECRET_KEY = "q8Zr2LmX0pWv7Ty1"', "q8Zr2LmX0pWv7Ty1"),
+        ('password = "correcthorsebatterystaple"', "correcthorsebatterystaple"),
+        ('api_key = "kjqzxwvbnmrt"', "kjqzxwvbnmrt"),  # letters, but no word
+    ],
+)
+def test_values_that_are_no_placeholder_are_still_found(line: str, value: str) -> None:
+    assert value in found("app.py", f"{line}\n")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.widgets import Static
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.messages import IndexBuilt, IndexChecked, IndexProgressed, SearchFinished
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.status import TopBar
+from tests.fixtures.secrets_repo import GITHUB_TOKEN, TASK, make_secrets_repo
 from tests.tui.conftest import SIZE, AppFactory, Recorder, column, search, settle, text_of
 
 
@@ -161,3 +164,41 @@ async def test_an_existing_index_is_searchable_before_the_check_for_changes(
         await settle(pilot)
         assert len(checks.of(IndexBuilt)) == 1 and len(checks.of(IndexChecked)) == 1
         assert "index ready" in str(unchanged.main.query_one(TopBar).render())
+
+
+async def test_a_lets_the_selected_held_back_chunk_in_and_keeps_its_warning(
+    tmp_path: Path, index_dir: Path, build_app: AppFactory
+) -> None:
+    repo = make_secrets_repo(tmp_path / "shop")
+    settings = Settings(
+        repo=repo,
+        index_dir=index_dir,
+        embed_backend="none",
+        chunk_lines=12,
+        theme_dir=tmp_path / "themes",
+    )
+    app = build_app(settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, TASK)
+        await settle(pilot)
+        await pilot.press("escape", "1")  # the BM25 list; its cursor is on the selected chunk
+        rows = column(app, "bm25").table.rows
+        held = next(i for i, row in enumerate(rows) if row.key in app.session.secrets)
+        for _ in range(held - column(app, "bm25").table.cursor_row):
+            await pilot.press("down")
+        key = rows[held].key
+        await pilot.press("a")
+        await settle(pilot)
+        packed = app.session.packed
+        assert packed is not None and app.session.admitted == [key]
+        assert not any(d.key == key for d in packed.dropped)
+        block = next(b for b in packed.blocks if key in b.chunk_keys)
+        assert "GitHub Token" in block.secrets  # the prompt still names what it holds
+        assert GITHUB_TOKEN in packed.text
+        assert "⚠ 1 let in with secrets" in text_of(app, "#prompt-line")
+        assert "let in by you" in text_of(app, "#ranks")
+        await pilot.press("a")  # and held back again
+        await settle(pilot)
+        packed = app.session.packed
+        assert packed is not None and GITHUB_TOKEN not in packed.text
+        assert "held back (secrets)" in text_of(app, "#prompt-line")

@@ -1,52 +1,62 @@
 """Secrets in repository text, found when a file is indexed, so no prompt carries one silently.
 
-The detectors are detect-secrets' (Yelp, 1.5): format detectors for AWS, GitHub, GitLab,
-Stripe, Slack, OpenAI, PyPI, npm, SendGrid, Twilio, Square, Azure, IBM, Cloudant, Discord,
-Telegram and Mailchimp keys, JSON Web Tokens, private-key blocks, passwords in URLs
-(`://user:pass@`), secret-sounding assignments (`password = "…"`, by file type) and
-high-entropy strings, with its heuristic filters for look-alikes (UUIDs, `${templated}`
-values, `get_secret()` calls, sequences such as `ABCDEF…`). A maintained library beats
-regexes of our own: its patterns follow the providers' token formats as they change, and
-its filters were tuned against false alarms by the teams that run it in CI and pre-commit;
-we only choose which of its detectors run where.
+The detectors are detect-secrets' (Yelp, 1.5) and a table of our own (`secret_formats`):
+format detectors for cloud, code-host, payment, messaging and LLM providers' keys (AWS,
+GitHub, GitLab, OpenAI, Anthropic, Google, Stripe, Slack, npm, PyPI, SendGrid, Twilio,
+Mailchimp, Hugging Face …), JSON Web Tokens, `Bearer` headers, private-key blocks, passwords
+in URLs (`://user:pass@`), secret-sounding assignments (`password = "…"`, by file type) and
+high-entropy strings, with detect-secrets' heuristic filters for look-alikes (UUIDs,
+`${templated}` values, `get_secret()` calls, sequences such as `ABCDEF…`). Its detectors
+are used for every format they know, with their patterns as they are; the table adds the
+formats they lack (OpenAI's project keys, Anthropic, Google, GitHub's fine-grained tokens,
+bare npm tokens …) and replaces its JSON Web Token pattern, which stops before the signature.
 
-Only a prefilter is ours, because detect-secrets' plugins take ~65 µs a line in pure Python:
+Every format match must start at a word boundary (`ghs_` inside `weighs_` is no token) and
+is masked to the end of the token it starts (letters, digits, `_` and `-`), so no tail of a
+longer key is left behind. Values that are placeholders are no secrets: the name they are
+assigned to (`SECRET = "secret"`, `password_field = "password"`), words such as `changeme`,
+`development key` or `xxx…`, and short lower-case words (a dictionary word, not a generated
+key); this holds for keyword assignments and for the password of a URL, never for a format.
+
+High-entropy strings count where a line names a credential (one of the keywords), quoted, or
+unquoted in config files (`API_TOKEN=9f2a…` in a `.env`), with detect-secrets' charsets and
+limits; and anywhere as a quoted base64 blob of 32 or more characters (`Fernet(b"…")`) that
+mixes upper case, lower case and digits, has the entropy of random bytes of its length, and
+is no base64 of text. The `IPPublicDetector` is off (an address is not a credential), and so
+are detect-secrets' `# pragma: allowlist secret` comments: a repository's own text cannot
+vouch for itself, just as its `.coderag.toml` cannot switch holding secrets back off.
+
+Only a prefilter is ours, because detect-secrets' plugins take ~65 µs a line in pure Python,
 about a minute for the standard library's 970,000 lines. One `bytes.translate` lowers the
-text and maps the rarest letter of every needle to a sentinel byte (k, w, j, x, h and `/` to
-one, c to another), and one pattern per sentinel, starting with that byte, runs at SRE's
-speed for a literal first character. Keywords (key, token, secret, password, passwd, pwd,
-auth, credential) count only when an assignment of a literal follows that starts with six
-characters other than spaces (quoted in code, unquoted allowed in config files, as
-detect-secrets itself reads them); the prefixes of the format detectors (AKIA,
-ghp_/gho_/ghu_/ghs_/ghr_, sk_live_/rk_live_, xox?-, eyJ, T3BlbkFJ,
-`PRIVATE KEY`, PuTTY keys, AccountKey=, :_authToken=, pypi- tokens, sq0csp-) and
-`://user:pass@` count anywhere. Only the lines they find reach detect-secrets' plugins.
-Formats without such a letter (ASIA…, glpat-…, SG.…, and bare Twilio, Discord, Telegram
-and Mailchimp keys) are found on lines that name them (`GITLAB_TOKEN = "glpat-…"`) only.
-Measured on the standard library (37 MB): the prefilter takes ~0.1 s of CPU, the plugins
-~0.03 s on the 366 lines it passes, and importing detect-secrets ~0.08 s once per process
-(mostly `requests`, which its plugins import to verify keys online; coderag never does).
-
-High-entropy strings count only on lines that name a credential (one of the keywords),
-never on their own: run on every line of the standard library, the two entropy plugins flag
-39 files (280 strings: hash test vectors, `base64.py`'s alphabet, `secrets.py` itself) and
-take 2 s; gated, they flag none, and the whole scan flags 10 of its 2,257 indexed files, all
-test credentials (`password = 'python'`, `http://user:pass@python.org/`). The
-`IPPublicDetector` is off (an address is not a credential), and so are detect-secrets'
-`# pragma: allowlist secret` comments: a repository's own text cannot vouch for itself,
-just as its `.coderag.toml` cannot switch holding secrets back off.
+text and maps the rarest character of every needle to a sentinel byte (k, w, j, x, h and `/`
+to one, c to another, the three quotes to a third), and one pattern per sentinel, starting
+with that byte, runs at SRE's speed for a literal first character. Keywords (key, token,
+secret, password, passwd, pwd, auth, credential) count only when an assignment of a literal
+follows that starts with six characters other than spaces (quoted in code, unquoted allowed
+in config files, as detect-secrets itself reads them). The needles of the format detectors
+(`AKIA`, `ghp_`, `sk-proj-`, `hooks.slack.com/services/` …, each followed by as many token
+characters as the format needs) and `://user:pass@` count anywhere; needles with none of the
+sentinel characters (`glpat-`, `SG.`, `npm_`, `AIza`, `ASIA`, `Bearer `) count right after a
+quote, as do a long base64 string, a Mailchimp key and a Telegram or Discord bot token: in
+code a token is a string literal, and in a config file it is named (`GITLAB_TOKEN=glpat-…`),
+which the keywords find. Only the lines they find reach the detectors. Lines longer than
+MAX_SCANNED_LINE are scanned in windows of that size that overlap by WINDOW_OVERLAP
+characters, each window only if the prefilter passes it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from coderag_tui.core.index.secret_formats import LIBRARY_NEEDLES, TOKEN_FORMATS
 from coderag_tui.core.records import SecretFinding
 
 if TYPE_CHECKING:
@@ -54,7 +64,7 @@ if TYPE_CHECKING:
 
 # Bump when the detectors, their limits or the prefilter change: stored findings are then
 # recomputed from the stored texts (no file is read again).
-SCANNER_VERSION = "1"
+SCANNER_VERSION = "2"
 SCANNER_META_KEY = "secret_scanner"
 
 # Entropy limits of detect-secrets' high-entropy plugins (their defaults are 4.5 and 3.0).
@@ -62,24 +72,48 @@ BASE64_LIMIT = 4.5
 HEX_LIMIT = 3.0
 # A value shorter than this is no credential worth holding back (`password = "x"` in tests).
 MIN_SECRET_CHARS = 6
-# Lines longer than this are not handed to the plugins (their patterns backtrack on them).
+# Lines longer than this are scanned in windows of this size (the plugins' patterns
+# backtrack on long lines), overlapping by WINDOW_OVERLAP so a token on a boundary is whole
+# in one of them.
 MAX_SCANNED_LINE = 4000
+WINDOW_OVERLAP = 1000
 # How far a private-key block may run past its BEGIN line.
 MAX_KEY_BLOCK_LINES = 400
+# A quoted base64 string with no keyword near it is a key from this length on.
+MIN_BLOB_CHARS = 32
+# Its entropy must reach that of 99% of random strings of its length: at 32 characters 4.2
+# bits, growing by BLOB_LIMIT_STEP a character up to 4.9 (English-like identifiers and
+# base64 of text stay well below).
+BLOB_LIMIT = 4.2
+BLOB_LIMIT_STEP = 0.012
+BLOB_LIMIT_MAX = 4.9
+# Base64 that decodes to this share of printable text or more is encoded text, not a key.
+TEXT_SHARE = 0.9
 
 # Kinds that name a finding only by how it looks, not what it is; a redaction prefers the other.
 GENERIC_KINDS = frozenset(
-    {"Secret Keyword", "Base64 High Entropy String", "Hex High Entropy String"}
+    {"Secret Keyword", "Base64 High Entropy String", "Hex High Entropy String", "Bearer Token"}
 )
 PRIVATE_KEY = "Private Key"
-EXCLUDED_PLUGINS = frozenset({"IPPublicDetector"})
+BASIC_AUTH = "Basic Auth Credentials"
+BLOB_KIND = "Base64 High Entropy String"
+JWT_KIND = "JSON Web Token"
+# IPPublicDetector: an address is no credential. JwtTokenDetector: its pattern ends lazily,
+# before the signature; the table's JSON Web Token pattern runs instead, with its check.
+EXCLUDED_PLUGINS = frozenset({"IPPublicDetector", "JwtTokenDetector"})
 
 # --- the prefilter ---------------------------------------------------------------------------
 
-# The rarest letter of each needle becomes a sentinel byte, and a pattern that starts with
-# that byte is scanned at SRE's literal speed. `c` gets a sentinel of its own: it is twice as
-# common as the others together, and only four needles need it.
-_SENTINELS: dict[int, str] = {1: "kwjx/h", 2: "c"}
+# The rarest character of each needle becomes a sentinel byte, and a pattern that starts with
+# that byte is scanned at SRE's literal speed. `c` gets a sentinel of its own: it is as common
+# as the others together. A needle with none of these characters (`glpat-`, `SG.`, `npm_`)
+# counts only right after a quote, the third sentinel: a token in code is a string literal,
+# and in a config file it is named (`GITLAB_TOKEN=glpat-…`), which a keyword finds.
+_SENTINELS: dict[int, str] = {1: "kwjx/h", 2: "c", 3: "'\"`"}
+_QUOTE_SENTINEL = 3
+# A letter, digit, `_`, `-` or `/` once mapped (sentinels 1 and 2 stand for letters and `/`).
+_TOKEN_BYTE = rb"[\w\x01\x02\-]"
+_HEX_BYTE = rb"[0-9a-f\x02]"
 
 
 def _translation() -> bytes:
@@ -105,24 +139,32 @@ KEYWORDS: tuple[str, ...] = (
     "key", "token", "secret", "password", "passwd", "pwd", "credential", "contrase",
     "auth_", "autho", "authe", "autht", "auth=", "auth:", 'auth"', "auth'", "auth ", "auth]",
 )  # fmt: skip
-# Prefixes of the format detectors (lower case), anywhere on a line.
-PREFIXES: tuple[str, ...] = (
-    "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "sk_live_", "rk_live_",
-    "xoxa-", "xoxb-", "xoxo-", "xoxp-", "xoxr-", "xoxs-", "hooks.slack.com/services/",
-    "eyjhb", "eyjpc", "eyj0e", "t3blbkfj", "private key", "putty-user-key-file",
-    "accountkey=", "_authtoken=", "pypi-ageichlwas5vcmc", "pypi-agendgvzdc5wexbplm9yzw",
-    "sq0csp-",
-)  # fmt: skip
 # After a keyword: the rest of the name, a closing quote or bracket, an assignment or
 # comparison, and a value that starts with MIN_SECRET_CHARS characters other than spaces and
 # quotes, quoted in code (detect-secrets' rule); a sentence in quotes is no credential.
-_NAME_AND_OPERATOR = rb"[\w\x01\x02]*(?:['\"\]]{0,2}|\[\d*\])\s*(?::=|[=!:]=?=?|=>|\()\s*@?"
-_QUOTED_VALUE = rb"[\"'`][\w\x01\x02][^\s\"'`]{5}"
-_ANY_VALUE = rb"[\"'`]?[\w\x01\x02][^\s\"'`]{5}"
+_NAME_AND_OPERATOR = rb"[\w\x01\x02]*(?:[\x03\]]{0,2}|\[\d*\])\s*(?::=|[=!:]=?=?|=>|\()\s*@?"
+_QUOTED_VALUE = rb"\x03[\w\x01\x02][^\s\x03]{5}"
+_ANY_VALUE = rb"\x03?[\w\x01\x02][^\s\x03]{5}"
 # `scheme://user:password@`: a superset of BasicAuthDetector's pattern (its excluded
 # characters cannot all be told apart once letters and `/` share a sentinel).
 _URL_NEEDLE = "://"
-_URL_CREDENTIALS = rb"[^\s:@'\"<>]{1,200}:[^\s@'\"<>]{1,200}@"
+_URL_CREDENTIALS = rb"[^\s:@\x03<>]{1,200}:[^\s@\x03<>]{1,200}@"
+# After an opening quote: a long base64 string (with a digit, and a letter no hex string
+# has), a Mailchimp key (hex-us6), a Telegram bot token (digits:…), a Discord bot token
+# (M….….…).
+_QUOTED_TOKENS: tuple[bytes, ...] = (
+    # Each lookahead stops at the first character that is no token's: no pass over the line.
+    rb"(?=[\w+\x01\x02\-]{%d})(?=[a-z_+\x01\x02\-]*\d)(?=[0-9a-f\x02_+\-]*[g-z\x01])"
+    rb"[\w+\x01\x02\-]+=*\x03" % MIN_BLOB_CHARS,
+    _HEX_BYTE + rb"{32}-us\d",
+    rb"\d{8,10}:" + _TOKEN_BYTE + rb"{30}",
+    rb"[mno]" + _TOKEN_BYTE + rb"{23,25}\." + _TOKEN_BYTE + rb"{6}\.",
+)
+
+
+# What every token after a quote starts with: 16 characters of a token (with `.` and `:`,
+# for SendGrid, Discord and Telegram) or `Bearer `; most strings in code fail it at once.
+_QUOTE_GUARD = rb"(?=[\w+\x01\x02\-.:]{16}|bearer\s)"
 
 
 def _mapped(needle: str) -> bytes:
@@ -139,35 +181,62 @@ def _trie(entries: list[tuple[bytes, bytes]]) -> bytes:
             groups.setdefault(rest[:1], []).append((rest[1:], follow))
     alternatives = [re.escape(first) + _trie(group) for first, group in sorted(groups.items())]
     if ends:
-        alternatives.append(b"" if b"" in ends else b"(?:" + b"|".join(ends) + b")")
+        alternatives.append(b"" if b"" in ends else b"(?:" + b"|".join(dict.fromkeys(ends)) + b")")
     if len(alternatives) == 1:
         return alternatives[0]
     return b"(?:" + b"|".join(alternatives) + b")"
 
 
-def _prefilter(sentinel: int, value: bytes, extra: bytes = b"") -> re.Pattern[bytes] | None:
-    """The pattern for the needles whose rarest letter maps to `sentinel`, or None."""
-    marker = bytes([sentinel])
-    tail = _NAME_AND_OPERATOR + value
-    entries: list[tuple[bytes, bytes]] = []
-    needles = [(k, tail) for k in KEYWORDS] + [(p, b"") for p in PREFIXES]
+def _needles(value: bytes) -> list[tuple[str, bytes]]:
+    """(needle, what must follow it on the mapped text) for everything the prefilter passes."""
+
+    def tail(count: int, hex_digits: bool) -> bytes:
+        return (_HEX_BYTE if hex_digits else _TOKEN_BYTE) + b"{%d}" % count if count else b""
+
+    needles = [(k, _NAME_AND_OPERATOR + value) for k in KEYWORDS]
+    needles += [(n, tail(count, hex_digits)) for n, count, hex_digits in LIBRARY_NEEDLES]
+    for fmt in TOKEN_FORMATS:
+        needles += [(n, tail(fmt.tail, fmt.tail_hex)) for n in fmt.needles]
     needles.append((_URL_NEEDLE, _URL_CREDENTIALS))
-    for needle, follow in needles:
+    needles += [("'", follow) for follow in _QUOTED_TOKENS]
+    # A needle with no anchor character counts right after a quote.
+    return [(n if _anchored(n) else "'" + n, follow) for n, follow in needles]
+
+
+def _anchored(needle: str) -> bool:
+    return any(c in chars for chars in _SENTINELS.values() for c in needle.lower())
+
+
+def _anchor(mapped: bytes) -> int:
+    """Where a mapped needle is anchored: at a quote it starts with, else its first byte of
+    the earliest sentinel in order."""
+    if mapped[:1] == bytes([_QUOTE_SENTINEL]):
+        return 0
+    for sentinel in _SENTINELS:
+        if sentinel in mapped:
+            return mapped.index(sentinel)
+    raise ValueError(f"the needle {mapped!r} has no anchor character")
+
+
+def _prefilter(sentinel: int, value: bytes, extra: bytes = b"") -> re.Pattern[bytes] | None:
+    """The pattern for the needles anchored at `sentinel`, or None."""
+    entries: list[tuple[bytes, bytes]] = []
+    for needle, follow in _needles(value):
         mapped = _mapped(needle)
-        first = min((i for i, b in enumerate(mapped) if b in _SENTINELS), default=-1)
-        if first < 0:
-            raise ValueError(f"the needle {needle!r} has no anchor letter")
+        first = _anchor(mapped)
         if mapped[first] != sentinel:
             continue
         behind = b"(?<=" + re.escape(mapped) + b")" if first else b""
         entries.append((mapped[first + 1 :], behind + follow))
     if not entries:
         return None
-    return re.compile(re.escape(marker) + _trie(entries) + extra)
+    guard = _QUOTE_GUARD if sentinel == _QUOTE_SENTINEL else b""
+    return re.compile(re.escape(bytes([sentinel])) + guard + _trie(entries) + extra)
 
 
 def _prefilters(value: bytes, extra: bytes = b"") -> tuple[re.Pattern[bytes], ...]:
-    found = (_prefilter(s, value, extra if s == max(_SENTINELS) else b"") for s in _SENTINELS)
+    last = list(_SENTINELS)[-1]
+    found = (_prefilter(s, value, extra if s == last else b"") for s in _SENTINELS)
     return tuple(p for p in found if p is not None)
 
 
@@ -205,13 +274,21 @@ def _is_config(path: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Detectors:
-    """detect-secrets' plugins and filters, created once and shared by the indexing threads
-    (their `analyze_string` only reads them)."""
+class _Format:
+    """One format pattern: detect-secrets' (a plugin's denylist entry) or the table's."""
 
-    regex_plugins: tuple[Any, ...]
-    format_gate: re.Pattern[str] | None  # any format detector's pattern (None: run them all)
-    keyword: Any
+    kind: str
+    pattern: re.Pattern[str]
+    check: Callable[[str], bool] | None = None  # a further check of the value (JWT: decodes)
+
+
+@dataclass(frozen=True)
+class _Detectors:
+    """detect-secrets' plugins and filters and the table's formats, created once and shared
+    by the indexing threads (their patterns and checks only read them)."""
+
+    formats: tuple[_Format, ...]
+    format_gate: re.Pattern[str] | None  # any format's pattern (None: run them all)
     entropy: tuple[tuple[Any, float], ...]
     keyword_rules: Callable[[str], Any]
     secret_filters: tuple[Callable[[str], bool], ...]
@@ -248,15 +325,26 @@ def _build_detectors() -> _Detectors:
         Base64HighEntropyString,
         HexHighEntropyString,
     )
+    from detect_secrets.plugins.jwt import JwtTokenDetector
     from detect_secrets.util.filetype import FileType, determine_file_type
 
     # Its signature names a TypeVar mypy cannot solve here: these are plugin classes.
     classes = cast("Iterable[type[Any]]", get_mapping_from_secret_type_to_class().values())
-    regex_plugins = tuple(
+    plugins = [
         cls()
         for cls in sorted(classes, key=lambda c: c.__name__)
         if issubclass(cls, RegexBasedDetector) and cls.__name__ not in EXCLUDED_PLUGINS
-    )
+    ]
+    formats = [_Format(p.secret_type, pattern) for p in plugins for pattern in p.denylist]
+    jwt_check = cast("Callable[[str], bool]", JwtTokenDetector.is_formally_valid)
+    formats += [
+        _Format(
+            row.kind,
+            re.compile(rf"(?<![\w\-])(?:{row.pattern})"),
+            jwt_check if row.kind == JWT_KIND else None,
+        )
+        for row in TOKEN_FORMATS
+    ]
     by_type = keyword_module.REGEX_BY_FILETYPE
     config_rules = keyword_module.CONFIG_DENYLIST_REGEX_TO_GROUP
     quoted_rules = keyword_module.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
@@ -268,9 +356,8 @@ def _build_detectors() -> _Detectors:
         return by_type.get(kind, quoted_rules)
 
     return _Detectors(
-        regex_plugins=regex_plugins,
-        format_gate=_gate(regex_plugins),
-        keyword=keyword_module.KeywordDetector(),
+        formats=tuple(formats),
+        format_gate=_gate([f.pattern for f in formats]),
         entropy=(
             (Base64HighEntropyString(limit=BASE64_LIMIT), BASE64_LIMIT),
             (HexHighEntropyString(limit=HEX_LIMIT), HEX_LIMIT),
@@ -288,14 +375,14 @@ def _build_detectors() -> _Detectors:
     )
 
 
-def _gate(plugins: Sequence[Any]) -> re.Pattern[str] | None:
-    """One pattern that matches where any format detector's pattern does, so a line none of
-    them matches costs one search instead of one per pattern; None if they do not combine."""
+def _gate(patterns: Sequence[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One pattern that matches where any format's pattern does, so a line none of them
+    matches costs one search instead of one per pattern; None if they do not combine."""
     parts = []
-    for plugin in plugins:
-        for pattern in plugin.denylist:
-            flags = "".join(f for f, bit in (("i", re.I), ("x", re.X)) if pattern.flags & bit)
-            parts.append(f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})")
+    for pattern in patterns:
+        flags = "".join(f for f, bit in (("i", re.I), ("x", re.X)) if pattern.flags & bit)
+        body = re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern)  # names may repeat across rows
+        parts.append(f"(?{flags}:{body})" if flags else f"(?:{body})")
     try:
         return re.compile("|".join(parts))
     except re.error:  # a pattern with a back reference would break numbering: no gate
@@ -305,14 +392,16 @@ def _gate(plugins: Sequence[Any]) -> re.Pattern[str] | None:
 # --- scanning --------------------------------------------------------------------------------
 
 
+def _prefilter_hits(path: str, mapped: bytes) -> Iterator[re.Match[bytes]]:
+    for pattern in _config_prefilters() if _is_config(path) else _code_prefilters():
+        yield from pattern.finditer(mapped)
+
+
 def candidate_lines(path: str, raw: bytes) -> list[tuple[int, str]]:
     """The (1-based number, text) of each line of `raw` (a file's UTF-8 text, lone surrogates
     kept) that the prefilter passes on to the detectors, in line order."""
     mapped = raw.translate(_TABLE)
-    starts: set[int] = set()
-    for pattern in _config_prefilters() if _is_config(path) else _code_prefilters():
-        for match in pattern.finditer(mapped):
-            starts.add(mapped.rfind(b"\n", 0, match.start()) + 1)
+    starts = {mapped.rfind(b"\n", 0, m.start()) + 1 for m in _prefilter_hits(path, mapped)}
     found: list[tuple[int, str]] = []
     line_no, counted_to = 1, 0
     for start in sorted(starts):
@@ -322,6 +411,20 @@ def candidate_lines(path: str, raw: bytes) -> list[tuple[int, str]]:
         line = raw[start : end if end >= 0 else len(raw)]
         found.append((line_no, line.decode("utf-8", "surrogatepass")))
     return found
+
+
+def _windows(path: str, line: str) -> Iterator[tuple[int, str]]:
+    """(offset, text) of the parts of a line to scan: the line, or for a long one the
+    overlapping windows of it that the prefilter passes."""
+    if len(line) <= MAX_SCANNED_LINE:
+        yield 0, line
+        return
+    step = MAX_SCANNED_LINE - WINDOW_OVERLAP
+    for offset in range(0, len(line) - WINDOW_OVERLAP, step):
+        window = line[offset : offset + MAX_SCANNED_LINE]
+        raw = window.encode("utf-8", "surrogatepass").translate(_TABLE)
+        if next(_prefilter_hits(path, raw), None) is not None:
+            yield offset, window
 
 
 def scan_text(path: str, text: str, raw: bytes | None = None) -> tuple[SecretFinding, ...]:
@@ -337,75 +440,132 @@ def scan_text(path: str, text: str, raw: bytes | None = None) -> tuple[SecretFin
         return ()
     detectors = _load()
     rules = detectors.keyword_rules(path)
+    config = _is_config(path)
     findings: set[SecretFinding] = set()
     for line_no, line in candidates:
         line = line.rstrip("\r")
-        if len(line) > MAX_SCANNED_LINE:
-            continue
-        for kind, start, end in _line_secrets(detectors, rules, line):
-            if kind == PRIVATE_KEY:
-                findings.add(_key_block(text, line_no, line, start))
-            else:
-                findings.add(SecretFinding(line_no, start, line_no, end, kind))
+        for offset, part in _windows(path, line):
+            for kind, start, end in _line_secrets(detectors, rules, part, config=config):
+                start, end = start + offset, end + offset
+                if kind == PRIVATE_KEY:
+                    findings.add(_key_block(text, line_no, line, start))
+                else:
+                    findings.add(SecretFinding(line_no, start, line_no, end, kind))
     return tuple(sorted(findings, key=_finding_order))
 
 
 # A line that names a credential: only there do high-entropy strings count.
 _NAMES_CREDENTIAL = re.compile(r"key|token|secret|passw|pwd|auth|credential|contrase", re.I)
+# An unquoted value assigned to a name that names a credential (config files).
+_NAMED_VALUE = re.compile(
+    r"(?:key|token|secret|passw|pwd|auth|credential|contrase)[\w.\-]*[\]'\"]{0,2}\s*[:=]\s*"
+    r"(?P<value>[^\s'\"`,;#]+)",
+    re.I,
+)
+# Random base64 has a run of nine letters of one case in about 1% of 44-character keys.
+_LETTER_RUN = re.compile(r"[a-z]{9}|[A-Z]{9}")
+_QUOTED_BLOB = re.compile(rf"([\"'`])(?P<value>[A-Za-z0-9+/_\-]{{{MIN_BLOB_CHARS},}}={{0,2}})\1")
 # A captured group shorter than this is part of a token's format (GitHub's `ghp`), not the
 # secret: the whole match is masked then.
 _MIN_GROUP_CHARS = 4
+# The characters a token runs on with: a format's match is masked to the end of them.
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
 
 
-def _line_secrets(detectors: _Detectors, rules: Any, line: str) -> list[tuple[str, int, int]]:
-    """(kind, start, end) of each secret the plugins find in one line, after the filters."""
-    found: list[tuple[str, int, int]] = []
+def _line_secrets(
+    detectors: _Detectors, rules: Any, line: str, *, config: bool
+) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of each secret the detectors find in one line, after the filters."""
     gate = detectors.format_gate
-    for plugin in detectors.regex_plugins if gate is None or gate.search(line) else ():
-        values = {v for v in plugin.analyze_string(line) if _kept(detectors, v, line, plugin=None)}
-        if values:
-            found += [(plugin.secret_type, a, b) for a, b in _spans(plugin, line, values)]
-    guessed: dict[str, str] = {}
-    for value in detectors.keyword.analyze_string(line, denylist_regex_to_group=rules):
-        if _kept(detectors, value, line, plugin=detectors.keyword):
-            guessed.setdefault(value, detectors.keyword.secret_type)
-    if _NAMES_CREDENTIAL.search(line):
-        for plugin, limit in detectors.entropy:
-            for value in plugin.analyze_string(line):
-                if plugin.calculate_shannon_entropy(value) > limit and _kept(
-                    detectors, value, line, plugin=plugin
+    found = _format_secrets(detectors, line) if gate is None or gate.search(line) else []
+    found += _keyword_secrets(detectors, rules, line)
+    names_credential = _NAMES_CREDENTIAL.search(line) is not None
+    for plugin, limit in detectors.entropy:
+        matches = plugin.regex.finditer(line) if names_credential else ()
+        for match in matches:
+            value = match.group(2)
+            if _random(detectors, plugin, limit, value, line):
+                found.append((plugin.secret_type, *match.span(2)))
+    if config and names_credential:
+        for match in _NAMED_VALUE.finditer(line):
+            value = match.group("value")
+            for plugin, limit in detectors.entropy:
+                if set(value) <= set(plugin.charset) and _random(
+                    detectors, plugin, limit, value, line
                 ):
-                    guessed.setdefault(value, plugin.secret_type)
-    for value, kind in guessed.items():
-        start = line.find(value)
-        while start >= 0:
-            found.append((kind, start, start + len(value)))
-            start = line.find(value, start + len(value))
+                    found.append((plugin.secret_type, *match.span("value")))
+                    break
+    for match in _QUOTED_BLOB.finditer(line):
+        if _is_blob(detectors, match.group("value")):
+            found.append((BLOB_KIND, *match.span("value")))
+    # A value that one detector named needs no second, generic name.
+    named: set[tuple[int, int]] = set()
+    kept: list[tuple[str, int, int]] = []
+    for kind, start, end in found:
+        if kind not in GENERIC_KINDS or (start, end) not in named:
+            kept.append((kind, start, end))
+            named.add((start, end))
+    return kept
+
+
+def _format_secrets(detectors: _Detectors, line: str) -> list[tuple[str, int, int]]:
+    """Where the format detectors find a secret: a long captured group of the pattern (the
+    password of `://user:password@`, the 40 characters after `aws_secret_access_key =`) or
+    else its whole match (a short group, GitHub's `ghp`, is part of the format), held to a
+    word boundary and masked to the end of the token it starts."""
+    found: list[tuple[str, int, int]] = []
+    for fmt in detectors.formats:
+        for match in fmt.pattern.finditer(line):
+            groups = [i for i in range(1, fmt.pattern.groups + 1) if match.group(i)]
+            long_groups = [i for i in groups if len(match.group(i)) >= _MIN_GROUP_CHARS]
+            start, end = match.span(long_groups[0]) if long_groups else match.span()
+            value = line[start:end]
+            if start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
+                continue  # a format starts at a word boundary: `ghs_` in `weighs_` is none
+            if fmt.check is not None and not fmt.check(value):
+                continue
+            if not _kept(detectors, value, line, plugin=None):
+                continue
+            if fmt.kind == BASIC_AUTH and _is_placeholder(value, line[:start]):
+                continue
+            if value[-1:].isalnum() or value[-1:] in "_-":
+                tail = _TOKEN_TAIL.match(line, end)
+                end = tail.end() if tail is not None else end
+            found.append((fmt.kind, start, end))
     return found
 
 
-def _spans(plugin: Any, line: str, values: set[str]) -> list[tuple[int, int]]:
-    """Where a format detector's findings are in the line.
+def _keyword_secrets(detectors: _Detectors, rules: Any, line: str) -> list[tuple[str, int, int]]:
+    """Values assigned to secret-sounding names (detect-secrets' keyword rules for the file's
+    type), each where its rule captured it, unless a filter or `_is_placeholder` drops it."""
+    found: list[tuple[str, int, int]] = []
+    for regex, group in rules.items():
+        for match in regex.finditer(line):
+            value = match.group(group)
+            start = match.start(group)
+            if (
+                value
+                and len(value) >= MIN_SECRET_CHARS
+                and _kept(detectors, value, line, plugin=True)
+                and not _is_placeholder(value, line[:start])
+            ):
+                # The value wherever it stands alone on the line (`user="x", password="x"`),
+                # never inside a longer word (`password_field`).
+                alone = rf"(?<![\w-]){re.escape(value)}(?![\w-])"
+                found += [("Secret Keyword", *m.span()) for m in re.finditer(alone, line)]
+                found.append(("Secret Keyword", start, match.end(group)))
+    return found
 
-    detect-secrets reports a pattern's captured groups as the secret (the password of
-    `://user:password@`, the 40 characters after `aws_secret_access_key =`) and the whole
-    match when there are none; a short group (GitHub's `ghp` prefix) is part of the format,
-    so the whole match is the secret then.
-    """
-    spans: list[tuple[int, int]] = []
-    for pattern in plugin.denylist:
-        for match in pattern.finditer(line):
-            groups = [i for i in range(1, pattern.groups + 1) if match.group(i)]
-            reported = [match.group(i) for i in groups] or [match.group(0)]
-            if not values.intersection(reported):
-                continue
-            long_groups = [i for i in groups if len(match.group(i)) >= _MIN_GROUP_CHARS]
-            spans.append(match.span(long_groups[0]) if long_groups else match.span())
-    return spans
+
+def _random(detectors: _Detectors, plugin: Any, limit: float, value: str, line: str) -> bool:
+    """An entropy plugin's verdict on a value: above its limit and past the filters."""
+    return plugin.calculate_shannon_entropy(value) > limit and _kept(
+        detectors, value, line, plugin=plugin
+    )
 
 
 def _kept(detectors: _Detectors, value: str, line: str, *, plugin: Any) -> bool:
-    """detect-secrets' heuristic filters; `plugin` set for the guessing (non-format) plugins."""
+    """detect-secrets' heuristic filters; `plugin` set for the guessing (non-format) ones."""
     if not value:
         return False
     if plugin is not None:
@@ -414,6 +574,89 @@ def _kept(detectors: _Detectors, value: str, line: str, *, plugin: Any) -> bool:
         if detectors.indirect(line) or detectors.id_like(value, line, plugin):
             return False
     return not any(check(value) for check in detectors.secret_filters)
+
+
+def _is_blob(detectors: _Detectors, value: str) -> bool:
+    """A quoted base64 string with no keyword near it that is a key: upper case, lower case
+    and digits, the entropy of random bytes of its length, and no base64 of text."""
+    body = value.rstrip("=")
+    if not (any(c.isupper() for c in body) and any(c.islower() for c in body)):
+        return False
+    if _LETTER_RUN.search(body):
+        return False  # a run of letters of one case: an identifier or encoded words
+    if not any(c.isdigit() for c in body):
+        return False
+    plugin = detectors.entropy[0][0]
+    limit = min(BLOB_LIMIT + BLOB_LIMIT_STEP * (len(body) - MIN_BLOB_CHARS), BLOB_LIMIT_MAX)
+    if plugin.calculate_shannon_entropy(body) < limit:
+        return False
+    if any(check(body) for check in detectors.secret_filters):
+        return False
+    return not _decodes_to_text(body)
+
+
+def _decodes_to_text(body: str) -> bool:
+    """Whether a base64 (standard or URL-safe) string decodes to mostly printable text."""
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        data = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    printable = sum(1 for b in data if 32 <= b < 127 or b in (9, 10, 13))
+    return bool(data) and printable >= TEXT_SHARE * len(data)
+
+
+# Values that stand in for a secret (lower case, letters and digits only).
+PLACEHOLDERS = frozenset(
+    {
+        "changeme", "changeit", "changethis", "developmentkey", "devkey", "testkey",
+        "secret", "password", "passwd", "dummy", "example", "sample", "placeholder",
+        "redacted", "notasecret", "insecure", "default", "none", "null", "undefined",
+        "todo", "fixme", "yourkey", "yourtoken", "yoursecret", "yourpassword", "yourapikey",
+        "mysecret", "mypassword", "secretkey", "apikey", "token", "test", "testing",
+    }
+)  # fmt: skip
+# A word as a person writes it: lower case, or capitalised, or all upper case.
+_WORD = re.compile(r"[a-z]+|[A-Z][a-z]+|[A-Z]+")
+_VOWEL = re.compile(r"[aeiouy]", re.I)
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.I)
+# Short words: at most this many letters each, at most this many words.
+MAX_WORD_LETTERS = 12
+MAX_WORDS = 3
+# Where words part: anything but a letter or digit, and a lower-case letter before a capital.
+_WORD_BREAK = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
+# The name a value is assigned to: the last identifier before it.
+_NAME_BEFORE = re.compile(r"([\w.\-]+)[^\w.\-]*$")
+
+
+def _is_placeholder(value: str, before: str) -> bool:
+    """Whether an assigned value stands in for a secret rather than being one: the name it is
+    assigned to (`SECRET = "secret"`), a known placeholder (`changeme`, `xxxx`,
+    `your-token-here`), one character repeated, or up to three short words (`development
+    key`, `hunter`): a person's word, not a generated key."""
+    folded = re.sub(r"[^a-z0-9]", "", value.lower())
+    if not folded or len(set(folded)) == 1 or folded in PLACEHOLDERS:
+        return True
+    if folded.startswith(("your", "my", "some", "dummy", "fake", "example", "test")) and (
+        folded.endswith(("here", "key", "token", "secret", "password", "pass", "value"))
+    ):
+        return True
+    name = _NAME_BEFORE.search(before)
+    if name is not None and folded in re.sub(r"[^a-z0-9]", "", name.group(1).lower()):
+        return True
+    words = [w for w in _WORD_BREAK.split(value) if w]
+    return 0 < len(words) <= MAX_WORDS and all(_is_word(w) for w in words)
+
+
+def _is_word(text: str) -> bool:
+    """A short word as people write it: letters of one case pattern, a vowel, and no run of
+    five consonants (a random string of letters has one)."""
+    return (
+        0 < len(text) <= MAX_WORD_LETTERS
+        and _WORD.fullmatch(text) is not None
+        and _VOWEL.search(text) is not None
+        and _CONSONANTS.search(text) is None
+    )
 
 
 _KEY_END = re.compile(r"-----END[ A-Z0-9]*-----|---- END SSH2 ENCRYPTED PRIVATE KEY ----")

@@ -7,9 +7,10 @@ prompt is counted at the end and trimmed from the tail if merging moved it over 
 the returned prompt never has more tokens than the budget.
 
 Chunks that touch a suspected secret (found when the file was indexed) are held back by
-default, each as a dropped chunk with reason "secret" and the kinds of secret; "redact" puts
-them in with every secret replaced by `<redacted:KIND>`, "allow" as they are. Either way each
-block names the kinds it holds, so every face can say what went in.
+default, each as a dropped chunk with reason "secret" and the kinds of secret, unless the user
+let that one chunk in (`admitted`); "redact" puts them in with every secret replaced by
+`<redacted:KIND>`, "allow" as they are. Either way each block names the kinds it holds, so
+every face can say what went in.
 """
 
 from __future__ import annotations
@@ -260,12 +261,14 @@ def pack(
     file_text: Callable[[str], str | None] | None = None,
     secrets: Mapping[str, Sequence[SecretFinding]] | None = None,
     secret_mode: str = "hold",
+    admitted: Sequence[str] = (),
 ) -> PackedPrompt:
     """The prompt for `task` with as many hits as fit in `budget` tokens, most relevant first.
 
     `secrets` holds the suspected secrets of the hits' files (by path); `secret_mode` says
     what happens to chunks that touch one: "hold" leaves them out (reason "secret", pinned
-    or not), "redact" masks each secret, "allow" lets them in as they are.
+    or not), "redact" masks each secret, "allow" lets them in as they are. `admitted` chunk
+    keys are let in as they are in "hold" mode too: the user chose them one by one.
     Raises BudgetTooSmall when the template and the task alone exceed the budget.
     """
     if secret_mode not in SECRET_MODES:
@@ -281,9 +284,10 @@ def pack(
     excluded_keys = set(excluded)
     held: dict[str, tuple[str, ...]] = {}
     if secret_mode == "hold":
+        let_in = set(admitted)
         for cand in cands:
             kinds = _kinds(findings, cand.chunk.path, cand.chunk.start_line, cand.chunk.end_line)
-            if kinds and cand.key not in excluded_keys:
+            if kinds and cand.key not in excluded_keys and cand.key not in let_in:
                 held[cand.key] = kinds
     packer = _Packer(counter, template, file_text, findings if secret_mode == "redact" else None)
     room = budget - fixed

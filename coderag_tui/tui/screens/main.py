@@ -90,6 +90,13 @@ class MainScreen(Screen[None]):
             "x", "app.exclude", "Exclude", tooltip="Exclude the selected chunk from the prompt"
         ),
         Binding(
+            "a",
+            "app.admit",
+            "Let in",
+            show=False,
+            tooltip="Let the selected ⚠ chunk into the prompt with its secret (a again: hold)",
+        ),
+        Binding(
             "left_square_bracket",
             "app.budget_step(-1)",
             "Budget −",
@@ -256,6 +263,8 @@ class MainScreen(Screen[None]):
         found = session.secrets.get(chunk.key)
         if found:
             fate = SECRET_FATE.get(host.settings.secrets, "")
+            if key in session.admitted and host.settings.secrets == "hold":
+                fate = ": let in by you (a holds it back)"
             kinds = ", ".join(found)
             marks.append((f"  ⚠ suspected secret ({kinds}){fate}", "$warning"))
         ranks.update(
@@ -302,9 +311,12 @@ class MainScreen(Screen[None]):
         chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
         held = sum(1 for d in packed.dropped if d.secrets)  # held back: suspected secrets
         over = sum(1 for d in packed.dropped if d.reason != "excluded" and not d.secrets)
+        let_in = sum(1 for b in packed.blocks if b.secrets) if packed.secret_mode == "hold" else 0
         details = [f"{chunks_in} chunks in", f"{over} dropped"]
         if held:
             details.append(f"⚠ {held} held back (secrets)")
+        if let_in:
+            details.append(f"⚠ {let_in} let in with secrets")
         if session.pinned:
             details.append(f"{len(session.pinned)} pinned")
         if session.excluded:

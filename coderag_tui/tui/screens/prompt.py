@@ -27,6 +27,13 @@ class PromptScreen(Screen[None]):
         Binding("p", "pin", "Pin", tooltip="Pin the chunk under the cursor: it goes first"),
         Binding("x", "exclude", "Exclude", tooltip="Exclude (or include again) the chunk"),
         Binding(
+            "a",
+            "admit",
+            "Let in",
+            show=False,
+            tooltip="Let a chunk held back for a secret in (or hold it back again)",
+        ),
+        Binding(
             "left_square_bracket",
             "app.budget_step(-1)",
             "Budget −",
@@ -123,6 +130,7 @@ class PromptScreen(Screen[None]):
         for block in packed.blocks:
             key = block.chunk_keys[0]
             mark = "📌" if any(k in session.pinned for k in block.chunk_keys) else ""
+            mark += "⚠" if block.secrets else ""
             included.add_row(
                 mark,
                 Text(str(block.best_rank), justify="right"),
@@ -166,6 +174,10 @@ class PromptScreen(Screen[None]):
     def action_exclude(self) -> None:
         for key in self._selected_keys():
             self.host.toggle_exclude(key)
+
+    def action_admit(self) -> None:
+        for key in self._selected_keys():
+            self.host.toggle_admit(key)
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
