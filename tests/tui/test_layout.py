@@ -115,3 +115,8 @@ async def test_t_reaches_the_tuning_panel_even_where_the_side_panel_is_hidden(
         focused = app.focused
         assert focused is not None and focused.id == "tune-chunking"
         assert on_screen(focused, 80, 24)
+        # Esc goes back to the lists, and the preview takes its place again.
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not app.main.side_shown and app.main.query_one(ChunkPreview).display
+        assert app.focused is column(app, "fused").table

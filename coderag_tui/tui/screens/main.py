@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -68,7 +69,11 @@ class MainScreen(Screen[None]):
     """Everything about one query at a glance; the app fills it from core results."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "focus_query", "Query", tooltip="Jump to the query input"),
+        # Priority: the query takes focus while the app reads this key, so the keys typed
+        # right after it (a paste, a fast typist) go to the query, never to the list's keys.
+        Binding(
+            "slash", "focus_query", "Query", priority=True, tooltip="Jump to the query input"
+        ),
         Binding(
             "1", "focus_column('bm25')", "BM25", group=LIST_KEYS, tooltip="Jump to the BM25 list"
         ),
@@ -132,6 +137,7 @@ class MainScreen(Screen[None]):
 
     last_list: RankingName | None = None  # focused last: a new search selects its #1
     _hinted_stages: tuple[str, str] | None = None  # the index and dense states hinted for
+    _side_for_tuning = False  # `t` showed the side panel in the preview's place
 
     @property
     def host(self) -> CoderagHost:
@@ -363,7 +369,27 @@ class MainScreen(Screen[None]):
                 self.last_list = name
 
     def action_focus_query(self) -> None:
-        self.query_one(QueryInput).focus()
+        """Focus the query at once (not after a refresh, as `focus()` does): the app hands
+        the next key to whatever is focused when it reads it. In the query, `/` is typed."""
+        query = self.query_one(QueryInput)
+        if self.focused is query:
+            raise SkipAction()
+        self.tuning.revert()  # a number typed but not entered is dropped, as with Esc
+        self.set_focus(query)
+
+    def action_leave_tuning(self) -> None:
+        """Esc in Tuning: drop a number not yet entered and go back to the list the user
+        came from (the panel gives the preview its place back where `t` took it)."""
+        self.tuning.revert()
+        if self._side_for_tuning:
+            self._side_for_tuning = False
+            if self.side_shown:
+                self.action_toggle_side()
+        column = self.board.column(self.last_list) if self.last_list else None
+        if column is not None and column.display and column.keys:
+            self.set_focus(column.table)
+        elif not self.action_focus_results():
+            self.set_focus(self.query_one(QueryInput))
 
     def action_focus_column(self, name: RankingName) -> None:
         column = self.board.column(name)
@@ -381,18 +407,21 @@ class MainScreen(Screen[None]):
             why = run.rankings[name].reason or "it has no matches for this query."
         self.app.notify(f"The {title} list is empty — {why}", severity="warning", markup=False)
 
-    def action_focus_results(self) -> None:
-        """Focus the list the prompt is packed from (reranked, else fused, else BM25)."""
+    def action_focus_results(self) -> bool:
+        """Focus the list the prompt is packed from (reranked, else fused, else BM25); False
+        when no list has rows yet."""
         for name in ("rerank", "fused", "bm25"):
             column = self.board.column(name)
             if column.display and column.keys:
                 column.table.focus()
-                return
+                return True
+        return False
 
     def action_focus_tuning(self) -> None:
         self.query_one(TabbedContent).active = "tab-tuning"
         if not self.side_shown:
             self.action_toggle_side()
+            self._side_for_tuning = True  # Esc gives the preview its place back
         # The panel shows after the next refresh; focus then, or focus finds it hidden.
         self.call_after_refresh(self.query_one("#tune-chunking").focus)
 
@@ -403,6 +432,7 @@ class MainScreen(Screen[None]):
         return self.has_class("-narrow") == self.has_class("side-toggled")
 
     def action_toggle_side(self) -> None:
+        self._side_for_tuning = False  # the user's own choice stays
         self.toggle_class("side-toggled")
 
     def action_zoom(self) -> None:
