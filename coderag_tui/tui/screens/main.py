@@ -210,8 +210,7 @@ class MainScreen(Screen[None]):
         host = self.host
         settings = host.settings
         pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
-        rows = max(settings.k, 1)
-        self.board.show_run(run, {}, rows=rows, secrets=host.session.secrets, pending=pending)
+        self.board.show_run(run, {}, secrets=host.session.secrets, pending=pending)
         self.board.column("fused").set_stage(*fused_labels(run, settings))
         self.board.set_rerank_visible(settings.rerank)
         self.latency.show_run(run)
@@ -233,8 +232,8 @@ class MainScreen(Screen[None]):
         """The chunk under the cursor of the focused list as this key is handled (its
         highlight message may still be queued), else the selected chunk."""
         focused = self.focused
-        if isinstance(focused, RankingTable) and focused.show_cursor and focused.rows:
-            return focused.rows[focused.cursor_row].key
+        if isinstance(focused, RankingTable) and focused.show_cursor and focused.keys:
+            return focused.keys[focused.cursor_row]
         return self.host.session.selected_key
 
     def show_selection(self) -> None:
