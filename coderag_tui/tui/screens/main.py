@@ -71,9 +71,7 @@ class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         # Priority: the query takes focus while the app reads this key, so the keys typed
         # right after it (a paste, a fast typist) go to the query, never to the list's keys.
-        Binding(
-            "slash", "focus_query", "Query", priority=True, tooltip="Jump to the query input"
-        ),
+        Binding("slash", "focus_query", "Query", priority=True, tooltip="Jump to the query input"),
         Binding(
             "1", "focus_column('bm25')", "BM25", group=LIST_KEYS, tooltip="Jump to the BM25 list"
         ),
