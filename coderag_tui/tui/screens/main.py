@@ -168,6 +168,8 @@ class MainScreen(Screen[None]):
         self.board.set_rerank_visible(self.host.settings.rerank)
         self.show_hints()
         self.show_prompt_line()
+        # Syntax colours and the query words' mark follow the theme: draw them again.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show_selection())
         self.host.main_ready()
 
     # ------------------------------------------------------------------ parts
@@ -271,14 +273,13 @@ class MainScreen(Screen[None]):
         from rich.style import Style
 
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
-        background = theme.surface or theme.background or "#000000"
-        lines = chunk_lines(chunk, terms, dark=theme.dark, background=background, mark=mark)
+        # No background: the preview draws the lines on its own (the theme's surface).
+        lines = chunk_lines(chunk, terms, dark=theme.dark, mark=mark)
         why = fused_why(run, key)
         if why:  # above the code, in the preview's own colours
             gutter = "#75715e" if theme.dark else "#999999"  # the line numbers' colour
-            muted = Style(color=gutter, bgcolor=background, italic=True)
-            first = Text(style=Style(bgcolor=background), no_wrap=True, end="")
-            first.append(why, muted)  # a span: the preview draws spans, not the line's style
+            first = Text(no_wrap=True, end="")
+            first.append(why, Style(color=gutter, italic=True))  # a span: drawn per span
             lines.insert(0, first)
         self.query_one(ChunkPreview).show(chunk, lines)
 
