@@ -42,6 +42,7 @@ def test_ranks_line_shows_every_list_with_a_dash_where_absent_and_off_where_unav
     shown = ("bm25", "dense", "fused", "rerank")
     assert ranks_line(run, a.key, shown) == "BM25 #2 · Dense off · Fused — · Rerank #1"
     assert ranks_line(run, None, shown) == ""
+    assert ranks_line(run, a.key, shown, pending=("dense",)).startswith("BM25 #2 · Dense pending")
 
 
 @pytest.mark.parametrize(

@@ -246,7 +246,8 @@ class MainScreen(Screen[None]):
         shown: tuple[RankingName, ...] = ("bm25", "dense", "fused")
         if host.settings.rerank:
             shown += ("rerank",)
-        line = ranks_line(run, key, shown)
+        pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
+        line = ranks_line(run, key, shown, pending)
         chunk = session.chunk_for(key)
         ranks = self.query_one("#ranks", Static)
         if chunk is None:

@@ -116,15 +116,21 @@ class HitRows(Sequence[Row]):
         return row
 
 
-def ranks_line(run: SearchRun | None, key: str | None, shown: tuple[RankingName, ...]) -> str:
-    """`BM25 #3 · Dense #17 · Fused #2 · Rerank #1` for the chunk (— where it is absent)."""
+def ranks_line(
+    run: SearchRun | None,
+    key: str | None,
+    shown: tuple[RankingName, ...],
+    pending: Collection[RankingName] = (),
+) -> str:
+    """`BM25 #3 · Dense #17 · Fused #2 · Rerank #1` for the chunk (— where it is absent,
+    `pending` where the list's stage is still opening, e.g. the model embedding)."""
     if run is None or key is None:
         return ""
     parts = []
     for name in shown:
         ranking = run.rankings.get(name)
         if ranking is None or not ranking.available:
-            parts.append(f"{SHORT[name]} off")
+            parts.append(f"{SHORT[name]} {'pending' if name in pending else 'off'}")
             continue
         rank = ranking.rank_of(key)
         parts.append(f"{SHORT[name]} #{rank}" if rank is not None else f"{SHORT[name]} —")
