@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from rich.cells import cell_len
+from rich.console import JustifyMethod
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -92,16 +93,18 @@ class ChunkTable(DataTable[Text]):
             return  # laid out at the first resize
         widths = self.column_widths(width)
         shown = [i for i, w in enumerate(widths) if w or i != self._text]
+        justify: list[JustifyMethod] = [
+            "right" if i in self._right else "left" for i in range(len(widths))
+        ]
         for i in shown:
-            justify = "right" if i in self._right else "left"
-            self.add_column(Text(self._headers[i], justify=justify), width=widths[i], key=str(i))
+            self.add_column(Text(self._headers[i], justify=justify[i]), width=widths[i], key=str(i))
         for chunk_row in self._rows:
             cells = []
             for i in shown:
                 cell = chunk_row.cells[i]
                 if i == self._path:
                     cell = fit_middle(cell, widths[i])
-                text = Text(cell, justify="right" if i in self._right else "left")
+                text = Text(cell, justify=justify[i])
                 text.truncate(widths[i], overflow="ellipsis")
                 cells.append(text)
             self.add_row(*cells, key=chunk_row.key)

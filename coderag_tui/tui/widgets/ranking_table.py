@@ -271,12 +271,8 @@ class RankingTable(ScrollView, can_focus=True):
             self._index = {k: i for i, k in enumerate(self.keys)}
         return self._index.get(key)
 
-    @property
-    def layout(self) -> RowLayout:
-        """Which of rank and score the rows show at the table's width now."""
-        return self._layout(self.scrollable_content_region.width)
-
-    def _layout(self, width: int) -> RowLayout:
+    def _row_layout(self, width: int) -> RowLayout:
+        """Which of rank and score the rows show at this width (kept per width)."""
         layout = self._layouts.get(width)
         if layout is None:
             layout = self._layouts[width] = choose_layout(width, self._shape)
@@ -337,7 +333,7 @@ class RankingTable(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         base = self.rich_style
         rank_w, score_w = self._shape.rank, self._shape.score
-        layout = self._layout(width)
+        layout = self._row_layout(width)
         if y == 0:
             header = self.get_component_rich_style("ranking-table--header")
             style = base + header
