@@ -277,8 +277,9 @@ class CoderagApp(App[None]):
         self._set_state(replace(state, files=lexical.files, chunks=len(lexical.chunks)))
         self._notify_new(lexical.notices)
         if rechunked and (session.pinned or session.excluded):
-            session.pinned, session.excluded = [], []
-            self.notify("Chunks changed, so pins and exclusions were cleared.")
+            carried = session.carry_marks(lexical.chunks)  # to the chunks of the same lines
+            if carried:
+                self.notify(carried, timeout=10)
         if not self.warmed_up:
             # After the index, not beside it: both need the GIL, and BM25 comes first.
             self.warmed_up = True
