@@ -58,15 +58,17 @@ class ChunkTable(DataTable[Text]):
             self._lay_out()
 
     def column_widths(self, width: int) -> list[int]:
-        """Every column's cells at this width: the path and text columns share what the
-        others leave; the file names first, whole where they can be."""
+        """Every column's cells at this width (0: left out): the path and text columns share
+        what the others leave; the file names first, whole where they can be."""
         natural = [
             max([cell_len(h), *(cell_len(r.cells[i]) for r in self._rows)])
             for i, h in enumerate(self._headers)
         ]
         flexible = {self._path, self._text} - {-1}
         fixed = sum(natural[i] for i in range(len(natural)) if i not in flexible)
-        room = width - fixed - CELL_PADDING * len(natural)
+        # An empty column (the pin mark when nothing is pinned) is left out, padding and all.
+        shown = sum(1 for i, w in enumerate(natural) if w or i in flexible)
+        room = width - fixed - CELL_PADDING * shown
         widths = list(natural)
         names = max((whole_name_cells(r.cells[self._path]) for r in self._rows), default=0)
         header = cell_len(self._headers[self._path])
@@ -77,7 +79,7 @@ class ChunkTable(DataTable[Text]):
         # leaves the table (0: not shown) before it would be cut to a few letters.
         wanted = min(natural[self._path], max(names, header))
         text = min(natural[self._text], room - wanted)
-        if text < MIN_TEXT:
+        if text < min(natural[self._text], MIN_TEXT):
             text = 0
             room += CELL_PADDING
         widths[self._text] = text
@@ -92,7 +94,7 @@ class ChunkTable(DataTable[Text]):
         if width <= 0:
             return  # laid out at the first resize
         widths = self.column_widths(width)
-        shown = [i for i, w in enumerate(widths) if w or i != self._text]
+        shown = [i for i, w in enumerate(widths) if w or i == self._path]
         justify: list[JustifyMethod] = [
             "right" if i in self._right else "left" for i in range(len(widths))
         ]
