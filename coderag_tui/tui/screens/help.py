@@ -72,7 +72,7 @@ def key_groups() -> list[tuple[str, list[tuple[str, str]]]]:
             "Rankings",
             [
                 ("↑ ↓", "Move; the other lists follow the same chunk"),
-                ("pgup pgdn", "A page; home, end: the first and the deepest hit"),
+                ("pgup pgdn", "A page; home, end: the first and last hit"),
                 ("tab", "Next list or panel (shift+tab: back)"),
             ],
         ),

@@ -59,7 +59,7 @@ class TuningPanel(VerticalScroll):
             "screen.leave_tuning",
             "Lists",
             show=False,
-            tooltip="Back to the lists (a number not yet entered is dropped)",
+            tooltip="Back to the lists, undoing an edit",
         ),
     ]
 
