@@ -147,6 +147,13 @@ def test_a_deep_list_formats_only_the_rows_it_is_asked_for() -> None:
     assert len(rows._rows) == 2  # not 1,280
 
 
+def test_a_lazy_list_is_shaped_as_its_rows_would_be() -> None:
+    paths = ["a.py", "src/x/b.py", "日本/ファイル.py", "evil\x1b[2J/c.py", "d/\u202ee.py"]
+    hits = [Hit(chunk(p, 10 * i + 1), -2.5 + i, i + 1) for i, p in enumerate(paths)]
+    rows = HitRows(hits, "{:.3f}", {hits[1].chunk.key: ("kind",)})
+    assert rows.shape() == RowShape.of(list(rows))
+
+
 def test_bar_is_proportional_and_exactly_as_wide_as_asked() -> None:
     assert bar(1.0, 8) == "█" * 8
     assert bar(0.0, 8) == " " * 8
