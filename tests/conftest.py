@@ -18,6 +18,33 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
+# What the developer's terminal and session put in the environment: inside tmux, over SSH,
+# with a display or NO_COLOR, copying and colours take other paths than on a plain machine.
+TERMINAL_VARIABLES = (
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "TERM",
+    "TERM_PROGRAM",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "SSH_CONNECTION",
+    "SSH_CLIENT",
+    "SSH_TTY",
+)
+
+
+@pytest.fixture(autouse=True)
+def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees the same plain terminal, whatever the developer runs it in; a test
+    about tmux, SSH or a display sets the variables it needs itself."""
+    for name in TERMINAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(autouse=True)
 def private_runtime_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A runtime folder of the test's own, so no test asks a `coderag serve` someone runs on

@@ -93,6 +93,29 @@ def test_verbose_lists_every_skipped_file_with_its_reason(
     assert "invalid UTF-8: 1 files" in out and "src/latin1.py" in out
 
 
+def test_verbose_gives_each_skipped_file_one_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`assets/logo.png: binary (NUL byte in the first 8 KiB) (binary file type (.png))` gave
+    two causes, one of them wrong: it was skipped by its name, never read."""
+    repo = make_hostile_repo(tmp_path / "hostile", git=False)
+    main(["index", str(repo), "--index-dir", str(tmp_path / "index"), "--verbose"])
+    out = capsys.readouterr().out
+    lines = dict(
+        line.strip().split(": ", 1)
+        for line in out.split("Skipped files:\n", 1)[1].splitlines()
+        if line.startswith("  ") and ": " in line
+    )
+    assert lines["assets/logo.png"] == "binary (file type .png)"
+    assert lines["bin/tool"] == "binary (a NUL byte in the first 8 KiB)"
+    assert lines["web/vendor.min.js"] == "minified or generated (a minified or source-map name)"
+    assert lines["web/bundle.js"].startswith("minified or generated (a line of 11,017 characters")
+    for reason in lines.values():
+        assert ") (" not in reason, reason  # one cause each, not a reason and a detail's
+    summary = out.split("Skipped files:", 1)[0]
+    assert "2  binary\n" in summary and "2  minified or generated\n" in summary
+
+
 def test_corrupt_index_notice_is_printed(
     tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

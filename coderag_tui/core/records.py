@@ -19,9 +19,10 @@ RANKING_NAMES: tuple[RankingName, ...] = ("bm25", "dense", "fused", "rerank")
 class SkipReason(str, Enum):
     """Why a file was left out of the index; the value is what the user reads."""
 
-    BINARY = "binary (NUL byte in the first 8 KiB)"
+    # What was found goes in the detail (a NUL byte, a file type, a long line, a name).
+    BINARY = "binary"
     TOO_LARGE = "larger than the size limit"
-    MINIFIED = "minified or generated (very long lines)"
+    MINIFIED = "minified or generated"
     LOCKFILE = "lock file"
     VENDORED = "vendored folder"
     UNREADABLE = "unreadable"

@@ -8,7 +8,6 @@ the old one and indexing never blocks typing; only the handlers below touch app 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -278,8 +277,12 @@ class CoderagApp(App[None]):
         self._set_state(replace(state, files=lexical.files, chunks=len(lexical.chunks)))
         self._notify_new(lexical.notices)
         if rechunked and (session.pinned or session.excluded or session.admitted):
-            session.pinned, session.excluded, session.admitted = [], [], []
-            self.notify("Chunks changed, so pins and exclusions were cleared.")
+            carried = session.carry_marks(lexical.chunks)  # to the chunks of the same lines
+            if session.admitted:  # a secret let in is let in chunk by chunk, never carried
+                session.admitted = []
+                carried = f"{carried} Chunks let in with secrets are held back again.".strip()
+            if carried:
+                self.notify(carried, timeout=10)
         if not self.warmed_up:
             # After the index, not beside it: both need the GIL, and BM25 comes first.
             self.warmed_up = True
@@ -614,7 +617,7 @@ class CoderagApp(App[None]):
             self._work(workers.copy, packed.text, packed.tokens, self.system_clipboard)
 
     def action_save_prompt(self) -> None:
-        from coderag_tui.tui.screens.save import SaveScreen
+        from coderag_tui.tui.screens.save import SaveScreen, suggested_path
 
         def save(path: Path | None) -> None:
             packed = self.session.packed
@@ -623,10 +626,9 @@ class CoderagApp(App[None]):
 
         if self._packed_or_say("save") is not None:
             # Outside the repository: a saved prompt must not become its own top search hit.
-            # The folder's name is someone else's text: only plain file-name characters.
-            stem = re.sub(r"[^\w.-]", "_", self.settings.repo_root.name, flags=re.ASCII)
-            name = f"{stem.lstrip('.') or 'repo'}-prompt.md"
-            self.push_screen(SaveScreen(user_data_dir() / "prompts" / name), save)
+            folder, repo = user_data_dir() / "prompts", self.settings.repo_root.name
+            path = suggested_path(folder, repo, self.session.template_name)
+            self.push_screen(SaveScreen(path), save)
 
     def on_prompt_exported(self, message: PromptExported) -> None:
         if self.has_main_screen:  # else the app is shutting down

@@ -7,7 +7,7 @@ Nothing here imports Textual.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coderag_tui.core.engine import (
@@ -139,6 +139,49 @@ class Session:
         self.admitted.append(key)
         return f"Let {key} in as it is: it holds a suspected secret ({kinds})."
 
+    def carry_marks(self, chunks: Sequence[Chunk]) -> str:
+        """The chunks changed (another chunking, a re-index): every pin and exclusion moves
+        to the new chunks that hold any of its lines, so what the user marked stays marked;
+        where a new chunk holds lines of both, the pin wins. What to tell the user ("" when
+        every mark kept its chunk)."""
+        marks = {key: parse_key(key) for key in (*self.pinned, *self.excluded)}
+        paths = {mark[0] for mark in marks.values() if mark is not None}
+        spans = file_spans(chunks, paths)
+
+        def moved(keys: list[str]) -> tuple[list[str], list[str]]:
+            """(the new keys, in the marks' order; the marks no chunk holds lines of now)."""
+            new: dict[str, None] = {}
+            gone = []
+            for key in keys:
+                mark = marks[key]
+                found = [] if mark is None else covering(spans.get(mark[0], ()), mark)
+                new.update(dict.fromkeys(found))
+                if not found:
+                    gone.append(key)
+            return list(new), gone
+
+        pinned, pins_gone = moved(self.pinned)
+        excluded, exclusions_gone = moved(self.excluded)
+        excluded = [key for key in excluded if key not in pinned]
+        if (pinned, excluded) == (self.pinned, self.excluded):
+            return ""
+        counts = []
+        for old, new, word, verb in (
+            (self.pinned, pinned, "pin", "pinned"),
+            (self.excluded, excluded, "exclusion", "excluded"),
+        ):
+            if old:
+                counts.append(f"{plural(len(old), word)} → {plural(len(new), 'chunk')} {verb}")
+        self.pinned, self.excluded = pinned, excluded
+        text = (
+            "Chunks changed: pins and exclusions moved to the new chunks of the same lines "
+            f"({', '.join(counts)})."
+        )
+        gone = pins_gone + exclusions_gone
+        if gone:
+            text += f" No chunk holds the lines of {', '.join(gone)} now: dropped."
+        return text
+
     def next_template(self, own: str) -> str:
         """Switch to the next template (the bundled ones, then the user's own file)."""
         names = list(TEMPLATES)
@@ -157,6 +200,49 @@ class Session:
                 if hit.chunk.key == key:
                     return hit.chunk
         return None
+
+
+Mark = tuple[str, int, int]  # the file and first and last line of a marked chunk
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def parse_key(key: str) -> Mark | None:
+    """`shop/cart.py:13-24` -> ("shop/cart.py", 13, 24); None for anything else."""
+    path, _, lines = key.rpartition(":")
+    start, _, end = lines.partition("-")
+    if not path or not start.isdigit() or not end.isdigit():
+        return None
+    return path, int(start), int(end)
+
+
+def file_spans(chunks: Sequence[Chunk], paths: Collection[str]) -> dict[str, list[Mark]]:
+    """The chunks of these files as (path, start, end), in file order, read without their
+    texts (a ChunkList knows every chunk's lines without asking the store)."""
+    from coderag_tui.core.index.chunk_list import ChunkList
+
+    spans: dict[str, list[Mark]] = {path: [] for path in paths}
+    if isinstance(chunks, ChunkList):
+        for path in paths:
+            if path not in chunks.paths:
+                continue
+            fid = chunks.paths.index(path)
+            first, last = int(chunks.file_starts[fid]), int(chunks.file_starts[fid + 1])
+            for i in range(first, last):
+                spans[path].append((path, int(chunks.starts[i]), int(chunks.ends[i])))
+        return spans
+    for chunk in chunks:
+        if chunk.path in spans:
+            spans[chunk.path].append((chunk.path, chunk.start_line, chunk.end_line))
+    return spans
+
+
+def covering(spans: Iterable[Mark], mark: Mark) -> list[str]:
+    """The keys of the chunks that hold any line of the marked chunk."""
+    _, start, end = mark
+    return [f"{path}:{s}-{e}" for path, s, e in spans if s <= end and e >= start]
 
 
 def model_title(name: str) -> str:

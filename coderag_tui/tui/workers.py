@@ -250,7 +250,7 @@ def warm_up(settings: Settings, template: str) -> None:
     for path in ("x.py", "x.js", "x.md"):
         for dark in (True, False):
             chunk = Chunk(path, 1, 1, "lines", None, "x = 'a' # b\n")
-            chunk_lines(chunk, ["x"], dark=dark, background="#000000", mark=Style())
+            chunk_lines(chunk, ["x"], dark=dark, mark=Style())
     with contextlib.suppress(PromptError):  # the search reports it where the prompt goes
         prompt_tools(settings, template)
 

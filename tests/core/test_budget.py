@@ -333,6 +333,7 @@ def test_code_with_backtick_fences_gets_a_longer_fence(counter: TokenCounter) ->
         (8000, 64, "budget 8k → 64–128-line chunks recommended; 10 chunks of 64 lines fit"),
         (12_000, 200, "budget 12k → 64–128-line chunks recommended (try 128); "),
         (16_000, 64, "budget 16k → whole files recommended; "),
+        (128_000, 64, "budget 128k → whole files recommended; "),
         (131_072, 64, "budget 128k → whole files recommended; "),
     ],
 )
@@ -354,6 +355,8 @@ def test_advice_counts_how_many_chunks_fit() -> None:
     large = advise(8000, 64, avg_tokens_per_line=20.0).chunks_that_fit
     assert small > large >= 5
     assert budget_label(8192) == "8k" and budget_label(900) == "900"
+    assert budget_label(128_000) == "128k" and budget_label(131_072) == "128k"
+    assert budget_label(12_500) == "12.5k" and budget_label(2048) == "2k"
 
 
 def test_a_pinned_chunk_missing_from_the_results_is_reported(counter: TokenCounter) -> None:

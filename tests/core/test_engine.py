@@ -123,7 +123,7 @@ def test_prompt_deepens_a_shallow_run_for_a_large_budget(tiny_repo: Path, index_
         assert result.run.depth == 1280
         packed_keys = {k for b in result.packed.blocks for k in b.chunk_keys}
         assert len(packed_keys) > 3  # the deeper search filled the budget past the first 3
-        assert "125k" in result.advice.text
+        assert "budget 128k" in result.advice.text
 
 
 def test_prompt_problems_are_one_sentence(tiny_repo: Path, index_dir: Path) -> None:

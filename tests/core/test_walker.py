@@ -88,7 +88,7 @@ def test_skip_details_name_the_problem(tmp_path: Path) -> None:
     assert details["node_modules"] == "2 files"
     assert "FIFO" in details["pipe.txt"]
     assert str(tmp_path / "outside_secret.py") in details["outside_link.py"]
-    assert details["assets/logo.png"] == "binary file type (.png)"
+    assert details["assets/logo.png"] == "file type .png"
 
 
 def test_reading_a_fifo_or_a_directory_named_like_a_file_never_blocks(tmp_path: Path) -> None:

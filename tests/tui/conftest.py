@@ -20,6 +20,8 @@ from coderag_tui.settings import Settings
 from coderag_tui.tui.app import CoderagApp, make_app
 from coderag_tui.tui.clock import StepClock
 from coderag_tui.tui.widgets.rankings import RankingColumn
+from tests.fixtures.hashing_embedder import HashingEmbedder
+from tests.fixtures.nested_repo import make_nested_repo
 from tests.fixtures.tiny_models import (  # noqa: F401 (fixtures for test_dense_columns)
     tiny_models_dir,
     tiny_st_cross_encoder,
@@ -61,6 +63,25 @@ def tui_settings(tiny_repo: Path, index_dir: Path, tmp_path: Path) -> Settings:
         chunk_lines=12,
         theme_dir=tmp_path / "user-themes",
     )
+
+
+@pytest.fixture
+def nested_settings(index_dir: Path, tmp_path: Path) -> Settings:
+    """The flask-like repository (paths three folders deep), 64-line chunks as by default."""
+    return Settings(
+        repo=make_nested_repo(tmp_path / "flask"),
+        index_dir=index_dir,
+        embed_backend="none",
+        chunk_lines=64,
+        theme_dir=tmp_path / "user-themes",
+    )
+
+
+def with_dense(app: CoderagApp) -> CoderagApp:
+    """The app with a dense stage from a tiny hashing embedder (no model to load): the three
+    columns BM25, Dense and Fused, as most users see them."""
+    app.model_embedder = HashingEmbedder()
+    return app
 
 
 @pytest.fixture

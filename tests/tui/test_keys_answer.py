@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, Label
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.screens.save import SaveScreen
@@ -69,3 +69,43 @@ async def test_the_prompt_is_saved_outside_the_repository_by_default(
         await settle(pilot)
         assert proposed.is_file()
         assert "## Task" in proposed.read_text()
+
+
+async def test_save_suggests_the_template_s_suffix_and_never_replaces_a_file_silently(
+    tui_settings: Settings,
+    build_app: AppFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "charge card")
+        await pilot.press("ctrl+t")  # the xml template
+        await settle(pilot)
+        assert app.session.template_name == "xml"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        field = app.screen.query_one("#save-path", Input)
+        first = Path(field.value)
+        assert first.name == "shop-prompt.xml"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "<context>" in first.read_text()
+        # The next save suggests a new name instead of the last save's.
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        field = app.screen.query_one("#save-path", Input)
+        assert Path(field.value).name == "shop-prompt-2.xml"
+        # Typing the existing name back asks first: Enter warns, a second Enter replaces.
+        field.value = str(first)
+        first.write_text("keep me")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, SaveScreen)
+        assert "exists" in str(app.screen.query_one("#save-warning", Label).render())
+        assert first.read_text() == "keep me"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, SaveScreen)
+        assert "<context>" in first.read_text()

@@ -6,7 +6,7 @@ from textual.widget import Widget
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.widgets.preview import ChunkPreview
-from tests.tui.conftest import AppFactory, column, search, settle
+from tests.tui.conftest import AppFactory, column, search, settle, with_dense
 
 
 def on_screen(widget: Widget, width: int, height: int) -> bool:
@@ -42,6 +42,23 @@ async def test_at_80x24_rankings_preview_and_prompt_line_share_one_screen(
         await pilot.press("s")
         await pilot.pause()
         assert preview.display and not screen.query_one("#side").display
+
+
+async def test_at_80x24_three_columns_show_whole_file_names_and_line_ranges(
+    nested_settings: Settings, build_app: AppFactory
+) -> None:
+    """Flask's `src/flask/sessions.py:257-320` in a third of 80 columns: the folders give way
+    (`…/sessions.py:257-320`), then the score and the rank; the name is never cut."""
+    app = with_dense(build_app(nested_settings))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await search(pilot, "open the session cookie")
+        for name in ("bm25", "dense", "fused"):
+            table = column(app, name).table
+            assert column(app, name).display and table.size.width < 27
+            lines = [table.render_line(y).text for y in range(1, table.size.height)]
+            assert len(lines) >= 5
+            for key, line in zip(table.keys, lines, strict=False):
+                assert key.rsplit("/", 1)[-1] in line, (name, line)
 
 
 async def test_an_off_column_gives_its_width_away_and_says_why_in_one_line(
@@ -115,3 +132,8 @@ async def test_t_reaches_the_tuning_panel_even_where_the_side_panel_is_hidden(
         focused = app.focused
         assert focused is not None and focused.id == "tune-chunking"
         assert on_screen(focused, 80, 24)
+        # Esc goes back to the lists, and the preview takes its place again.
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not app.main.side_shown and app.main.query_one(ChunkPreview).display
+        assert app.focused is column(app, "fused").table

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import DataTable
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.screens.prompt import PromptScreen
 from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle, text_of
+
+
+def table_lines(table: DataTable) -> list[str]:  # type: ignore[type-arg]
+    """The table's rows as drawn, header first."""
+    return [table.render_line(y).text for y in range(table.size.height)]
 
 
 async def test_changing_the_budget_changes_the_prompt_token_count(
@@ -97,3 +103,34 @@ async def test_the_command_palette_runs_coderag_actions(
         await settle(pilot)
         assert app.settings.budget == 2000
         assert app.session.packed is not None and app.session.packed.budget == 2000
+
+
+@pytest.mark.parametrize("size", [(200, 50), (80, 24)], ids=["200x50", "80x24"])
+async def test_every_token_count_and_file_name_shows_whole_in_the_prompt_view(
+    nested_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    """The tokens column lost its last digit (`66` for 660) when a long path pushed it past
+    the border, even at 200 columns; the Dropped table showed rank and reason, no path."""
+    settings = nested_settings.with_(chunk_lines=12, budget=4000)
+    app = build_app(settings)
+    async with app.run_test(size=size) as pilot:
+        await search(pilot, "admin index session cookie")
+        packed = app.session.packed
+        assert packed is not None and packed.blocks and packed.dropped
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        included = app.screen.query_one("#included", DataTable)
+        lines = table_lines(included)
+        assert "tokens" in lines[0]
+        for block, line in zip(packed.blocks, lines[1:], strict=False):
+            assert line.rstrip().endswith(f"{block.tokens:,}"), line
+            assert f"{block.path.rsplit('/', 1)[-1]}:{block.start_line}-" in line, line
+        dropped = app.screen.query_one("#dropped", DataTable)
+        lines = table_lines(dropped)
+        for drop, line in zip(packed.dropped, lines[1:-1], strict=False):
+            name, lines_range = drop.key.rsplit("/", 1)[-1].split(":")
+            assert f"{name[:3]}" in line and f":{lines_range} " in line, line
+            if size[0] > 80:  # at 80x24, 38 columns: the longest names lose their middle
+                assert f"{name}:{lines_range}" in line, line
+            assert f" {drop.tokens:,} " in f"{line} ", line
+        assert "over budget" in str(dropped.border_subtitle)

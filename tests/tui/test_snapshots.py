@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from coderag_tui.settings import Settings
-from tests.tui.conftest import SIZE, AppFactory, search, settle
+from tests.tui.conftest import SIZE, AppFactory, search, settle, with_dense
 
 QUERY = "charge the card and retry on timeout"
 
@@ -93,3 +93,37 @@ def test_help_on_a_small_terminal(
         await settle(pilot)
 
     assert snap_compare(build_app(tui_settings), terminal_size=size, run_before=run_before)
+
+
+NESTED = pytest.mark.parametrize("size", [(80, 24), (120, 30)], ids=["80x24", "120x30"])
+
+
+@NESTED
+def test_three_columns_with_nested_paths(
+    snap_compare: Any, nested_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    """BM25, Dense and Fused on a flask-like repository: every row keeps its file name and
+    line range (`…/sessions.py:257-320`); at 80x24 the scores and ranks give way for them."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, "push the request context and load config")
+        await pilot.press("escape", "down", "down")
+        await settle(pilot)
+
+    app = with_dense(build_app(nested_settings))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@NESTED
+def test_prompt_view_with_nested_paths(
+    snap_compare: Any, nested_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    """Every block's tokens whole, every dropped chunk's file name and line range shown."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, "admin index session cookie")
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+
+    settings = nested_settings.with_(chunk_lines=12, budget=4000)
+    assert snap_compare(build_app(settings), terminal_size=size, run_before=run_before)

@@ -21,7 +21,16 @@ from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.messages import EmbeddingsReady, FirstPassReady, SearchFinished
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.status import TopBar
-from tests.tui.conftest import SIZE, AppFactory, Recorder, column, search, settle, text_of
+from tests.tui.conftest import (
+    SIZE,
+    AppFactory,
+    Recorder,
+    column,
+    search,
+    settle,
+    text_of,
+    with_dense,
+)
 
 QUERY = "charge the card and retry on timeout"
 
@@ -186,3 +195,20 @@ async def test_reindexing_keeps_the_last_rankings_until_dense_is_ready(
         if first_pass:  # the first pass answered, then the model's list replaced it
             assert len(later) == 2 and app.engine.dense is not None
             assert not app.engine.dense.first_pass
+
+
+async def test_while_the_model_embeds_the_ranks_line_says_dense_is_pending_not_off(
+    tui_settings: Settings, build_app: AppFactory
+) -> None:
+    app = with_dense(build_app(tui_settings))
+    gate = threading.Event()
+    hold_open_dense(app.engine, gate)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "dense embedding" in top_bar(app))
+        await ask(pilot, app, QUERY)
+        assert app.dense_pending
+        ranks = text_of(app, "#ranks")
+        assert "Dense pending" in ranks and "Dense off" not in ranks
+        gate.set()
+        await settle(pilot)
+        assert text_of(app, "#ranks").split(" · ")[1].startswith("Dense #")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widget import Widget
 
 from coderag_tui.settings import Settings
+from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.state import read_saved_theme, save_theme
 from coderag_tui.tui.themes import (
     DEFAULT_THEME,
@@ -14,7 +16,8 @@ from coderag_tui.tui.themes import (
     load_themes,
     theme_from_mapping,
 )
-from tests.tui.conftest import SIZE, AppFactory, Recorder, settle
+from coderag_tui.tui.widgets.preview import ChunkPreview
+from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle
 
 
 def test_bundled_themes_load_without_problems() -> None:
@@ -95,3 +98,37 @@ async def test_an_unknown_theme_falls_back_to_the_default_and_says_so(
         await settle(pilot)
         assert app.theme == DEFAULT_THEME
         assert any("'no-such-theme' was not found" in n for n in recorder.notifications())
+
+
+def backgrounds(app: CoderagApp, widget: Widget, row: int) -> set[str]:
+    """The background colours of one line of a widget as the screen draws it."""
+    line = app.screen._compositor.render_strips()[widget.region.y + row]
+    cropped = line.crop(widget.content_region.x, widget.content_region.right)
+    return {
+        seg.style.bgcolor.get_truecolor().hex
+        for seg in cropped
+        if seg.style is not None and seg.style.bgcolor is not None
+    }
+
+
+@pytest.mark.parametrize("theme", ["coderag-light", "coderag-high-contrast"])
+async def test_a_theme_chosen_while_a_chunk_is_shown_paints_the_whole_preview(
+    tui_settings: Settings, build_app: AppFactory, theme: str
+) -> None:
+    """The preview's lines took the old theme's background behind their text (and the old
+    syntax colours); the rest of the pane took the new one."""
+    app = build_app(tui_settings)
+    async with app.run_test(size=SIZE) as pilot:
+        await search(pilot, "charge the card and retry on timeout")
+        await pilot.press("escape", "down")
+        await settle(pilot)
+        app.theme = theme
+        await settle(pilot)
+        preview = app.main.query_one(ChunkPreview)
+        surface = preview.rich_style.bgcolor
+        assert surface is not None
+        mark = app.current_theme.accent  # query words keep their mark
+        for row in (1, 2, 3, 4):
+            assert backgrounds(app, preview, row) - {mark.lower() if mark else ""} == {
+                surface.get_truecolor().hex
+            }

@@ -8,8 +8,16 @@ from rich.cells import cell_len
 from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun
 from coderag_tui.tui.widgets.latency import bar
 from coderag_tui.tui.widgets.preview import term_pattern, word_matches
-from coderag_tui.tui.widgets.ranking_table import fit_middle, row_cells
-from coderag_tui.tui.widgets.rankings import ranks_line
+from coderag_tui.tui.widgets.ranking_table import (
+    FULL,
+    Row,
+    RowLayout,
+    RowShape,
+    choose_layout,
+    fit_middle,
+    row_cells,
+)
+from coderag_tui.tui.widgets.rankings import HitRows, ranks_line
 from coderag_tui.tui.widgets.status import chunking_label
 from coderag_tui.tui.widgets.tuning import step_budget
 from coderag_tui.tui.workers import parse_location
@@ -34,6 +42,7 @@ def test_ranks_line_shows_every_list_with_a_dash_where_absent_and_off_where_unav
     shown = ("bm25", "dense", "fused", "rerank")
     assert ranks_line(run, a.key, shown) == "BM25 #2 · Dense off · Fused — · Rerank #1"
     assert ranks_line(run, None, shown) == ""
+    assert ranks_line(run, a.key, shown, pending=("dense",)).startswith("BM25 #2 · Dense pending")
 
 
 @pytest.mark.parametrize(
@@ -81,6 +90,68 @@ def test_a_ranking_row_keeps_its_mark_and_is_exactly_as_wide_as_the_table() -> N
     line = row_cells(("3", "src/requests/sessions.py:257-320", "0.81"), 30, 2, 5, "⚠ ")
     assert cell_len(line) == 30
     assert line.startswith("  3 ⚠ ") and ":257-320" in line and line.endswith("0.81 ")
+
+
+FLASK = [
+    "src/flask/sessions.py:257-320",
+    "src/flask/config.py:129-192",
+    "docs/api.rst:1-64",
+    "src/flask/ctx.py:1-64",
+]
+
+
+def shape_of(labels: list[str], rank: str = "20", score: str = "0.0164") -> RowShape:
+    return RowShape.of([Row(rank, label, score, label) for label in labels])
+
+
+NO_SCORE = RowLayout(rank=True, score=False)
+BARE = RowLayout(rank=False, score=False)
+
+
+@pytest.mark.parametrize(
+    ("width", "layout"),
+    [
+        (60, FULL),
+        (37, FULL),  # `src/…/sessions.py:257-320` beside rank and score
+        (33, FULL),  # `…/sessions.py:257-320` still fits beside both
+        (32, NO_SCORE),  # the score gives way first
+        (26, NO_SCORE),
+        (25, BARE),  # then the rank
+        (23, BARE),  # a third of 80 columns: the name and range, whole
+    ],
+)
+def test_the_score_then_the_rank_give_way_to_whole_file_names(
+    width: int, layout: RowLayout
+) -> None:
+    shape = shape_of(FLASK)
+    assert choose_layout(width, shape) == layout
+    for label in FLASK:
+        line = row_cells(("20", label, "0.0164"), width, shape.rank, shape.score, layout=layout)
+        assert cell_len(line) == width
+        assert label.rsplit("/", 1)[-1] in line  # the file name and its line range, whole
+        assert ("0.0164" in line) == layout.score and (" 20 " in line) == layout.rank
+
+
+def test_a_name_too_long_for_any_row_costs_the_others_nothing() -> None:
+    long = "tests/test_apps/blueprintapp/apps/admin/a_very_long_module_name_indeed.py:1-64"
+    assert choose_layout(40, shape_of([*FLASK, long])) == FULL
+    assert choose_layout(12, shape_of(FLASK)) == BARE  # nothing fits: names get the row
+
+
+def test_a_deep_list_formats_only_the_rows_it_is_asked_for() -> None:
+    hits = [Hit(chunk(f"src/pkg/mod_{i}.py", 1), 1.0 / i, i) for i in range(1, 1281)]
+    rows = HitRows(hits, "{:.4f}", {hits[5].chunk.key: ("AWS Access Key",)})
+    assert len(rows) == 1280 and rows.keys[1279] == "src/pkg/mod_1280.py:1-10"
+    assert rows.shape().rank == 4 and rows.shape().score == 6
+    assert rows[-1].rank == "1280" and rows[5].mark == "⚠ "
+    assert len(rows._rows) == 2  # not 1,280
+
+
+def test_a_lazy_list_is_shaped_as_its_rows_would_be() -> None:
+    paths = ["a.py", "src/x/b.py", "日本/ファイル.py", "evil\x1b[2J/c.py", "d/\u202ee.py"]
+    hits = [Hit(chunk(p, 10 * i + 1), -2.5 + i, i + 1) for i, p in enumerate(paths)]
+    rows = HitRows(hits, "{:.3f}", {hits[1].chunk.key: ("kind",)})
+    assert rows.shape() == RowShape.of(list(rows))
 
 
 def test_bar_is_proportional_and_exactly_as_wide_as_asked() -> None:

@@ -399,7 +399,7 @@ def read_source(
     if isinstance(data, SkippedFile):
         return data
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        return SkippedFile(file.path, SkipReason.BINARY)
+        return SkippedFile(file.path, SkipReason.BINARY, "a NUL byte in the first 8 KiB")
     longest = _longest_line_chars(data, max_line_chars)
     if longest > max_line_chars:
         detail = f"a line of {longest:,} characters (limit {max_line_chars:,})"
@@ -673,7 +673,7 @@ class _Collector:
         if name in LOCK_FILES:
             return _NameVerdict(SkipReason.LOCKFILE)
         if name.endswith(MINIFIED_SUFFIXES):
-            return _NameVerdict(SkipReason.MINIFIED, "minified or source-map file name")
+            return _NameVerdict(SkipReason.MINIFIED, "a minified or source-map name")
         ext = os.path.splitext(name)[1]
         if not self.include_secret_files:
             kind = secret_file_kind(name, ext)
@@ -681,7 +681,7 @@ class _Collector:
                 detail = f"{kind}; --include-secret-files indexes it"
                 return _NameVerdict(SkipReason.SECRET_FILE, detail)
         if ext in BINARY_EXTENSIONS:
-            return _NameVerdict(SkipReason.BINARY, f"binary file type ({ext})")
+            return _NameVerdict(SkipReason.BINARY, f"file type {ext}")
         return _NameVerdict(None, "", language_for(name))
 
     def _add_stat(self, rel: str, st: os.stat_result, language: str | None) -> None:

@@ -446,7 +446,10 @@ class Advice:
 
 
 def budget_label(budget: int) -> str:
-    """8000 -> `8k`, 8192 -> `8k`, 12500 -> `12.5k`, 900 -> `900`."""
+    """8000 -> `8k`, 8192 -> `8k`, 128000 -> `128k` (not 125 × 1024), 12500 -> `12.5k`,
+    900 -> `900`."""
+    if budget >= 1000 and budget % 1000 == 0:
+        return f"{budget // 1000}k"
     if budget >= 1024 and budget % 1024 == 0:
         return f"{budget // 1024}k"
     if budget >= 1000:

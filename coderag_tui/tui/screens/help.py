@@ -50,6 +50,7 @@ def key_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     from coderag_tui.tui.screens.main import MainScreen
     from coderag_tui.tui.screens.prompt import PromptScreen
     from coderag_tui.tui.widgets.query import QueryInput
+    from coderag_tui.tui.widgets.tuning import TuningPanel
 
     return [
         (
@@ -71,10 +72,18 @@ def key_groups() -> list[tuple[str, list[tuple[str, str]]]]:
             "Rankings",
             [
                 ("↑ ↓", "Move; the other lists follow the same chunk"),
+                ("pgup pgdn", "A page; home, end: the first and last hit"),
                 ("tab", "Next list or panel (shift+tab: back)"),
             ],
         ),
         ("Main view", binding_rows(MainScreen.BINDINGS)),
+        (
+            "Tuning (t)",
+            [
+                ("enter, tab", "Apply the number typed"),
+                *binding_rows(TuningPanel.BINDINGS),
+            ],
+        ),
         ("Prompt view", binding_rows(PromptScreen.BINDINGS)),
     ]
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -68,7 +69,9 @@ class MainScreen(Screen[None]):
     """Everything about one query at a glance; the app fills it from core results."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "focus_query", "Query", tooltip="Jump to the query input"),
+        # Priority: the query takes focus while the app reads this key, so the keys typed
+        # right after it (a paste, a fast typist) go to the query, never to the list's keys.
+        Binding("slash", "focus_query", "Query", priority=True, tooltip="Jump to the query input"),
         Binding(
             "1", "focus_column('bm25')", "BM25", group=LIST_KEYS, tooltip="Jump to the BM25 list"
         ),
@@ -139,6 +142,7 @@ class MainScreen(Screen[None]):
 
     last_list: RankingName | None = None  # focused last: a new search selects its #1
     _hinted_stages: tuple[str, str] | None = None  # the index and dense states hinted for
+    _side_for_tuning = False  # `t` showed the side panel in the preview's place
 
     @property
     def host(self) -> CoderagHost:
@@ -171,6 +175,8 @@ class MainScreen(Screen[None]):
         self.board.set_rerank_visible(self.host.settings.rerank)
         self.show_hints()
         self.show_prompt_line()
+        # Syntax colours and the query words' mark follow the theme: draw them again.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show_selection())
         self.host.main_ready()
 
     # ------------------------------------------------------------------ parts
@@ -211,8 +217,7 @@ class MainScreen(Screen[None]):
         host = self.host
         settings = host.settings
         pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
-        rows = max(settings.k, 1)
-        self.board.show_run(run, {}, rows=rows, secrets=host.session.secrets, pending=pending)
+        self.board.show_run(run, {}, secrets=host.session.secrets, pending=pending)
         self.board.column("fused").set_stage(*fused_labels(run, settings))
         self.board.set_rerank_visible(settings.rerank)
         self.latency.show_run(run)
@@ -234,8 +239,8 @@ class MainScreen(Screen[None]):
         """The chunk under the cursor of the focused list as this key is handled (its
         highlight message may still be queued), else the selected chunk."""
         focused = self.focused
-        if isinstance(focused, RankingTable) and focused.show_cursor and focused.rows:
-            return focused.rows[focused.cursor_row].key
+        if isinstance(focused, RankingTable) and focused.show_cursor and focused.keys:
+            return focused.keys[focused.cursor_row]
         return self.host.session.selected_key
 
     def show_selection(self) -> None:
@@ -248,7 +253,8 @@ class MainScreen(Screen[None]):
         shown: tuple[RankingName, ...] = ("bm25", "dense", "fused")
         if host.settings.rerank:
             shown += ("rerank",)
-        line = ranks_line(run, key, shown)
+        pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
+        line = ranks_line(run, key, shown, pending)
         chunk = session.chunk_for(key)
         ranks = self.query_one("#ranks", Static)
         if chunk is None:
@@ -277,14 +283,13 @@ class MainScreen(Screen[None]):
         from rich.style import Style
 
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
-        background = theme.surface or theme.background or "#000000"
-        lines = chunk_lines(chunk, terms, dark=theme.dark, background=background, mark=mark)
+        # No background: the preview draws the lines on its own (the theme's surface).
+        lines = chunk_lines(chunk, terms, dark=theme.dark, mark=mark)
         why = fused_why(run, key)
         if why:  # above the code, in the preview's own colours
             gutter = "#75715e" if theme.dark else "#999999"  # the line numbers' colour
-            muted = Style(color=gutter, bgcolor=background, italic=True)
-            first = Text(style=Style(bgcolor=background), no_wrap=True, end="")
-            first.append(why, muted)  # a span: the preview draws spans, not the line's style
+            first = Text(no_wrap=True, end="")
+            first.append(why, Style(color=gutter, italic=True))  # a span: drawn per span
             lines.insert(0, first)
         self.query_one(ChunkPreview).show(chunk, lines)
 
@@ -375,7 +380,27 @@ class MainScreen(Screen[None]):
                 self.last_list = name
 
     def action_focus_query(self) -> None:
-        self.query_one(QueryInput).focus()
+        """Focus the query at once (not after a refresh, as `focus()` does): the app hands
+        the next key to whatever is focused when it reads it. In the query, `/` is typed."""
+        query = self.query_one(QueryInput)
+        if self.focused is query:
+            raise SkipAction()
+        self.tuning.revert()  # a number typed but not entered is dropped, as with Esc
+        self.set_focus(query)
+
+    def action_leave_tuning(self) -> None:
+        """Esc in Tuning: drop a number not yet entered and go back to the list the user
+        came from (the panel gives the preview its place back where `t` took it)."""
+        self.tuning.revert()
+        if self._side_for_tuning:
+            self._side_for_tuning = False
+            if self.side_shown:
+                self.action_toggle_side()
+        column = self.board.column(self.last_list) if self.last_list else None
+        if column is not None and column.display and column.keys:
+            self.set_focus(column.table)
+        elif not self.action_focus_results():
+            self.set_focus(self.query_one(QueryInput))
 
     def action_focus_column(self, name: RankingName) -> None:
         column = self.board.column(name)
@@ -393,18 +418,21 @@ class MainScreen(Screen[None]):
             why = run.rankings[name].reason or "it has no matches for this query."
         self.app.notify(f"The {title} list is empty — {why}", severity="warning", markup=False)
 
-    def action_focus_results(self) -> None:
-        """Focus the list the prompt is packed from (reranked, else fused, else BM25)."""
+    def action_focus_results(self) -> bool:
+        """Focus the list the prompt is packed from (reranked, else fused, else BM25); False
+        when no list has rows yet."""
         for name in ("rerank", "fused", "bm25"):
             column = self.board.column(name)
             if column.display and column.keys:
                 column.table.focus()
-                return
+                return True
+        return False
 
     def action_focus_tuning(self) -> None:
         self.query_one(TabbedContent).active = "tab-tuning"
         if not self.side_shown:
             self.action_toggle_side()
+            self._side_for_tuning = True  # Esc gives the preview its place back
         # The panel shows after the next refresh; focus then, or focus finds it hidden.
         self.call_after_refresh(self.query_one("#tune-chunking").focus)
 
@@ -415,6 +443,7 @@ class MainScreen(Screen[None]):
         return self.has_class("-narrow") == self.has_class("side-toggled")
 
     def action_toggle_side(self) -> None:
+        self._side_for_tuning = False  # the user's own choice stays
         self.toggle_class("side-toggled")
 
     def action_zoom(self) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -13,10 +14,22 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
+from coderag_tui.core.records import DroppedChunk
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.screens.layout import BUDGET_KEYS, HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
+from coderag_tui.tui.widgets.chunk_table import ChunkRow, ChunkTable
 from coderag_tui.tui.widgets.latency import meter
+
+
+def dropped_tally(dropped: Sequence[DroppedChunk]) -> str:
+    """`67 chunks: 66 over budget · 1 excluded`, so the reasons show where their column
+    gave way to the paths."""
+    if not dropped:
+        return "nothing dropped: all fit"
+    reasons = Counter("secret" if d.secrets else d.reason for d in dropped)
+    tally = " · ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+    return f"{len(dropped)} chunks: {tally}"
 
 
 class PromptScreen(Screen[None]):
@@ -64,18 +77,18 @@ class PromptScreen(Screen[None]):
             # instant) and lets the user select and copy a part of it.
             yield TextArea("", id="prompt-text", read_only=True, soft_wrap=True)
             with Vertical(id="prompt-side"):
-                yield DataTable(id="included", cursor_type="row", zebra_stripes=True)
-                yield DataTable(id="dropped", cursor_type="row", zebra_stripes=True)
+                yield ChunkTable(("", "#", "block", "tokens"), path=2, right=(1, 3), id="included")
+                # The path before the reason: the reason gives way first in a narrow panel.
+                yield ChunkTable(
+                    ("#", "chunk", "tokens", "why"), path=1, right=(0, 2), text=3, id="dropped"
+                )
         yield Footer()
 
     def on_mount(self) -> None:
-        included = self.query_one("#included", DataTable)
+        included = self.query_one("#included", ChunkTable)
         included.border_title = "Included — most relevant first"
-        included.add_columns("", "#", "block", "tokens")
-        dropped = self.query_one("#dropped", DataTable)
+        dropped = self.query_one("#dropped", ChunkTable)
         dropped.border_title = "Dropped"
-        # `why` before the chunk: a long path must not push it out of a narrow panel.
-        dropped.add_columns("#", "why", "tokens", "chunk")
         text = self.query_one("#prompt-text", TextArea)
         text.border_title = "Prompt"
         text.border_subtitle = "select text with shift+arrows, ctrl+c copies a part"
@@ -90,11 +103,11 @@ class PromptScreen(Screen[None]):
         packed = session.packed
         header = self.query_one("#prompt-header", Static)
         rendered = self.query_one("#prompt-text", TextArea)
-        included = self.query_one("#included", DataTable)
-        dropped = self.query_one("#dropped", DataTable)
-        included.clear()
-        dropped.clear()
+        included = self.query_one("#included", ChunkTable)
+        dropped = self.query_one("#dropped", ChunkTable)
         if packed is None:
+            included.show([])
+            dropped.show([])
             header.update(
                 Content.assemble(
                     (" Prompt ", "bold reverse $primary"),
@@ -127,29 +140,37 @@ class PromptScreen(Screen[None]):
         shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
         if rendered.text != shown:
             rendered.load_text(shown)
-        for block in packed.blocks:
-            key = block.chunk_keys[0]
-            mark = "📌" if any(k in session.pinned for k in block.chunk_keys) else ""
-            mark += "⚠" if block.secrets else ""
-            included.add_row(
-                mark,
-                Text(str(block.best_rank), justify="right"),
-                Text(f"{one_line(block.path)}:{block.start_line}-{block.end_line}"),
-                Text(f"{block.tokens:,}", justify="right"),
-                key=key,
-            )
-        for drop in packed.dropped:
-            dropped.add_row(
-                Text(str(drop.rank or "—"), justify="right"),
-                Text(drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else "")),
-                Text(f"{drop.tokens:,}", justify="right"),
-                Text(one_line(drop.key)),
-                key=drop.key,
-            )
-        included.border_subtitle = f"{len(packed.blocks)} blocks"
-        dropped.border_subtitle = (
-            f"{len(packed.dropped)} chunks" if packed.dropped else "nothing dropped: all fit"
+        included.show(
+            [
+                ChunkRow(
+                    block.chunk_keys[0],
+                    (
+                        ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
+                        + ("⚠" if block.secrets else ""),
+                        str(block.best_rank),
+                        f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
+                        f"{block.tokens:,}",
+                    ),
+                )
+                for block in packed.blocks
+            ]
         )
+        dropped.show(
+            [
+                ChunkRow(
+                    drop.key,
+                    (
+                        str(drop.rank or "—"),
+                        one_line(drop.key),
+                        f"{drop.tokens:,}",
+                        drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else ""),
+                    ),
+                )
+                for drop in packed.dropped
+            ]
+        )
+        included.border_subtitle = f"{len(packed.blocks)} blocks"
+        dropped.border_subtitle = dropped_tally(packed.dropped)
 
     def _selected_keys(self) -> list[str]:
         """Chunk keys under the cursor of the focused table (a block may hold several)."""

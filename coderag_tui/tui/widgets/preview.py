@@ -54,10 +54,16 @@ def _token_style(theme: str, token: _TokenType) -> Style:
 
 
 def chunk_lines(
-    chunk: Chunk, terms: Iterable[str], *, dark: bool, background: str, mark: Style
+    chunk: Chunk,
+    terms: Iterable[str],
+    *,
+    dark: bool,
+    mark: Style,
+    background: str | None = None,
 ) -> list[Text]:
     """The chunk's lines highlighted once, each led by its file line number, query words
-    styled `mark`.
+    styled `mark`. Without a `background` the lines take the background of whatever draws
+    them (the preview: its theme's, also after the theme changes).
 
     A rich `Syntax` runs Pygments on every render, and a Static preview renders twice per
     update (to measure its height, then to paint); highlighting once here, and drawing only
@@ -66,7 +72,7 @@ def chunk_lines(
     theme = "monokai" if dark else "friendly"
     count = max(1, len(chunk.text.splitlines()))
     width = len(str(chunk.start_line + count - 1))
-    base = Style(bgcolor=background)
+    base = Style(bgcolor=background) if background else Style()
     number = Style(color="#75715e" if dark else "#999999")
 
     def new_line(offset: int) -> Text:
@@ -135,11 +141,17 @@ class ChunkPreview(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._lines: list[Text] = []
         self._strips: dict[int, Strip] = {}  # rendered on first view
+        self._key: str | None = None  # the chunk shown
 
     def on_mount(self) -> None:
         self.show(None)
 
     def show(self, chunk: Chunk | None, lines: list[Text] | None = None) -> None:
+        """Show a chunk's lines (from `chunk_lines`); the same chunk again (a new theme, the
+        search run again) keeps its scroll position."""
+        key = chunk.key if chunk is not None and lines is not None else None
+        same = key is not None and key == self._key
+        self._key = key
         if chunk is None or lines is None:
             self.border_title = "Preview"
             self.border_subtitle = ""
@@ -154,8 +166,13 @@ class ChunkPreview(ScrollView, can_focus=True):
         self._strips = {}
         width = max((line.cell_len for line in lines), default=0)
         self.virtual_size = Size(width, len(lines))
-        self.scroll_to(0, 0, animate=False, immediate=True)
+        if not same:
+            self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()  # a new theme: the lines go on its background
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -166,6 +183,8 @@ class ChunkPreview(ScrollView, can_focus=True):
             return Strip.blank(width, style)
         strip = self._strips.get(index)
         if strip is None:
-            strip = Strip(list(self._lines[index].render(self.app.console, end="")))
+            # The pane's own style under every segment: its background behind the text too.
+            segments = self._lines[index].render(self.app.console, end="")
+            strip = Strip(list(segments)).apply_style(style)
             self._strips[index] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, style)

@@ -5,12 +5,19 @@ with two or three columns refilled per search that was most of a search's
 screen update (benchmarks/README.md, "Ranking columns without DataTable"). Here a row is three
 padded strings turned into segments, and only the rows
 in view are drawn (the Line API), so refilling a column costs well under a millisecond.
+The rows themselves may be a lazy sequence: a list 1,280 hits deep formats the rows the
+user scrolls to, not all of them.
+
+In a narrow column the label keeps its file name and line range whole (`…/sessions.py:
+257-320`): the folders are shortened first, then the score column gives way, then the rank.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.cells import cell_len, get_character_cell_size, set_cell_size
 from rich.segment import Segment
@@ -94,16 +101,84 @@ def fit_middle(label: str, width: int) -> str:
     return "…" + _end_cells(label, width - 1)
 
 
+def whole_name_cells(label: str) -> int:
+    """The fewest cells a `dir/name.py:12-40` label fits in with its file name and line range
+    whole: `…/name.py:12-40` (just `name.py:12-40` without a folder)."""
+    slash = label.rfind("/")
+    tail = label[slash + 1 :]
+    cells = len(tail) if tail.isascii() else cell_len(tail)
+    return cells + 2 if slash >= 0 else cells
+
+
+class RowShape(NamedTuple):
+    """What laying rows out needs to know of all of them, without drawing them: the widest
+    rank and score, and every label's `whole_name_cells` (mark included), sorted."""
+
+    rank: int
+    score: int
+    names: tuple[int, ...]
+
+    @classmethod
+    def of(cls, rows: Sequence[Row]) -> RowShape:
+        return cls(
+            max([len(HEADER[0]), *(len(r.rank) for r in rows)]),
+            max([len(HEADER[2]), *(len(r.score) for r in rows)]),
+            tuple(sorted(cell_len(r.mark) + whole_name_cells(r.label) for r in rows)),
+        )
+
+
+class RowLayout(NamedTuple):
+    """Which of the rank and score columns a table shows beside the labels."""
+
+    rank: bool = True
+    score: bool = True
+
+
+FULL = RowLayout()
+# Richest first: the score gives way before the rank.
+LAYOUTS = (FULL, RowLayout(rank=True, score=False), RowLayout(rank=False, score=False))
+
+
+def label_cells(width: int, rank_w: int, score_w: int, layout: RowLayout = FULL) -> int:
+    """The cells a row of `width` leaves for its label (a space around every column)."""
+    used = 2 + (rank_w + 1 if layout.rank else 0) + (score_w + 1 if layout.score else 0)
+    return width - used
+
+
+def choose_layout(width: int, shape: RowShape) -> RowLayout:
+    """The richest layout in which every label that can keep its file name whole at this
+    width does: the score gives way first, then the rank. A name too long even for a bare
+    row is shortened in its middle and costs the others nothing; when no name fits at all,
+    the names get the whole row."""
+    bare = bisect_right(shape.names, label_cells(width, shape.rank, shape.score, LAYOUTS[-1]))
+    if bare == 0 and shape.names:
+        return LAYOUTS[-1]
+    for layout in LAYOUTS:
+        room = label_cells(width, shape.rank, shape.score, layout)
+        if bisect_right(shape.names, room) == bare:
+            return layout
+    return LAYOUTS[-1]
+
+
 def row_cells(
-    row: tuple[str, str, str], width: int, rank_w: int, score_w: int, mark: str = ""
+    row: tuple[str, str, str],
+    width: int,
+    rank_w: int,
+    score_w: int,
+    mark: str = "",
+    layout: RowLayout = FULL,
 ) -> str:
     """The row as one line of `width` cells: rank right-aligned, mark and label, score
-    right-aligned."""
-    label_w = max(1, width - rank_w - score_w - 4)
+    right-aligned (rank and score only where the layout keeps them)."""
+    label_w = max(1, label_cells(width, rank_w, score_w, layout))
     rank, label, score = row
     fitted = fit_middle(label, label_w - cell_len(mark))
-    label = set_cell_size(mark + fitted, label_w)
-    return set_cell_size(f" {rank:>{rank_w}} {label} {score:>{score_w}} ", max(width, 0))
+    text = set_cell_size(mark + fitted, label_w)
+    if layout.rank:
+        text = f"{rank:>{rank_w}} {text}"
+    if layout.score:
+        text = f"{text} {score:>{score_w}}"
+    return set_cell_size(f" {text} ", max(width, 0))
 
 
 class RankingTable(ScrollView, can_focus=True):
@@ -155,10 +230,13 @@ class RankingTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[Row] = []
+        self.rows: Sequence[Row] = ()
+        self.keys: Sequence[str] = ()  # the rows' chunk keys, in order
         self.cursor_row = 0
         self.show_cursor = False
-        self._widths = (len(HEADER[0]), len(HEADER[2]))  # rank and score columns
+        self._shape = RowShape.of(())
+        self._index: dict[str, int] | None = None  # row by key, made on the first look-up
+        self._layouts: dict[int, RowLayout] = {}  # by width
         self._strips: dict[tuple[int, bool, int], Strip] = {}
 
     # ------------------------------------------------------------------ data
@@ -166,18 +244,40 @@ class RankingTable(ScrollView, can_focus=True):
     def row_count(self) -> int:
         return len(self.rows)
 
-    def set_rows(self, rows: list[Row]) -> None:
-        """Replace every row; the cursor goes back to the first."""
+    def set_rows(
+        self,
+        rows: Sequence[Row],
+        *,
+        keys: Sequence[str] | None = None,
+        shape: RowShape | None = None,
+    ) -> None:
+        """Replace every row; the cursor goes back to the first. A lazy `rows` sequence
+        comes with its `keys` and `shape`, so that no row is formatted before it is drawn."""
         self.rows = rows
+        self.keys = keys if keys is not None else [r.key for r in rows]
         self.cursor_row = 0
-        self._widths = (
-            max([len(HEADER[0]), *(len(r.rank) for r in rows)]),
-            max([len(HEADER[2]), *(len(r.score) for r in rows)]),
-        )
+        self._shape = shape if shape is not None else RowShape.of(rows)
+        self._index = None
+        self._layouts.clear()
         self._strips.clear()
         self.virtual_size = Size(0, len(rows) + 1)  # rows fit the width: no sideways scroll
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
+
+    def index_of(self, key: str | None) -> int | None:
+        """The row of a chunk, or None when this table does not list it."""
+        if key is None:
+            return None
+        if self._index is None:
+            self._index = {k: i for i, k in enumerate(self.keys)}
+        return self._index.get(key)
+
+    def _row_layout(self, width: int) -> RowLayout:
+        """Which of rank and score the rows show at this width (kept per width)."""
+        layout = self._layouts.get(width)
+        if layout is None:
+            layout = self._layouts[width] = choose_layout(width, self._shape)
+        return layout
 
     def move_cursor(self, row: int) -> None:
         """Put the cursor on a row (clamped) and scroll it into view; no message is sent."""
@@ -207,7 +307,7 @@ class RankingTable(ScrollView, can_focus=True):
         self.show_cursor = True
         self.move_cursor(row)
         self.refresh()
-        self.post_message(self.Highlighted(self, self.rows[self.cursor_row].key))
+        self.post_message(self.Highlighted(self, self.keys[self.cursor_row]))
 
     def action_cursor(self, step: int) -> None:
         self._user_moved(self.cursor_row + step)
@@ -233,11 +333,12 @@ class RankingTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         base = self.rich_style
-        rank_w, score_w = self._widths
+        rank_w, score_w = self._shape.rank, self._shape.score
+        layout = self._row_layout(width)
         if y == 0:
             header = self.get_component_rich_style("ranking-table--header")
             style = base + header
-            text = row_cells(HEADER, width, rank_w, score_w)
+            text = row_cells(HEADER, width, rank_w, score_w, layout=layout)
             return Strip([Segment(text, style)]).crop_extend(0, width, style)
         index = y - 1 + self.scroll_offset.y
         if index >= len(self.rows):
@@ -252,7 +353,8 @@ class RankingTable(ScrollView, can_focus=True):
             if cursor:
                 style += self.get_component_rich_style("ranking-table--cursor")
             row = self.rows[index]
-            text = row_cells((row.rank, row.label, row.score), width, rank_w, score_w, row.mark)
+            cells = (row.rank, row.label, row.score)
+            text = row_cells(cells, width, rank_w, score_w, row.mark, layout)
             strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
             self._strips[cache_key] = strip
         return strip

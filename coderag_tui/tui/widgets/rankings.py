@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from rich.cells import cell_len
 from textual import on
@@ -13,9 +14,15 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 
-from coderag_tui.core.records import RANKING_NAMES, Ranking, RankingName, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, Hit, Ranking, RankingName, SearchRun
 from coderag_tui.core.visible import one_line, visible
-from coderag_tui.tui.widgets.ranking_table import RankingTable, Row
+from coderag_tui.tui.widgets.ranking_table import (
+    HEADER,
+    RankingTable,
+    Row,
+    RowShape,
+    whole_name_cells,
+)
 
 TITLES: dict[RankingName, str] = {
     "bm25": "BM25",
@@ -37,15 +44,96 @@ SCORE_FORMAT: dict[RankingName, str] = {
 }
 
 
-def ranks_line(run: SearchRun | None, key: str | None, shown: tuple[RankingName, ...]) -> str:
-    """`BM25 #3 · Dense #17 · Fused #2 · Rerank #1` for the chunk (— where it is absent)."""
+SECRET_MARK = "⚠ "  # before the label of a chunk with a suspected secret (kept out of prompts)
+
+
+class HitRows(Sequence[Row]):
+    """A ranking's hits as table rows, each formatted when first drawn: a list scrolls to
+    its whole depth (1,280 hits at a 128k budget) without formatting rows nobody looks at.
+
+    The keys and the shape (widest rank and score, every file name's cells) are read from
+    the hits at once: the table follows the selection by key and lays its rows out by them.
+    """
+
+    def __init__(
+        self,
+        hits: Sequence[Hit],
+        score_format: str,
+        secrets: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self._hits = hits
+        self._format = score_format
+        self._secrets = secrets or {}
+        self._rows: dict[int, Row] = {}
+        self.keys = tuple(hit.chunk.key for hit in hits)
+
+    def shape(self) -> RowShape:
+        hits, fmt = self._hits, self._format
+        if not hits:
+            return RowShape.of(())
+        ranks = (hits[0].rank, hits[-1].rank)  # in rank order
+        scores = [hit.score for hit in hits]
+        # Fixed decimals: the widest score is the largest or the most negative.
+        widest = (fmt.format(max(scores)), fmt.format(min(scores)))
+        mark, secrets = cell_len(SECRET_MARK), self._secrets
+        names = []
+        for key in self.keys:  # 1,280 of them at a 128k budget: the plain case inline
+            if key.isascii() and key.isprintable():
+                slash = key.rfind("/")
+                cells = len(key) - slash + 1 if slash >= 0 else len(key)
+            else:  # the label shows control characters escaped, wide characters take two
+                cells = whole_name_cells(one_line(key))
+            names.append(cells + mark if secrets and key in secrets else cells)
+        names.sort()
+        return RowShape(
+            max(len(HEADER[0]), *(len(str(r)) for r in ranks)),
+            max(len(HEADER[2]), *(len(w) for w in widest)),
+            tuple(names),
+        )
+
+    def __len__(self) -> int:
+        return len(self._hits)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Row]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | Sequence[Row]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self._hits)
+        row = self._rows.get(index)
+        if row is None:
+            hit = self._hits[index]  # IndexError past the end, as a list
+            chunk = hit.chunk
+            row = self._rows[index] = Row(
+                str(hit.rank),
+                f"{one_line(chunk.path)}:{chunk.start_line}-{chunk.end_line}",
+                self._format.format(hit.score),
+                self.keys[index],
+                SECRET_MARK if self.keys[index] in self._secrets else "",
+            )
+        return row
+
+
+def ranks_line(
+    run: SearchRun | None,
+    key: str | None,
+    shown: tuple[RankingName, ...],
+    pending: Collection[RankingName] = (),
+) -> str:
+    """`BM25 #3 · Dense #17 · Fused #2 · Rerank #1` for the chunk (— where it is absent,
+    `pending` where the list's stage is still opening, e.g. the model embedding)."""
     if run is None or key is None:
         return ""
     parts = []
     for name in shown:
         ranking = run.rankings.get(name)
         if ranking is None or not ranking.available:
-            parts.append(f"{SHORT[name]} off")
+            parts.append(f"{SHORT[name]} {'pending' if name in pending else 'off'}")
             continue
         rank = ranking.rank_of(key)
         parts.append(f"{SHORT[name]} #{rank}" if rank is not None else f"{SHORT[name]} —")
@@ -124,20 +212,20 @@ class RankingColumn(Vertical):
         return self.query_one(RankingTable)
 
     @property
-    def keys(self) -> list[str]:
+    def keys(self) -> Sequence[str]:
         """The chunk keys shown, in rank order."""
-        return [row.key for row in self.table.rows]
+        return self.table.keys
 
     def show(
         self,
         ranking: Ranking | None,
         *,
         empty_hint: str = "",
-        rows: int = 20,
         secrets: Mapping[str, tuple[str, ...]] | None = None,
         pending: bool = False,
     ) -> None:
-        """Fill the table with a ranking's top `rows` hits, or explain why there is no list.
+        """Fill the table with every hit of a ranking (it scrolls to the ranking's depth), or
+        explain why there is no list.
 
         A `pending` column whose stage is still opening keeps its place (it says so) instead
         of giving its width away as an off column does, so the layout does not jump.
@@ -160,27 +248,11 @@ class RankingColumn(Vertical):
             self._show_subtitle()
             return
         self._set_note("" if ranking.hits else "no matches", off=False)
-        fmt = SCORE_FORMAT[self.method]
-        lines = [
-            Row(
-                str(hit.rank),
-                f"{one_line(hit.chunk.path)}:{hit.chunk.start_line}-{hit.chunk.end_line}",
-                fmt.format(hit.score),
-                hit.chunk.key,
-                # ⚠ marks a chunk with a suspected secret: it stays out of the prompt.
-                "⚠ " if secrets and hit.chunk.key in secrets else "",
-            )
-            for hit in ranking.hits[:rows]
-        ]
-        table.set_rows(lines)
-        shown = len(lines)
-        self._count = (
-            f"{len(ranking.hits)} hits"
-            if shown == len(ranking.hits)
-            else f"top {shown} of {len(ranking.hits)}"
-        )
+        rows = HitRows(ranking.hits, SCORE_FORMAT[self.method], secrets)
+        table.set_rows(rows, keys=rows.keys, shape=rows.shape())
+        self._count = f"{len(rows):,} hits"
         self._show_subtitle()
-        table.set_show_cursor(bool(self.keys))
+        table.set_show_cursor(bool(rows))
 
     @property
     def note(self) -> str:
@@ -199,11 +271,12 @@ class RankingColumn(Vertical):
     def follow(self, key: str | None) -> None:
         """Put the cursor on the chunk when this list has it; hide the cursor when it has not."""
         table = self.table
-        if key is None or key not in self.keys:
+        row = table.index_of(key)
+        if row is None:
             table.set_show_cursor(False)
             return
         table.set_show_cursor(True)
-        table.move_cursor(self.keys.index(key))
+        table.move_cursor(row)
 
     @on(RankingTable.Highlighted)
     def _row_highlighted(self, event: RankingTable.Highlighted) -> None:
@@ -250,7 +323,6 @@ class RankingsBoard(Vertical):
         run: SearchRun | None,
         hints: dict[RankingName, str],
         *,
-        rows: int = 20,
         secrets: Mapping[str, tuple[str, ...]] | None = None,
         pending: Collection[RankingName] = (),
     ) -> None:
@@ -263,7 +335,6 @@ class RankingsBoard(Vertical):
             column.show(
                 ranking,
                 empty_hint=hints.get(name, ""),
-                rows=rows,
                 secrets=secrets,
                 pending=name in pending,
             )

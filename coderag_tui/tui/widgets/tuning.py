@@ -7,9 +7,11 @@ re-run (re-chunk, re-search or just re-pack).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Label, Select, Static, Switch
@@ -41,8 +43,25 @@ def step_budget(budget: int, direction: int) -> int:
     return next((v for v in reversed(values) if v < budget), values[0])
 
 
+NUMBER_FIELDS = ("chunk_lines", "budget", "rrf_k", "depth", "rerank_keep")
+
+
 class TuningPanel(VerticalScroll):
-    """Controls for the knobs that change rankings or the prompt, and the chunk-size advice."""
+    """Controls for the knobs that change rankings or the prompt, and the chunk-size advice.
+
+    A number takes effect with Enter or when its field is left (Tab, a click); Esc drops
+    what was typed and goes back to the lists.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape",
+            "screen.leave_tuning",
+            "Lists",
+            show=False,
+            tooltip="Back to the lists, undoing an edit",
+        ),
+    ]
 
     @dataclass
     class TuningChanged(Message):
@@ -54,7 +73,6 @@ class TuningPanel(VerticalScroll):
     def __init__(self, settings: Settings, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._settings = settings
-        self._quiet = False
 
     def compose(self) -> ComposeResult:
         s = self._settings
@@ -102,29 +120,35 @@ class TuningPanel(VerticalScroll):
         )
 
     def sync(self, settings: Settings) -> None:
-        """Show settings changed elsewhere (keys, command palette) without echoing them back."""
+        """Show settings changed elsewhere (keys, command palette) without echoing them back.
+
+        The controls' Changed messages are prevented, not ignored for a while: a flag held
+        until the next refresh also swallowed an Enter typed meanwhile.
+        """
         self._settings = settings
-        self._quiet = True
-        try:
+        with self.prevent(Select.Changed, Switch.Changed):
             self.query_one("#tune-chunking", Select).value = settings.chunking
             self.query_one("#tune-budget-preset", Select).value = budget_choice(settings.budget)
             self.query_one("#custom-budget-row").display = budget_choice(settings.budget) == CUSTOM
             self.query_one("#tune-rerank", Switch).value = settings.rerank
-            for name in ("chunk_lines", "budget", "rrf_k", "depth", "rerank_keep"):
-                field_input = self.query_one(f"#tune-{name}", Input)
-                if not field_input.has_focus:
-                    field_input.value = str(getattr(settings, name))
-        finally:
-            self.call_after_refresh(self._unquiet)
+        for name in NUMBER_FIELDS:
+            field_input = self.query_one(f"#tune-{name}", Input)
+            if not field_input.has_focus:
+                field_input.value = str(getattr(settings, name))
 
-    def _unquiet(self) -> None:
-        self._quiet = False
+    def revert(self) -> None:
+        """Put back the setting in a number field the user typed in but did not enter."""
+        for name in NUMBER_FIELDS:
+            field_input = self.query_one(f"#tune-{name}", Input)
+            setting = str(getattr(self._settings, name))
+            if field_input.value != setting:
+                field_input.value = setting
 
     def show_advice(self, text: str) -> None:
         self.query_one("#advice", Static).update(text)
 
     def _report(self, name: str, value: SettingValue) -> None:
-        if self._quiet or getattr(self._settings, name) == value:
+        if getattr(self._settings, name) == value:
             return
         self.post_message(self.TuningChanged(name, value))
 
