@@ -9,8 +9,10 @@ import os
 import queue
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -218,3 +220,38 @@ def test_serve_stop_stops_the_running_server(
     assert main(["serve", *common, "--stop"]) == 2  # nothing answers any more
     _, err = capsys.readouterr()
     assert "no coderag server answers for this index" in err
+
+
+def test_a_long_runtime_folder_gets_a_short_private_socket_path(
+    capsys: pytest.CaptureFixture[str],
+    common: list[str],
+    tiny_repo: Path,
+    index_dir: Path,
+    private_runtime_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    long = private_runtime_dir / ("r" * 40) / ("u" * 40)
+    long.mkdir(parents=True)
+    assert len(str(long)) >= 90
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(long))
+    short = private_runtime_dir / "tmp"  # the temporary folder the short path is made in
+    short.mkdir()
+    monkeypatch.setenv("TMPDIR", str(short))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    path = socket_path(Settings(repo=tiny_repo, index_dir=index_dir))
+    assert len(os.fsencode(str(path))) <= 103
+    assert path.parent.parent == short
+    running = Server([*common, "--no-dense", "--verbose"])
+    try:
+        running.wait_for("serving")
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        code, out, _ = search(capsys, "refund", *common, "--no-dense", "--json")
+        assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+        running.wait_for("search 'refund': exit 0")
+    finally:
+        assert running.stop() == 0
+    # another runtime folder, as long, is another server's
+    other = private_runtime_dir / ("s" * 40) / ("u" * 40)
+    other.mkdir(parents=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(other))
+    assert socket_path(Settings(repo=tiny_repo, index_dir=index_dir)) != path

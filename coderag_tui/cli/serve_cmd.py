@@ -163,7 +163,13 @@ def _listening(path: Any) -> Iterator[socket.socket]:
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(str(path))
+        try:
+            listener.bind(str(path))
+        except OSError as exc:
+            raise UserError(
+                f"coderag serve cannot listen on {path} ({exc.strerror or exc}): set "
+                "XDG_RUNTIME_DIR or TMPDIR to a short folder of yours."
+            ) from None
         path.chmod(0o600)
         listener.listen(16)
         listener.settimeout(ACCEPT_POLL_S)
