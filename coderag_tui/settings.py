@@ -60,14 +60,24 @@ def user_data_dir() -> Path:
 
 def user_runtime_dir() -> Path:
     """Where resident servers (`coderag serve`) keep their sockets: `$XDG_RUNTIME_DIR/coderag`
-    when the session has one, else `coderag-<uid>` in the temporary folder. Short, so a
-    socket's path stays within the kernel's 107 bytes."""
+    when the session has one, else `coderag-<uid>` in the temporary folder."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isdir(runtime):
         return Path(runtime) / APP_NAME
+    return _temporary_runtime_dirs()[0]
+
+
+def _temporary_runtime_dirs() -> tuple[Path, ...]:
+    """`coderag-<uid>` in the temporary folder, then in /tmp (for a long $TMPDIR)."""
     import tempfile
 
-    return Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}"
+    name = f"{APP_NAME}-{os.getuid()}"
+    return (Path(tempfile.gettempdir()) / name, Path("/tmp") / name)
+
+
+# The longest socket path, in bytes, that fits every kernel's sockaddr_un with its NUL
+# (108 bytes on Linux, 104 on macOS), with the `.sock` a server adds (see `server_path`).
+SOCKET_PATH_MAX = 103 - len(".sock")
 
 
 def user_config_file() -> Path:
@@ -531,9 +541,22 @@ class Settings:
     @property
     def server_path(self) -> Path:
         """The resident server of this index: its socket is this path with `.sock` added,
-        its watch's cookie folder with `.sync` (one server per index file)."""
-        digest = hashlib.sha1(str(self.index_path).encode()).hexdigest()[:16]
-        return user_runtime_dir() / digest
+        its watch's cookie folder with `.sync` (one server per index file and runtime folder).
+
+        In the runtime folder when the socket's path fits a socket address
+        (`SOCKET_PATH_MAX`); else in a short temporary one, named by a hash of the runtime
+        folder too, so a session with another runtime folder still has its own servers."""
+        index = str(self.index_path)
+        runtime = user_runtime_dir()
+        path = runtime / hashlib.sha1(index.encode()).hexdigest()[:16]
+        if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
+            return path
+        digest = hashlib.sha1(os.fsencode(runtime) + b"\0" + os.fsencode(index)).hexdigest()[:16]
+        for folder in _temporary_runtime_dirs():
+            path = folder / digest
+            if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
+                break
+        return path
 
     @property
     def embed_cache_path(self) -> Path:

@@ -16,6 +16,7 @@ from tests.fixtures.tiny_repo import make_tiny_repo
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # should a test import onnxruntime first
 
 
 # What the developer's terminal and session put in the environment: inside tmux, over SSH,

@@ -4,13 +4,17 @@ and goes away cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from coderag_tui import __version__
 from coderag_tui.cli import main
+from coderag_tui.cli import server as wire
 from coderag_tui.cli.server import socket_path
 from coderag_tui.settings import Settings
 
@@ -218,3 +224,239 @@ def test_serve_stop_stops_the_running_server(
     assert main(["serve", *common, "--stop"]) == 2  # nothing answers any more
     _, err = capsys.readouterr()
     assert "no coderag server answers for this index" in err
+
+
+def test_a_long_runtime_folder_gets_a_short_private_socket_path(
+    capsys: pytest.CaptureFixture[str],
+    common: list[str],
+    tiny_repo: Path,
+    index_dir: Path,
+    private_runtime_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    long = private_runtime_dir / ("r" * 40) / ("u" * 40)
+    long.mkdir(parents=True)
+    assert len(str(long)) >= 90
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(long))
+    short = private_runtime_dir / "tmp"  # the temporary folder the short path is made in
+    short.mkdir()
+    monkeypatch.setenv("TMPDIR", str(short))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    path = socket_path(Settings(repo=tiny_repo, index_dir=index_dir))
+    assert len(os.fsencode(str(path))) <= 103
+    assert path.parent.parent == short
+    running = Server([*common, "--no-dense", "--verbose"])
+    try:
+        running.wait_for("serving")
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        code, out, _ = search(capsys, "refund", *common, "--no-dense", "--json")
+        assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+        running.wait_for("search 'refund': exit 0")
+    finally:
+        assert running.stop() == 0
+    # another runtime folder, as long, is another server's
+    other = private_runtime_dir / ("s" * 40) / ("u" * 40)
+    other.mkdir(parents=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(other))
+    assert socket_path(Settings(repo=tiny_repo, index_dir=index_dir)) != path
+
+
+# ------------------------------------------------------------------ requests that are not
+def connected(common: list[str]) -> socket.socket:
+    """A raw connection to the server of `common`'s index."""
+    settings = Settings(repo=Path(common[0]), index_dir=Path(common[2]))
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(START_TIMEOUT_S)
+    conn.connect(str(socket_path(settings)))
+    return conn
+
+
+def reply_to(conn: socket.socket, data: bytes) -> bytes:
+    """What the server answers to `data` (b"" when it only closes the connection)."""
+    with conn:
+        conn.sendall(data)
+        conn.shutdown(socket.SHUT_WR)
+        parts = []
+        while chunk := conn.recv(1 << 16):
+            parts.append(chunk)
+    return b"".join(parts)
+
+
+def nested(depth: int) -> bytes:
+    """A request of this version whose query is a list nested `depth` deep."""
+    inner = b"[" * depth + b"]" * depth
+    head = json.dumps({"protocol": wire.PROTOCOL, "version": __version__, "command": "search"})
+    return head[:-1].encode() + b', "settings": {}, "request": {"query": ' + inner + b"}}"
+
+
+def read(data: bytes) -> dict[str, object] | None:
+    """What `read_request` makes of `data` sent whole."""
+    server_end, client_end = socket.socketpair()
+    with server_end, client_end:
+        client_end.sendall(data)
+        client_end.shutdown(socket.SHUT_WR)
+        return wire.read_request(server_end)
+
+
+def levels(count: int) -> dict[str, object]:
+    return {"a": levels(count - 1)} if count > 1 else {}
+
+
+def test_a_request_may_nest_max_depth_levels_and_no_more() -> None:
+    assert read(json.dumps(levels(wire.MAX_DEPTH)).encode()) == levels(wire.MAX_DEPTH)
+    with pytest.raises(wire.BadRequest, match=f"nested more than {wire.MAX_DEPTH} levels"):
+        read(json.dumps(levels(wire.MAX_DEPTH + 1)).encode())
+    assert read(b"") is None  # a probe: nothing to answer
+
+
+def test_a_request_sent_a_byte_at_a_time_is_given_up_at_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wire, "READ_TIMEOUT_S", 1.0)
+    server_end, client_end = socket.socketpair()
+    slow = Trickle(client_end, every_s=0.1)  # each byte well within any per-read timeout
+    slow.start()
+    with server_end, pytest.raises(wire.BadRequest, match="did not arrive within 1 s"):
+        wire.read_request(server_end)
+    assert slow.is_alive()  # given up while the client still sends
+    slow.stop.set()
+    slow.join(timeout=START_TIMEOUT_S)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"[" * 200_000, "nested"),
+        (b'{"a": ' * 50_000, "nested"),
+        (nested(600), "nested"),
+        (b"\xff\xfe not json", "JSON"),
+        (b'"just text"', "JSON object"),
+    ],
+    ids=["deep-array", "deep-object", "deep-value", "not-utf8", "not-an-object"],
+)
+def test_a_malformed_request_is_refused_in_one_sentence_and_the_server_keeps_answering(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str], data: bytes, says: str
+) -> None:
+    answer = reply_to(connected(common), data)
+    reason = json.loads(answer)["declined"]
+    assert says in reason and "\n" not in reason and len(reason) < 200
+    assert server.proc.poll() is None
+    code, out, _ = search(capsys, "refund", *common, "--no-dense", "--json")
+    assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+    server.wait_for("search 'refund': exit 0")
+
+
+class Trickle(threading.Thread):
+    """A client sending a request a byte at a time, never finishing it, until the server
+    closes its connection, `stop` is set or `START_TIMEOUT_S` passed; `ended` says when its
+    connection ended."""
+
+    def __init__(self, conn: socket.socket, every_s: float) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.every_s = conn, every_s
+        self.stop = threading.Event()
+        self.ended = float("inf")
+
+    def run(self) -> None:
+        give_up = time.monotonic() + START_TIMEOUT_S
+        try:
+            with self.conn:
+                while not self.stop.wait(self.every_s) and time.monotonic() < give_up:
+                    self.conn.sendall(b" ")
+        except OSError:
+            pass  # the server closed it
+        self.ended = time.monotonic()
+
+
+def test_a_slow_client_does_not_hold_other_searches(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str]
+) -> None:
+    slow = Trickle(connected(common), every_s=0.5)  # accepted first: it connected first
+    slow.start()
+    try:
+        code, out, _ = search(capsys, "refund", *common, "--no-dense", "--json")
+        answered = time.monotonic()
+        assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+        server.wait_for("search 'refund': exit 0")  # answered by the server
+    finally:
+        slow.stop.set()
+        slow.join(timeout=START_TIMEOUT_S)
+    assert answered < slow.ended  # while the slow client was still connected
+
+
+def stalled(common: list[str]) -> socket.socket:
+    conn = connected(common)
+    conn.sendall(b'{"protocol": 1')
+    return conn
+
+
+def still_open(conn: socket.socket) -> bool:
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def test_stalled_connections_never_make_a_search_wait(
+    capsys: pytest.CaptureFixture[str], server: Server, common: list[str]
+) -> None:
+    from coderag_tui.cli.serve_cmd import MAX_CONNECTIONS
+
+    conns = [stalled(common) for _ in range(MAX_CONNECTIONS + 2)]
+    try:
+        # every slot is taken: the search is refused at once and answered here
+        code, out, _ = search(capsys, "refund", *common, "--no-dense", "--json")
+        assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+        assert all(still_open(conn) for conn in conns[:MAX_CONNECTIONS])
+    finally:
+        for conn in conns:
+            conn.close()
+    # the slots are free again once their connections end
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        code, out, _ = search(capsys, "refund transaction_id", *common, "--no-dense", "--json")
+        assert code == 0
+        try:
+            server.wait_for("search 'refund transaction_id': exit 0", timeout=1.0)
+            break
+        except AssertionError:
+            assert time.monotonic() < deadline, "the server never answered again"
+
+
+def test_a_server_that_does_not_answer_leaves_the_search_to_the_client(
+    capsys: pytest.CaptureFixture[str],
+    common: list[str],
+    tiny_repo: Path,
+    index_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wire, "ASK_TIMEOUT_S", 1.0, raising=False)
+    path = socket_path(Settings(repo=tiny_repo, index_dir=index_dir))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    held: list[socket.socket] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(4)
+
+        def accept_and_say_nothing() -> None:
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+        threading.Thread(target=accept_and_say_nothing, daemon=True).start()
+        result: list[tuple[int, str, str]] = []
+        asking = threading.Thread(
+            target=lambda: result.append(search(capsys, "refund", *common, "--no-dense", "--json")),
+            daemon=True,
+        )
+        asking.start()
+        asking.join(timeout=START_TIMEOUT_S)
+        finished = not asking.is_alive()
+        for conn in held:
+            conn.close()
+        asking.join(timeout=START_TIMEOUT_S)
+    assert finished, "the search waited for a server that never answered"
+    code, out, err = result[0]
+    assert code == 0 and rankings(out)["bm25"][0][0] == "shop/payment.py"
+    assert err.count("did not answer") == 1 and "Traceback" not in err

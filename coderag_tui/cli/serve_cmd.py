@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shutil
 import signal
 import socket
@@ -22,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from coderag_tui.cli.common import (
     INDEX_SETTINGS,
@@ -34,6 +35,7 @@ from coderag_tui.cli.common import (
 )
 from coderag_tui.cli.render import loading_status, say
 from coderag_tui.cli.server import (
+    BadRequest,
     as_client,
     compatible,
     cookie_dir,
@@ -53,6 +55,8 @@ if TYPE_CHECKING:
 STOP = "stop"  # the command `coderag serve --stop` sends
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the stop flag
 QUERY_SHOWN = 60  # characters of a query in the server's log line
+# Connections read at once; one more is closed at once, and its client answers by itself.
+MAX_CONNECTIONS = 8
 
 
 def register(subparsers: Any) -> None:
@@ -163,7 +167,13 @@ def _listening(path: Any) -> Iterator[socket.socket]:
         path.unlink()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(str(path))
+        try:
+            listener.bind(str(path))
+        except OSError as exc:
+            raise UserError(
+                f"coderag serve cannot listen on {path} ({exc.strerror or exc}): set "
+                "XDG_RUNTIME_DIR or TMPDIR to a short folder of yours."
+            ) from None
         path.chmod(0o600)
         listener.listen(16)
         listener.settimeout(ACCEPT_POLL_S)
@@ -189,9 +199,55 @@ def _stopped_by_term() -> Iterator[threading.Event]:
         signal.signal(signal.SIGTERM, before)
 
 
+class _Log:
+    """The server's own lines, on the stderr it started with, a whole line at a time: while a
+    request is answered, `sys.stderr` is that request's captured output (`as_client`), and
+    lines come from the accept loop and every connection's thread."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        with self._lock:
+            self._stream.write(f"coderag: {visible(message)}\n")
+            self._stream.flush()
+
+
+@dataclasses.dataclass
+class _Serving:
+    """What every connection's thread shares: the engine, whose turn it is, the free slots."""
+
+    resident: Resident
+    stop: threading.Event
+    log: _Log
+    verbose: bool
+    turn: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    slots: threading.BoundedSemaphore = dataclasses.field(
+        default_factory=lambda: threading.BoundedSemaphore(MAX_CONNECTIONS)
+    )
+
+    def take_turn(self) -> bool:
+        """Wait for the engine; False when the server stops first."""
+        while not self.stop.is_set():
+            if self.turn.acquire(timeout=ACCEPT_POLL_S):
+                if not self.stop.is_set():
+                    return True
+                self.turn.release()
+        return False
+
+
 def _serve(
     resident: Resident, listener: socket.socket, stop: threading.Event, *, verbose: bool
 ) -> None:
+    """Accept connections until `stop`; each is read in a thread of its own.
+
+    Reading is where a client can be slow, so it happens beside the accept loop and every
+    other connection, each within its deadline (`read_request`); only a whole request takes a
+    turn on the engine, one at a time (the engine and `as_client` are not for two at once),
+    and its reply is sent after the turn. At most `MAX_CONNECTIONS` are read at once.
+    """
+    serving = _Serving(resident, stop, _Log(sys.stderr), verbose)
     try:
         while not stop.is_set():
             try:
@@ -199,30 +255,69 @@ def _serve(
             except TimeoutError:
                 note = resident.watch_note()
                 if note:
-                    say(note)
+                    serving.log(note)
                 if not resident.settings.repo_root.is_dir():
-                    say("the repository folder is gone: the server stops.")
+                    serving.log("the repository folder is gone: the server stops.")
                     return
                 continue
-            with conn:
-                said = _handle(resident, conn, stop)
-            if said and verbose:
-                say(said)
+            if not serving.slots.acquire(blocking=False):
+                conn.close()  # its client answers by itself, at once
+                if verbose:
+                    serving.log(f"{MAX_CONNECTIONS} connections are open: one more was closed.")
+                continue
+            threading.Thread(
+                target=_connection, args=(serving, conn), name="coderag-connection", daemon=True
+            ).start()
     finally:
+        stop.set()
+        # an answer under way ends before the engine closes; requests still waiting are left
+        # to their clients (a second Ctrl-C stops waiting)
+        serving.turn.acquire()
         shutil.rmtree(cookie_dir(resident.settings), ignore_errors=True)
 
 
-def _handle(resident: Resident, conn: socket.socket, stop: threading.Event) -> str:
-    """Answer one request; the line the server's log shows for it ("" for none)."""
+def _connection(serving: _Serving, conn: socket.socket) -> None:
+    """Read one request, answer it in its turn, send the reply; then free the slot."""
+    try:
+        with conn:
+            try:
+                message = read_request(conn)
+            except BadRequest as exc:
+                send(conn, decline(str(exc)))
+                if serving.verbose:
+                    serving.log(f"refused a request: {exc}.")
+                return
+            if message is None:
+                return  # a probe (`_answers`), or a client gone
+            if message.get("command") == STOP and not compatible(message):
+                send(conn, {"code": 0, "stdout": "", "stderr": ""})  # before the process ends
+                serving.stop.set()
+                serving.log("asked to stop (coderag serve --stop): the server stops.")
+                return
+            if not serving.take_turn():
+                send(conn, decline("the server is stopping"))
+                return
+            try:
+                reply, said = _handle(serving.resident, message)
+            except Exception as exc:  # a bug must cost one answer, not the server
+                reply, said = _failed(exc), f"failed to answer a request ({exc!r})."
+            finally:
+                serving.turn.release()
+            if said and serving.verbose:
+                serving.log(said)
+            send(conn, reply)
+    finally:
+        serving.slots.release()
+
+
+def _failed(exc: Exception) -> dict[str, Any]:
+    why = visible(f"{type(exc).__name__}: {exc}")
+    return {"stdout": "", "stderr": f"coderag: the server failed to answer ({why}).\n", "code": 1}
+
+
+def _handle(resident: Resident, message: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The reply to one request, and the line the server's log shows for it."""
     started = time.perf_counter()
-    message = read_request(conn)
-    if message is None:
-        return ""
-    if message.get("command") == STOP and not compatible(message):
-        send(conn, {"code": 0, "stdout": "", "stderr": ""})
-        stop.set()
-        say("asked to stop (coderag serve --stop): the server stops.")
-        return ""
     reason = compatible(message)
     command = message.get("command")
     handler = HANDLERS.get(command) if isinstance(command, str) else None
@@ -233,25 +328,18 @@ def _handle(resident: Resident, conn: socket.socket, stop: threading.Event) -> s
         dense = bool(message["request"].get("dense"))
         settings, reason = _request_settings(resident, message["settings"], dense)
     if reason or settings is None or handler is None:
-        send(conn, decline(reason))
-        return f"left a request to its own process: {visible(reason)}."
+        return decline(reason), f"left a request to its own process: {reason}."
     request = message["request"]
     checks_before = resident.checks.checked
     try:
         reply = handler(resident, settings, request, message.get("terminal") or {})
     except Exception as exc:  # a bug must cost one answer, not the server
-        why = visible(f"{type(exc).__name__}: {exc}")
-        reply = {
-            "stdout": "",
-            "stderr": f"coderag: the server failed to answer ({why}).\n",
-            "code": 1,
-        }
-    send(conn, reply)
+        reply = _failed(exc)
     checked = "checked" if resident.checks.checked > checks_before else "trusted"
     query = one_line(str(request.get("query") or request.get("task") or ""))
     shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
     ms = (time.perf_counter() - started) * 1000.0
-    return f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked})."
+    return reply, f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked})."
 
 
 def _request_settings(

@@ -21,11 +21,13 @@ import contextlib
 import dataclasses
 import io
 import json
+import logging
 import os
 import shutil
 import socket
 import stat
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,10 +35,19 @@ from typing import Any
 from coderag_tui import __version__
 from coderag_tui.settings import Settings
 
+logger = logging.getLogger(__name__)
+
 PROTOCOL = 1
 MAX_MESSAGE = 16 * 1024 * 1024  # bytes a request or reply may take (issue text can be long)
+# Levels of lists and objects a request may nest: the protocol needs 3 (the message, its
+# settings or request, a list in them); deeper is refused before anything reads it.
+MAX_DEPTH = 8
 CONNECT_TIMEOUT_S = 2.0
-READ_TIMEOUT_S = 10.0  # the server waits this long for a request's bytes
+READ_TIMEOUT_S = 10.0  # the server's wait for a whole request, from the connection on
+SEND_TIMEOUT_S = 10.0  # the server's wait for a client to take its whole reply
+# The client's wait for the whole answer, after which it does the work itself: long enough
+# for a re-check after a big change, short enough that a stuck server costs one wait.
+ASK_TIMEOUT_S = 30.0
 # The terminal's variables that decide how rich renders (colour, width, dumb terminals).
 TERMINAL_ENV = (
     "TERM",
@@ -151,16 +162,27 @@ def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply |
         "request": dict(request),
         "terminal": terminal(),
     }
+    deadline = time.monotonic() + ASK_TIMEOUT_S
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(CONNECT_TIMEOUT_S)
             conn.connect(str(path))
-            conn.settimeout(None)  # a re-check after a big change may take a while
+            conn.settimeout(_left(deadline))  # sendall's timeout is for the whole message
             conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
             conn.shutdown(socket.SHUT_WR)
-            reply = json.loads(_read_all(conn))
-    except (OSError, ValueError):
-        return None  # no server (a socket left by a killed one), or a broken reply
+            reply = json.loads(_read_all(conn, deadline))
+    except TimeoutError:
+        print(
+            f"coderag: the server for this index did not answer within {ASK_TIMEOUT_S:g} s; "
+            "answering in this process.",
+            file=sys.stderr,
+        )
+        return None
+    except (OSError, ValueError) as exc:
+        # no server (a socket left by a killed one), a server too busy to take a request,
+        # or a broken reply
+        logger.debug("the server did not answer (%s): answering in this process", exc)
+        return None
     if not isinstance(reply, dict) or "code" not in reply:
         return None  # declined, or another version's reply
     data = reply.get("data")
@@ -172,15 +194,28 @@ def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply |
     )
 
 
-def _read_all(conn: socket.socket) -> bytes:
+def _left(deadline: float) -> float:
+    """Seconds until `deadline` (a `time.monotonic` time); TimeoutError when it has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed")
+    return left
+
+
+def _read_all(conn: socket.socket, deadline: float) -> bytes:
+    """Every byte until the peer's end, all of it by `deadline` (TimeoutError if not), at most
+    `MAX_MESSAGE` (ValueError): a peer sending a byte at a time cannot hold the reader longer."""
     parts: list[bytes] = []
     size = 0
-    while chunk := conn.recv(1 << 16):
+    while True:
+        conn.settimeout(_left(deadline))
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            return b"".join(parts)
         size += len(chunk)
         if size > MAX_MESSAGE:
             raise ValueError("message too long")
         parts.append(chunk)
-    return b"".join(parts)
 
 
 # ------------------------------------------------------------------------------- the server
@@ -201,7 +236,8 @@ def as_client(facts: Mapping[str, Any]) -> Iterator[tuple[io.StringIO, io.String
 
     Output goes to buffers that answer `isatty` as the client's streams did, and the
     terminal's variables (`TERMINAL_ENV`) are the client's while the block runs. Both are
-    process-wide: the server runs one request at a time, and prints nothing else meanwhile.
+    process-wide: the server answers one request at a time, and writes its own lines to the
+    stream it started with.
     """
     env = facts.get("env") if isinstance(facts.get("env"), dict) else {}
     assert isinstance(env, dict)
@@ -225,18 +261,53 @@ def as_client(facts: Mapping[str, Any]) -> Iterator[tuple[io.StringIO, io.String
                 os.environ[key] = value
 
 
+class BadRequest(Exception):
+    """A request the server will not read: too slow, too long, too deep or not a JSON object.
+    The message says which, for the client (`decline`) and the server's log."""
+
+
 def read_request(conn: socket.socket) -> dict[str, Any] | None:
-    """The request on `conn`, or None when it is not one (too long, slow or not JSON)."""
-    conn.settimeout(READ_TIMEOUT_S)
+    """The request on `conn`, all of it within `READ_TIMEOUT_S`; None when the client sent
+    nothing (a probe, or it went away); BadRequest when it is not a request to read."""
     try:
-        message = json.loads(_read_all(conn))
-    except (OSError, ValueError):
+        data = _read_all(conn, time.monotonic() + READ_TIMEOUT_S)
+    except TimeoutError:
+        raise BadRequest(f"the request did not arrive within {READ_TIMEOUT_S:g} s") from None
+    except ValueError:
+        raise BadRequest(f"the request is longer than {MAX_MESSAGE >> 20} MiB") from None
+    except OSError:
         return None
-    return message if isinstance(message, dict) else None
+    if not data.strip():
+        return None
+    try:
+        message = json.loads(data)
+    except RecursionError:  # json recurses per level: a deep enough request ends here
+        message = None
+    except ValueError:  # not JSON, or not UTF-8
+        raise BadRequest("the request is not JSON") from None
+    if message is None or _deeper_than(message, MAX_DEPTH):
+        raise BadRequest(f"the request is nested more than {MAX_DEPTH} levels deep")
+    if not isinstance(message, dict):
+        raise BadRequest("the request is not a JSON object")
+    return message
+
+
+def _deeper_than(value: Any, levels: int) -> bool:
+    """Does `value` nest lists and objects more than `levels` deep? (Looks no deeper.)"""
+    if isinstance(value, dict):
+        inner: Any = value.values()
+    elif isinstance(value, list):
+        inner = value
+    else:
+        return False
+    return levels <= 0 or any(_deeper_than(item, levels - 1) for item in inner)
 
 
 def send(conn: socket.socket, reply: Mapping[str, Any]) -> None:
-    with contextlib.suppress(OSError):  # the client went away (Ctrl-C): nothing to tell it
+    """Write `reply`, all of it within `SEND_TIMEOUT_S`: a client that went away (Ctrl-C) or
+    does not read loses it, and holds nothing longer."""
+    with contextlib.suppress(OSError):
+        conn.settimeout(SEND_TIMEOUT_S)
         conn.sendall(json.dumps(reply).encode("utf-8"))
 
 

@@ -258,6 +258,36 @@ def test_urls_are_shown_without_credentials() -> None:
     assert shown == "https://host:6333/x"
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://[oops", "http://[oops"),
+        ("http://user:secret@[oops/x?api-key=k", "http://[oops/x"),
+        ("http://host:abc", "http://host:abc"),
+        ("http://host:99999", "http://host:99999"),
+    ],
+)
+def test_a_url_that_does_not_parse_is_one_sentence_naming_it(
+    tiny_repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    url: str,
+    shown: str,
+) -> None:
+    assert qdrant_backend.shown_url(url) == shown
+    args = [str(tiny_repo), "--index-dir", str(tmp_path / "ix"), "--embed-backend", "none"]
+    assert main(["search", "refund", *args, "--backend", "qdrant", "--url", url]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"coderag: cannot use {shown} as a Qdrant server (")
+    assert captured.err.endswith("): give http://HOST:PORT.\n")
+    assert captured.err.count("\n") == 1 and "secret" not in captured.err
+
+
+def test_an_ipv6_host_keeps_its_brackets() -> None:
+    assert qdrant_backend.shown_url("http://[::1]:6333/x") == "http://[::1]:6333/x"
+
+
 def test_the_package_imports_without_qdrant_client_and_says_how_to_get_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import functools
 import hashlib
+import re
 import threading
 import time
 import uuid
@@ -99,15 +100,43 @@ def is_server_url(url: str) -> bool:
     return url.strip().lower().startswith(("http://", "https://"))
 
 
+# A URL after its "scheme://": the authority (user, host, port) and the path, up to "?" or "#".
+_AUTHORITY_PATH = re.compile(r"([^/?#]*)([^?#]*)")
+
+
 def shown_url(url: str) -> str:
-    """The URL as messages show it: no user, password or query string (they may hold keys)."""
+    """The URL as messages show it: no user, password or query string (they may hold keys).
+
+    Total: a URL that does not parse (a bracket left open, a port that is no number) is shown
+    as typed from its host on, since that is the part to fix.
+    """
     url = url.strip()
     if not is_server_url(url):
         return one_line(url)
+    if _url_problem(url):
+        scheme, _, rest = url.partition("://")
+        match = _AUTHORITY_PATH.match(rest)
+        assert match is not None  # every text matches: both parts may be empty
+        authority, path = match.groups()
+        return one_line(f"{scheme}://{authority.rpartition('@')[2]}{path}")
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
     port = f":{parts.port}" if parts.port else ""
     return one_line(f"{parts.scheme}://{host}{port}{parts.path}")
+
+
+def _url_problem(url: str) -> str:
+    """ "" when a server URL's host and port read, else what is wrong with them."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - reading it checks it: a port that is no number, or too big
+    except ValueError as exc:
+        return one_line(str(exc)) or "it does not parse"
+    if not parts.hostname:
+        return "it names no host"
+    return ""
 
 
 def collection_name(settings: Settings) -> str:
@@ -158,6 +187,12 @@ def connect(settings: Settings) -> Server:
     qdrant_client = _client_module()
     name = collection_name(settings)
     if is_server_url(url):
+        problem = _url_problem(url)
+        if problem:
+            raise BackendError(
+                f"cannot use {shown_url(url)} as a Qdrant server ({problem}): give "
+                "http://HOST:PORT."
+            )
         try:
             client = qdrant_client.QdrantClient(
                 url=url, timeout=TIMEOUT_S, check_compatibility=False
