@@ -9,10 +9,11 @@ folder (so an empty embedding cache too) and reads the dense coverage from its J
                                                             # first run on a machine (distils
                                                             # the static table, exports ONNX)
 
-Modes: `no-wait` answers from the static first pass (the default a TUI user sees within
-seconds); `wait` is `coderag search` as it is by default, embedding every chunk with the
-model first (minutes on the stdlib; only with --wait, and only on this repository unless
---wait-stdlib). Prints the median wall time of the runs, the coverage and the stage.
+Modes: `default` is `coderag search` with no flag (it waits at most `dense_wait`, 15 s, for
+the model, then answers from the static first pass); `no-wait` answers from the static first
+pass at once; `wait` (`--wait`) embeds every chunk with the model first (minutes on the
+stdlib; only with --wait, and only on this repository unless --wait-stdlib). Prints the
+median wall time of the runs, the coverage and the stage, and the load average at start.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def stdlib() -> Path:
     return Path(os.__file__).resolve().parent
 
 
-def one_run(repo: Path, wait: bool, cold_models: bool) -> tuple[float, dict[str, object]]:
+def one_run(repo: Path, mode: str, cold_models: bool) -> tuple[float, dict[str, object]]:
     """Wall seconds of one fresh `coderag search`, and its JSON's dense record."""
     scratch = Path(tempfile.mkdtemp(prefix="coderag-first-answer-"))
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -53,8 +54,8 @@ def one_run(repo: Path, wait: bool, cold_models: bool) -> tuple[float, dict[str,
         str(scratch / "index"),
         "--json",
     ]
-    if not wait:
-        argv.append("--no-wait")
+    if mode != "default":
+        argv.append(f"--{mode}")
     try:
         started = time.perf_counter()
         done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -80,18 +81,19 @@ def main() -> int:
     args = parser.parse_args()
     corpora = args.repo or [HERE, stdlib()]
     print(f"query: {QUERY!r}; {args.runs} fresh process(es) per row; empty index each run")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     header = f"{'corpus':<28} {'mode':<8} {'median s':>9} {'min':>7} {'max':>7}  dense"
     print(header)
     print("-" * len(header))
     for repo in corpora:
-        modes = ["no-wait"]
+        modes = ["default", "no-wait"]
         if args.wait and (repo == HERE or args.wait_stdlib):
             modes.append("wait")
         for mode in modes:
             times: list[float] = []
             dense: dict[str, object] = {}
             for _ in range(max(1, args.runs)):
-                seconds, dense = one_run(repo, mode == "wait", args.cold_models)
+                seconds, dense = one_run(repo, mode, args.cold_models)
                 times.append(seconds)
             share = float(dense.get("coverage", 0.0) or 0.0)  # type: ignore[arg-type]
             what = (

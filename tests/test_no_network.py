@@ -77,7 +77,11 @@ def offline_env(tmp_path: Path, cache: Path) -> dict[str, str]:
 
 def search_args(tiny_repo: Path, tmp_path: Path) -> list[str]:
     index = tmp_path / "index"
-    return ["search", "refund a payment", str(tiny_repo), "--index-dir", str(index), "--json"]
+    # --wait: the model itself must run (a busy machine's first export can outlast the 15 s
+    # a search waits by default, and the static first pass would answer instead).
+    return [
+        "search", "refund a payment", str(tiny_repo), "--index-dir", str(index), "--json", "--wait"
+    ]  # fmt: skip
 
 
 def assert_no_telemetry_files(tmp_path: Path, cache: Path) -> None:
