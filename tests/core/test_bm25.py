@@ -264,3 +264,38 @@ def test_load_or_build_keys_the_folder_by_tokenizer_options(index_dir: Path) -> 
     saved = settings.index_path.with_suffix(".bm25").glob("*/coderag-bm25.json")
     assert len(list(saved)) == 2  # beside them: the chunks' definitions (one per chunking)
     store.close()
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("with_path", [False, True])
+def test_postings_from_chunks_are_the_postings_of_their_tokens(
+    split: bool, with_path: bool
+) -> None:
+    """The build that numbers each distinct word once counts exactly `chunk_tokens`' words:
+    checked on a slice of the standard library, chunked as the index chunks it."""
+    import sysconfig
+
+    from coderag_tui.core.index.chunk import chunk_file
+    from coderag_tui.core.rank.lexical import BM25Options, Postings, chunk_tokens
+    from coderag_tui.core.records import ChunkingSpec
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts)[::25]
+    spec = ChunkingSpec.parse("lines:64")
+    chunks = [
+        chunk
+        for path in files
+        for chunk in chunk_file(
+            path.relative_to(stdlib).as_posix(),
+            path.read_bytes().decode("utf-8", "replace"),
+            "python",
+            spec,
+        )
+    ]
+    assert len(chunks) > 300
+    options = BM25Options(split, with_path)
+    fast = Postings.from_chunks(chunks, options)
+    plain = Postings.build(chunk_tokens(c, options) for c in chunks)
+    assert fast.words == plain.words
+    for name in ("indptr", "docs", "tf", "lengths"):
+        assert np.array_equal(getattr(fast, name), getattr(plain, name)), name

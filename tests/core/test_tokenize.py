@@ -93,3 +93,44 @@ def test_a_compound_segment_is_covered_by_its_parts() -> None:
         "get",
         "user",
     ]
+
+
+# --- the same words as the reference splitter, now that the loops run in C ---------------------
+
+_CODE_ALPHABET = st.sampled_from(
+    [*"abcXYZ_019 .()[]{}:=,\n\t'\"#-/", "é", "Ü", "ß", "٣", "²", "日本", "İ", "ǅ", "\u00a0"]
+)
+
+
+@given(st.lists(_CODE_ALPHABET, max_size=60).map("".join))
+def test_the_words_are_the_reference_splitters_on_any_text(text: str) -> None:
+    from tests.fixtures import reference_words
+
+    for split in (False, True):
+        assert tokenize(text, split_identifiers=split) == reference_words.tokenize(
+            text, split_identifiers=split
+        )
+
+
+def test_the_words_are_the_reference_splitters_on_the_standard_library() -> None:
+    import os
+    import sysconfig
+    from pathlib import Path
+
+    from tests.fixtures import reference_words
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts)
+    assert len(files) > 500
+    checked = 0
+    for path in files[::9]:  # a ninth of the files: every kind of module, in seconds
+        try:
+            text = path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        for split in (False, True):
+            assert tokenize(text, split_identifiers=split) == reference_words.tokenize(
+                text, split_identifiers=split
+            ), (os.fspath(path), split)
+        checked += 1
+    assert checked > 50

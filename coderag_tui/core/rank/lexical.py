@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import functools
 import math
 import shutil
 import time
@@ -44,7 +45,7 @@ import numpy as np
 
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
-from coderag_tui.core.rank.words import TOKENIZER_VERSION, tokenize
+from coderag_tui.core.rank.words import TOKENIZER_VERSION, split_words, tokenize, word_terms
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
@@ -111,11 +112,40 @@ def chunk_tokens(chunk: Chunk, options: BM25Options) -> list[str]:
     """The words BM25 indexes for one chunk (its path's words first when path_in_text)."""
     tokens = tokenize(chunk.text, split_identifiers=options.split_identifiers)
     if options.path_in_text:
-        return tokenize(chunk.path, split_identifiers=options.split_identifiers) + tokens
+        return [*_path_words(chunk.path, options.split_identifiers), *tokens]
     return tokens
 
 
+@functools.lru_cache(maxsize=4096)
+def _path_words(path: str, split_identifiers: bool) -> tuple[str, ...]:
+    """A path's words, worked out once for all the chunks of its file."""
+    return tuple(tokenize(path, split_identifiers=split_identifiers))
+
+
 _BATCH = 8192  # chunks tokenized and counted at a time while building (bounds the peak memory)
+
+
+class _Vocabulary(dict[str, int]):
+    """Word -> number, a new word numbered as it is first looked up (in C for known words)."""
+
+    def __missing__(self, word: str) -> int:
+        number = self[word] = len(self)
+        return number
+
+
+class _TermNumbers(dict[str, tuple[int, ...]]):
+    """A word of `split_words` -> the vocabulary numbers of its `word_terms`, worked out once."""
+
+    def __init__(self, vocab: _Vocabulary, split_identifiers: bool) -> None:
+        super().__init__()
+        self.vocab = vocab
+        self.split_identifiers = split_identifiers
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        found = self[word] = tuple(
+            map(self.vocab.__getitem__, word_terms(word, self.split_identifiers))
+        )
+        return found
 
 
 @dataclass(frozen=True)
@@ -137,7 +167,35 @@ class Postings:
     @classmethod
     def build(cls, documents: Iterable[Sequence[str]]) -> Postings:
         """Count words in batches of chunks: no corpus-wide list of words is ever held."""
-        vocab: dict[str, int] = {}
+        vocab = _Vocabulary()
+        return cls._count((list(map(vocab.__getitem__, doc)) for doc in documents), vocab)
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[Chunk], options: BM25Options) -> Postings:
+        """`build` over `chunk_tokens` of each chunk, with the words of each distinct word
+        looked up once as vocabulary numbers: the whole way from text to numbers runs in C
+        for every word seen before (the words are `chunk_tokens`' to the last one)."""
+        vocab = _Vocabulary()
+        terms = _TermNumbers(vocab, options.split_identifiers)
+        paths: dict[str, tuple[int, ...]] = {}
+        split = options.split_identifiers
+
+        def numbers(chunk: Chunk) -> list[int]:
+            words = chain.from_iterable(map(terms.__getitem__, split_words(chunk.text, split)))
+            if not options.path_in_text:
+                return list(words)
+            path = paths.get(chunk.path)
+            if path is None:
+                path = paths[chunk.path] = tuple(
+                    chain.from_iterable(map(terms.__getitem__, split_words(chunk.path, split)))
+                )
+            return [*path, *words]
+
+        return cls._count(map(numbers, chunks), vocab)
+
+    @classmethod
+    def _count(cls, documents: Iterable[list[int]], vocab: dict[str, int]) -> Postings:
+        """The postings of documents given as vocabulary numbers (`vocab`: word -> number)."""
         word_parts: list[np.ndarray] = []
         doc_parts: list[np.ndarray] = []
         tf_parts: list[np.ndarray] = []
@@ -146,15 +204,7 @@ class Postings:
         iterator = iter(documents)
         while batch := list(islice(iterator, _BATCH)):
             lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-            # New words get ids in first-seen order; the mapping runs in C (a Python loop per
-            # word was the slowest part of a build on ~3M words).
-            new = [w for w in dict.fromkeys(chain.from_iterable(batch)) if w not in vocab]
-            vocab.update(zip(new, range(len(vocab), len(vocab) + len(new)), strict=True))
-            flat = np.fromiter(
-                map(vocab.__getitem__, chain.from_iterable(batch)),
-                dtype=np.int64,
-                count=int(lengths.sum()),
-            )
+            flat = np.fromiter(chain.from_iterable(batch), dtype=np.int64, count=int(lengths.sum()))
             docs = np.repeat(np.arange(len(batch), dtype=np.int64), lengths)
             pairs, tf = np.unique(flat * len(batch) + docs, return_counts=True)
             words, rows = np.divmod(pairs, len(batch))
@@ -303,7 +353,9 @@ class BM25Index:
     ) -> BM25Index:
         """Tokenize every chunk with our tokenizer and count its words."""
         options = BM25Options(split_identifiers, path_in_text, method, k1, b)
-        return cls.from_tokens((chunk_tokens(c, options) for c in chunks), options)
+        if options.method not in METHODS:
+            raise ValueError(f"unknown BM25 method {options.method!r}: use one of {METHODS}")
+        return cls(Postings.from_chunks(chunks, options), options)
 
     @classmethod
     def from_tokens(cls, corpus: Iterable[Sequence[str]], options: BM25Options) -> BM25Index:
@@ -593,7 +645,7 @@ def _with_delta(
     drift = today.drift_from(FileTable.load(directory))
     if drift.n_chunks != len(chunks) or not drift.worth_a_delta(max_drift):
         raise ValueError("the drift is too large for a delta")
-    delta = Postings.build(chunk_tokens(chunks[int(i)], options) for i in drift.added)
+    delta = Postings.from_chunks((chunks[int(i)] for i in drift.added), options)
 
     def write(tmp: Path) -> None:
         delta.save(tmp)
