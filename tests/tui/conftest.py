@@ -85,6 +85,20 @@ def with_dense(app: CoderagApp) -> CoderagApp:
 
 
 @pytest.fixture
+def secrets_settings(tmp_path: Path, index_dir: Path) -> Settings:
+    """BM25-only settings on a small repository that holds real-shaped fake secrets."""
+    from tests.fixtures.secrets_repo import make_secrets_repo
+
+    return Settings(
+        repo=make_secrets_repo(tmp_path / "shop"),
+        index_dir=index_dir,
+        embed_backend="none",
+        chunk_lines=12,
+        theme_dir=tmp_path / "themes",
+    )
+
+
+@pytest.fixture
 def build_app() -> Callable[..., CoderagApp]:
     """make_app with a deterministic clock, no remembered state and no system clipboard."""
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.widgets import Static
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.messages import IndexBuilt, IndexChecked, IndexProgressed, SearchFinished
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.status import TopBar
-from tests.fixtures.secrets_repo import GITHUB_TOKEN, TASK, make_secrets_repo
+from tests.fixtures.secrets_repo import GITHUB_TOKEN, TASK
 from tests.tui.conftest import SIZE, AppFactory, Recorder, column, search, settle, text_of
 
 
@@ -167,16 +165,9 @@ async def test_an_existing_index_is_searchable_before_the_check_for_changes(
 
 
 async def test_a_lets_the_selected_held_back_chunk_in_and_keeps_its_warning(
-    tmp_path: Path, index_dir: Path, build_app: AppFactory
+    secrets_settings: Settings, build_app: AppFactory
 ) -> None:
-    repo = make_secrets_repo(tmp_path / "shop")
-    settings = Settings(
-        repo=repo,
-        index_dir=index_dir,
-        embed_backend="none",
-        chunk_lines=12,
-        theme_dir=tmp_path / "themes",
-    )
+    settings = secrets_settings
     app = build_app(settings)
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, TASK)

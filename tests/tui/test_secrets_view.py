@@ -3,25 +3,16 @@ from the prompt and counted on the prompt line; the prompt text never holds them
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from coderag_tui.core.prompt.pack import SECRET
 from coderag_tui.settings import Settings
-from tests.fixtures.secrets_repo import SECRET_VALUES, TASK, make_secrets_repo
+from tests.fixtures.secrets_repo import SECRET_VALUES, TASK
 from tests.tui.conftest import SIZE, AppFactory, column, search, settle, text_of
 
 
 async def test_secrets_are_marked_and_held_back(
-    tmp_path: Path, index_dir: Path, build_app: AppFactory
+    secrets_settings: Settings, build_app: AppFactory
 ) -> None:
-    repo = make_secrets_repo(tmp_path / "shop")
-    settings = Settings(
-        repo=repo,
-        index_dir=index_dir,
-        embed_backend="none",
-        chunk_lines=12,
-        theme_dir=tmp_path / "themes",
-    )
+    settings = secrets_settings
     app = build_app(settings)
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, TASK)
