@@ -187,8 +187,8 @@ def answer(
         raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
         say(
-            f"left out {result.left_out} chunk(s) of {origin.path} that hold the query "
-            "lines (they would trivially rank first)."
+            f"left out {result.left_out} chunk(s) of {origin.describe()} that hold the "
+            "query lines (they would trivially rank first)."
         )
 
     dense = engine.dense.describe() if engine.dense is not None else None

@@ -19,7 +19,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun, SecretFinding
+from coderag_tui.core.records import (
+    EVERY_FILE,
+    Chunk,
+    Origin,
+    PackedPrompt,
+    Scope,
+    SearchRun,
+    SecretFinding,
+)
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
@@ -67,7 +75,7 @@ def code_query(settings: Settings, file: str, line: int, n_lines: int) -> tuple[
 
     query = query_from_location(settings, file, line, n_lines)
     path = location_path(settings.repo_root, file)
-    return query, Origin(path, max(1, line - n_lines), line)
+    return query, Origin.at(path, max(1, line - n_lines), line)
 
 
 # --- the stages, as values ---------------------------------------------------------------------
@@ -822,22 +830,30 @@ class Engine:
 
     # ---------------------------------------------------------------- answers
     def search(
-        self, query: str, settings: Settings | None = None, origin: Origin | None = None
+        self,
+        query: str,
+        settings: Settings | None = None,
+        origin: Origin | None = None,
+        scope: Scope = EVERY_FILE,
     ) -> SearchRun:
         """Rank the chunks for `query` with every installed stage, each stage timed.
 
         With `origin`, the chunks holding the query's own lines are left out of every ranking
-        (they would trivially rank first). Lists go `search_depth(settings)` deep.
+        (they would trivially rank first); with `scope`, the chunks of files outside it.
+        Lists go `search_depth(settings)` deep.
         """
         settings = settings or self.settings
         searcher = self._searcher
         if searcher is None:
             raise RuntimeError("the engine has no lexical stage yet: call update_index and use")
-        exclude: frozenset[int] = frozenset()
+        own: frozenset[int] = frozenset()
         if origin is not None:
-            exclude = searcher.overlapping(origin.path, origin.start_line, origin.end_line)
+            own = frozenset().union(
+                *(searcher.overlapping(s.path, s.start_line, s.end_line) for s in origin.spans)
+            )
+        outside = searcher.outside(scope) if scope.active else frozenset()
         depth = search_depth(settings)
-        run = searcher.run(query, settings.with_(depth=depth), exclude=exclude)
+        run = searcher.run(query, settings.with_(depth=depth), exclude=own | outside)
         return SearchRun(
             query=run.query,
             rankings=run.rankings,
@@ -845,7 +861,9 @@ class Engine:
             notes=run.notes,
             depth=depth,
             origin=origin,
-            left_out=len(exclude),
+            left_out=len(own),
+            scope=scope,
+            out_of_scope=len(outside - own),
         )
 
     def prompt(
@@ -862,7 +880,7 @@ class Engine:
         settings = settings or self.settings
         template, counter = prompt_tools(settings, request.template)
         if run.depth < search_depth(settings):
-            run = self.search(run.query, settings, run.origin)
+            run = self.search(run.query, settings, run.origin, run.scope)
         store = self._keeper.opened()
         file_text = store.file_text if store is not None else None
         hits = packing_order(run)

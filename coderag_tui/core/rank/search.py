@@ -32,6 +32,7 @@ from coderag_tui.core.records import (
     Hit,
     Ranking,
     RankingName,
+    Scope,
     SearchRun,
     SkippedFile,
     StageTiming,
@@ -132,6 +133,22 @@ class Searcher:
             for i, c in enumerate(self.chunks)
             if c.path == path and c.start_line <= end_line and c.end_line >= start_line
         )
+
+    def outside(self, scope: Scope) -> frozenset[int]:
+        """Indexes of the chunks whose file lies outside `scope` (decided once per file)."""
+        chunks = self.chunks
+        if isinstance(chunks, ChunkList):
+            starts = chunks.file_starts
+            out: set[int] = set()
+            for fid, path in enumerate(chunks.paths):
+                if not scope.accepts(path):
+                    out.update(range(int(starts[fid]), int(starts[fid + 1])))
+            return frozenset(out)
+        verdicts: dict[str, bool] = {}
+        for c in chunks:
+            if c.path not in verdicts:
+                verdicts[c.path] = scope.accepts(c.path)
+        return frozenset(i for i, c in enumerate(chunks) if not verdicts[c.path])
 
     def run(
         self, query: str, settings: Settings, *, exclude: AbstractSet[int] = frozenset()
