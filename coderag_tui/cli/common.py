@@ -6,12 +6,13 @@ import argparse
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from coderag_tui.core.records import Origin
+from coderag_tui.core.records import Origin, Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
 
@@ -275,6 +276,55 @@ def add_location_args(parser: argparse._ActionsContainer) -> None:
         metavar="N",
         help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})",
     )
+
+
+def add_scope_args(parser: argparse._ActionsContainer, *, exclude: bool = True) -> None:
+    """--include GLOB and --exclude GLOB: which files the rankings may show (the index keeps
+    every file). `exclude` false: the command declares --exclude itself (prompt's also
+    takes chunk keys)."""
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only rank files matching GLOB (repeatable or comma-separated; `*` crosses "
+        "folders, a name without / matches at any depth, a folder takes what lies under it)",
+    )
+    if exclude:
+        parser.add_argument(
+            "--exclude",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help="never rank files matching GLOB (repeatable or comma-separated)",
+        )
+
+
+CHUNK_KEY = re.compile(r".+:\d+-\d+")  # PATH:A-B, a chunk as `coderag search` names it
+
+
+def scope_from_args(args: argparse.Namespace, root: Path) -> tuple[Scope, list[str]]:
+    """The scope --include/--exclude give, as repository paths, and the chunk keys among the
+    --exclude values (`prompt --exclude PATH:A-B` leaves one chunk out; any other value is a
+    glob); a pattern leading outside the repository is a UserError."""
+    from coderag_tui.core.rank.search import LocationError, scope_pattern
+
+    include = [p for given in args.include for p in given.split(",") if p.strip()]
+    globs: list[str] = []
+    keys: list[str] = []
+    for given in getattr(args, "exclude", None) or []:
+        if CHUNK_KEY.fullmatch(given.strip()):
+            keys.append(given.strip())
+        else:
+            globs += [p for p in given.split(",") if p.strip()]
+    try:
+        scope = Scope(
+            tuple(scope_pattern(root, p) for p in include),
+            tuple(scope_pattern(root, p) for p in globs),
+        )
+    except LocationError as exc:
+        raise UserError(str(exc)) from exc
+    return scope, keys
 
 
 def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:

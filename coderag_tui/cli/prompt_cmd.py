@@ -24,9 +24,11 @@ from coderag_tui.cli.common import (
     add_location_args,
     add_ranking_args,
     add_repo_args,
+    add_scope_args,
     add_setting_flags,
     location_query,
     print_json,
+    scope_from_args,
     settings_from_args,
     valid_text,
 )
@@ -43,7 +45,7 @@ from coderag_tui.core.prompt.pack import (
     secret_account,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
-from coderag_tui.core.records import Origin, PackedPrompt
+from coderag_tui.core.records import EVERY_FILE, Origin, PackedPrompt, Scope
 from coderag_tui.core.visible import control_count, one_line, visible
 from coderag_tui.settings import Settings
 
@@ -91,12 +93,13 @@ def register(subparsers: Any) -> None:
         metavar="PATH:A-B",
         help="put this chunk first (repeatable; keys as `coderag search` shows)",
     )
+    add_scope_args(parser, exclude=False)
     parser.add_argument(
         "--exclude",
         action="append",
         default=[],
-        metavar="PATH:A-B",
-        help="never include this chunk (repeatable)",
+        metavar="GLOB|PATH:A-B",
+        help="never rank files matching GLOB, or never include the chunk PATH:A-B (repeatable)",
     )
     add_no_server_arg(parser, "pack")
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
@@ -280,6 +283,7 @@ def build_prompt(
     query: str | None = None,
     origin: Origin | None = None,
     explicit: frozenset[str] | None = None,
+    scope: Scope = EVERY_FILE,
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
     (the result, notes to show once, what the dense list covered). With `origin`, the
@@ -302,7 +306,7 @@ def build_prompt(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return pack_with(engine, settings, task, pinned, excluded, query, origin)
+        return pack_with(engine, settings, task, pinned, excluded, query, origin, scope)
 
 
 def pack_with(
@@ -313,19 +317,26 @@ def pack_with(
     excluded: Sequence[str] = (),
     query: str | None = None,
     origin: Origin | None = None,
+    scope: Scope = EVERY_FILE,
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
     """`build_prompt` with an open engine (a resident server's)."""
     from coderag_tui.core.engine import PromptError, PromptRequest
     from coderag_tui.core.index.store import StoreError
 
     try:  # a chunk's text is read when packed; a server answers each query
-        run = engine.search(task if query is None else query, settings, origin)
+        run = engine.search(task if query is None else query, settings, origin, scope)
         result = engine.prompt(
             run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
         )
     except (PromptError, StoreError) as exc:
         raise UserError(str(exc)) from exc
     notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
+    if scope.active:
+        left = result.run.out_of_scope
+        notes = (
+            *notes,
+            f"ranked files in scope only ({scope.describe()}): {left} chunk(s) left out.",
+        )
     return result, notes, engine.dense.describe() if engine.dense is not None else None
 
 
@@ -391,7 +402,15 @@ def run(args: argparse.Namespace) -> int:
             say(undecodable)
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit)
-    request = {"task": given, "dense": args.dense, "pin": args.pin, "exclude": args.exclude}
+    scope, excluded = scope_from_args(args, settings.repo_root)
+    request = {
+        "task": given,
+        "dense": args.dense,
+        "pin": args.pin,
+        "exclude_chunks": excluded,
+        "include": list(scope.include),
+        "exclude": list(scope.exclude),
+    }
     reply = ask_first(args, settings, "prompt", request)
     if reply is not None:  # a resident server (`coderag serve`) packed it
         if reply.data is None:
@@ -405,11 +424,12 @@ def run(args: argparse.Namespace) -> int:
             task,
             dense=args.dense,
             pinned=args.pin,
-            excluded=args.exclude,
+            excluded=excluded,
             progress=progress,
             embed_progress=embed_progress,
             query=query,
             origin=origin,
             explicit=frozenset(explicit),
+            scope=scope,
         )
     return deliver(args, compose(result, notes, dense), settings.repo_root)

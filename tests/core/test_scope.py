@@ -68,3 +68,25 @@ def test_an_origin_of_several_spans_leaves_out_each_span_s_chunks(
                 for span in origin.spans:
                     touches = c.start_line <= span.end_line and c.end_line >= span.start_line
                     assert not (c.path == span.path and touches), c.key
+
+
+def test_scope_patterns_stay_inside_the_repository(tmp_path: Path) -> None:
+    from coderag_tui.core.rank.search import LocationError, scope_pattern
+
+    repo = tmp_path / "repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "out").symlink_to(outside, target_is_directory=True)
+    (repo / "alias").symlink_to(repo / "src", target_is_directory=True)
+    assert scope_pattern(repo, "src/") == "src/"
+    assert scope_pattern(repo, "src") == "src"
+    assert scope_pattern(repo, "*.py") == "*.py"
+    assert scope_pattern(repo, "src/**/test_*.py") == "src/**/test_*.py"
+    assert scope_pattern(repo, str(repo / "src" / "deep")) == "src/deep"
+    assert scope_pattern(repo, f"{repo}/src/*.py") == "src/*.py"
+    assert scope_pattern(repo, str(repo)) == "."
+    assert scope_pattern(repo, "alias/x.py") == "src/x.py"  # the index names real paths
+    for bad in ("../x", "src/../../x", "/etc", "/etc/*.conf", "out/", "out/*.py", "~/", ""):
+        with pytest.raises(LocationError):
+            scope_pattern(repo, bad)

@@ -271,6 +271,36 @@ def location_path(root: Path, file: str) -> str:
     return os.path.relpath(absolute, root_real).replace(os.sep, "/")
 
 
+def scope_pattern(root: Path, pattern: str) -> str:
+    """A scope pattern (--include, --exclude, an MCP tool's `paths`) as a repository path:
+    relative to the root, or absolute inside it; its literal part (up to the first glob
+    character's folder) may not climb out with `..` or lead out through a link
+    (LocationError). The root itself comes back as ".", which takes every file."""
+    text = pattern.strip().replace(os.sep, "/")
+    if not text:
+        raise LocationError("an empty path was given: give a path or glob inside the repository.")
+    if ".." in text.split("/"):
+        raise LocationError(
+            f"{pattern} climbs out with `..`: give a path or glob inside the repository {root}."
+        )
+    glob_at = min((text.find(c) for c in "*?[" if c in text), default=len(text))
+    cut = text.rfind("/", 0, glob_at) + 1 if glob_at < len(text) else len(text)
+    literal, rest = text[:cut], text[cut:]
+    root_real = os.path.realpath(root)
+    if literal.startswith("~"):
+        literal = os.path.expanduser(literal)
+    absolute = literal if os.path.isabs(literal) else os.path.join(root_real, literal or ".")
+    real = os.path.realpath(absolute)  # a link on the way is followed: one leading out is refused
+    if not _within(real, root_real):
+        raise LocationError(
+            f"{pattern} leads outside the repository {root}: give a path or glob inside it."
+        )
+    rel = os.path.relpath(real, root_real).replace(os.sep, "/")
+    if rel == ".":
+        return rest or "."
+    return f"{rel}/{rest}" if rest or literal.endswith("/") else rel
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
