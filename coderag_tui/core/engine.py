@@ -919,6 +919,29 @@ class Engine:
                 marks[chunk.key] = kinds
         return marks
 
+    def held_texts(
+        self, chunks: Sequence[Chunk], mode: str
+    ) -> list[tuple[str | None, tuple[str, ...]]]:
+        """Each chunk's text as a prompt would hold it, and the kinds of suspected secret it
+        touches: None (held back) when `mode` is "hold", each secret masked as
+        `<redacted:KIND>` for "redact", as it is for "allow" (for faces that hand chunk texts
+        to another program, as the MCP server does)."""
+        from coderag_tui.core.index.secret_scan import kinds_in, redact_lines
+
+        found = self._secrets_of(chunks)
+        held: list[tuple[str | None, tuple[str, ...]]] = []
+        for chunk in chunks:
+            findings = found.get(chunk.path, ())
+            kinds = kinds_in(findings, chunk.start_line, chunk.end_line) if findings else ()
+            if not kinds or mode == "allow":
+                held.append((chunk.text, kinds))
+            elif mode == "redact":
+                lines = redact_lines(chunk.text.split("\n"), chunk.start_line, findings)
+                held.append(("\n".join(lines), kinds))
+            else:
+                held.append((None, kinds))
+        return held
+
     def _secrets_of(self, chunks: Sequence[Chunk]) -> dict[str, tuple[SecretFinding, ...]]:
         """The suspected secrets of the chunks' files as the index found them; without an
         index open, the chunks' own texts are scanned, so nothing passes unchecked."""

@@ -210,21 +210,30 @@ class Scope:
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    # A second list a file must also match: a request's paths inside a face's own --include.
+    within: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
-        return bool(self.include or self.exclude)
+        return bool(self.include or self.exclude or self.within)
 
     def accepts(self, path: str) -> bool:
-        if self.include and not any(_path_matches(path, p) for p in self.include):
-            return False
+        for patterns in (self.include, self.within):
+            if patterns and not any(_path_matches(path, p) for p in patterns):
+                return False
         return not any(_path_matches(path, p) for p in self.exclude)
+
+    def narrowed(self, paths: tuple[str, ...]) -> Scope:
+        """This scope, further limited to files matching any of `paths` (none: unchanged)."""
+        return Scope(self.include, self.exclude, paths) if paths else self
 
     def describe(self) -> str:
         """`only src/*, tests/** left out`, as a note names the scope ("" when inactive)."""
         parts = []
         if self.include:
             parts.append(f"only {', '.join(self.include)}")
+        if self.within:
+            parts.append(f"within {', '.join(self.within)}")
         if self.exclude:
             parts.append(f"{', '.join(self.exclude)} left out")
         return "; ".join(parts)

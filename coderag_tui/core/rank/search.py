@@ -266,7 +266,7 @@ def location_path(root: Path, file: str) -> str:
         absolute = os.path.join(os.path.realpath(os.path.dirname(absolute)), given.name)
     if absolute == root_real or not _within(absolute, root_real):
         raise LocationError(
-            f"{file} lies outside the repository {root}: --from takes a file of the repository."
+            f"{file} lies outside the repository {root}: give a file of the repository."
         )
     return os.path.relpath(absolute, root_real).replace(os.sep, "/")
 
