@@ -10,11 +10,14 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from coderag_tui.core.records import Origin, Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.changes import Change
 
 
 class UserError(Exception):
@@ -325,6 +328,55 @@ def scope_from_args(args: argparse.Namespace, root: Path) -> tuple[Scope, list[s
     except LocationError as exc:
         raise UserError(str(exc)) from exc
     return scope, keys
+
+
+def add_diff_arg(parser: argparse._ActionsContainer) -> None:
+    """--diff [REF]: ask with the work tree's change against REF."""
+    parser.add_argument(
+        "--diff",
+        nargs="?",
+        const="HEAD",
+        default=None,
+        metavar="REF",
+        help="ask with the work tree's change against REF (default HEAD: your staged and "
+        "unstaged edits and new files; `--diff main`: what this branch changed since it left "
+        "main); the changed lines' own chunks are left out of every ranking",
+    )
+
+
+def diff_query_from(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin, Change]:
+    """The query, origin and change that --diff [REF] gives (said on stderr), or a UserError
+    in one sentence."""
+    from coderag_tui.core.engine import diff_query
+    from coderag_tui.core.index.changes import ChangeError
+
+    try:
+        query, origin, change = diff_query(settings, args.diff)
+    except ChangeError as exc:
+        raise UserError(str(exc)) from exc
+    said = f"query: the change, {change.describe()}"
+    if change.cut:
+        said += " (git's diff was longer than 4 MiB: its start is used)"
+    print(f"coderag: {visible(said)}.", file=sys.stderr)
+    if change.left_out:
+        shown = ", ".join(f"{path} ({why})" for path, why in change.left_out[:5])
+        more = len(change.left_out) - 5
+        extra = f" and {more} more" if more > 0 else ""
+        print(f"coderag: not part of it: {visible(shown)}{extra}.", file=sys.stderr)
+    return query, origin, change
+
+
+def diff_repo_path(args: argparse.Namespace, positional: str) -> None:
+    """`--diff PATH`: a path where REF would be (absolute, or starting with . or ~) is the
+    repository, and the REF is HEAD; likewise a lone positional folder beside --diff."""
+    ref = args.diff
+    looks_like_path = ref is not None and ref.startswith(("/", ".", "~"))
+    if looks_like_path and args.path is None and Path(ref).expanduser().is_dir():
+        args.path, args.diff = ref, "HEAD"
+    given = getattr(args, positional)
+    if args.diff is not None and given is not None and args.path is None and Path(given).is_dir():
+        args.path = given
+        setattr(args, positional, None)
 
 
 def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:

@@ -21,11 +21,14 @@ from coderag_tui.cli.common import (
     INDEX_SETTINGS,
     PROMPT_SETTINGS,
     UserError,
+    add_diff_arg,
     add_location_args,
     add_ranking_args,
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    diff_query_from,
+    diff_repo_path,
     location_query,
     print_json,
     scope_from_args,
@@ -73,6 +76,7 @@ def register(subparsers: Any) -> None:
     )
     add_repo_args(parser)
     add_location_args(parser)
+    add_diff_arg(parser)
     parser.add_argument(
         "--copy",
         action="store_true",
@@ -133,11 +137,20 @@ def _read_stdin() -> str:
     return text
 
 
+# The task of `prompt --diff` when none is given: the change is in the prompt as its own section.
+DIFF_TASK = (
+    "Review this change: say what it does, what else in this code it affects (callers, "
+    "tests, docs), and what could break."
+)
+
+
 def _task(args: argparse.Namespace) -> str | None:
-    """The task as given (stdin for '-'), or None when --from alone asks (the code is the task)."""
+    """The task as given (stdin for '-'), or None when --from or --diff alone asks (the code
+    or the change is the task)."""
     if args.from_location and args.path is None and args.task and Path(args.task).is_dir():
         args.path, args.task = args.task, None  # `prompt --from FILE:LINE PATH`: that's the repo
-    if args.task is None and args.from_location:
+    diff_repo_path(args, "task")
+    if args.task is None and (args.from_location or args.diff is not None):
         return None
     task = _read_stdin() if args.task == "-" else (args.task or "")
     if not task.strip():
@@ -284,6 +297,7 @@ def build_prompt(
     origin: Origin | None = None,
     explicit: frozenset[str] | None = None,
     scope: Scope = EVERY_FILE,
+    change: str = "",
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
     (the result, notes to show once, what the dense list covered). With `origin`, the
@@ -306,7 +320,7 @@ def build_prompt(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return pack_with(engine, settings, task, pinned, excluded, query, origin, scope)
+        return pack_with(engine, settings, task, pinned, excluded, query, origin, scope, change)
 
 
 def pack_with(
@@ -318,16 +332,17 @@ def pack_with(
     query: str | None = None,
     origin: Origin | None = None,
     scope: Scope = EVERY_FILE,
+    change: str = "",
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
-    """`build_prompt` with an open engine (a resident server's)."""
+    """`build_prompt` with an open engine (a resident server's); `change` (a diff) is the
+    prompt's "The change" section."""
     from coderag_tui.core.engine import PromptError, PromptRequest
     from coderag_tui.core.index.store import StoreError
 
     try:  # a chunk's text is read when packed; a server answers each query
         run = engine.search(task if query is None else query, settings, origin, scope)
-        result = engine.prompt(
-            run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
-        )
+        asked = PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded), change=change)
+        result = engine.prompt(run, asked, settings)
     except (PromptError, StoreError) as exc:
         raise UserError(str(exc)) from exc
     notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
@@ -361,6 +376,18 @@ def compose(
     lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
     if result.task_secrets:
         lines.append(task_secret_line(result.task_secrets, packed.secret_mode))
+    shown, total = result.change_lines
+    if total:
+        lines.append(
+            f"the change is in the prompt: {shown} of its {total} lines"
+            + (" (cut to fit half the budget)." if shown < total else ".")
+        )
+    if result.change_secrets:
+        lines.append(
+            task_secret_line(result.change_secrets, packed.secret_mode).replace(
+                "the task holds", "the change holds"
+            )
+        )
     controls = control_count(packed.text)
     if controls:
         lines.append(
@@ -417,6 +444,13 @@ def run(args: argparse.Namespace) -> int:
             return reply.emit()
         return deliver(args, Composed(**reply.data), settings.repo_root)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
+    change = ""
+    if args.diff is not None:
+        if args.from_location:
+            raise UserError("give --from or --diff, not both: each is a query of its own.")
+        code, origin, changed = diff_query_from(settings, args)
+        query, change = (f"{given}\n{code}" if given else code), changed.text
+        given = given if given is not None else DIFF_TASK
     task = given if given is not None else query or ""
     with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):
         result, notes, dense = build_prompt(
@@ -431,5 +465,6 @@ def run(args: argparse.Namespace) -> int:
             origin=origin,
             explicit=frozenset(explicit),
             scope=scope,
+            change=change,
         )
     return deliver(args, compose(result, notes, dense), settings.repo_root)

@@ -17,11 +17,14 @@ from coderag_tui.cli.common import (
     BACKEND_SETTINGS,
     INDEX_SETTINGS,
     UserError,
+    add_diff_arg,
     add_location_args,
     add_ranking_args,
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    diff_query_from,
+    diff_repo_path,
     location_query,
     print_json,
     scope_from_args,
@@ -90,6 +93,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     add_scope_args(parser)
     add_location_args(parser)
+    add_diff_arg(parser)
     add_no_server_arg(parser, "search")
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
@@ -119,17 +123,25 @@ def run(args: argparse.Namespace) -> int:
     ):
         # `coderag search --from FILE:LINE PATH`: the one positional is the repository.
         args.path, query = query, None
+    args.query = query
+    diff_repo_path(args, "query")
+    query = args.query
+    if args.diff is not None and args.from_location is not None:
+        raise UserError("give --from or --diff, not both: each is a query of its own.")
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit, **extra)
     scope, _ = scope_from_args(args, settings.repo_root)
     origin = None
+    if args.diff is not None:
+        code, origin, _change = diff_query_from(settings, args)
+        query = f"{query}\n{code}" if query is not None and query.strip() else code
     if args.from_location is not None:
         code, origin = location_query(settings, args)
         # A query beside --from asks for both: its words, and the code before the line.
         query = f"{query}\n{code}" if query is not None and query.strip() else code
     if query is None or not query.strip():
         raise UserError(
-            'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
+            'give a QUERY (for example coderag search "charge card"), --from FILE:LINE or --diff.'
         )
     query, undecodable = valid_text(query, "query")
     if undecodable:
@@ -200,9 +212,10 @@ def answer(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
+        what = "changed lines" if args.diff is not None else "query lines"
         say(
             f"left out {result.left_out} chunk(s) of {origin.describe()} that hold the "
-            "query lines (they would trivially rank first)."
+            f"{what} (they would trivially rank first)."
         )
 
     if scope.active:

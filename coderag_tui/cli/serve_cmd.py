@@ -395,6 +395,7 @@ def _search(
         files=bool(request.get("files")),
         json=bool(request.get("json")),
         from_location=None,
+        diff=None,
     )
     query = str(request.get("query", ""))
     scope = _scope(request)

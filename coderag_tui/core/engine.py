@@ -30,6 +30,7 @@ from coderag_tui.core.records import (
 )
 
 if TYPE_CHECKING:
+    from coderag_tui.core.index.changes import Change
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
     from coderag_tui.core.index.keeper import IndexKeeper
     from coderag_tui.core.index.store import EmbeddingCache, Store
@@ -76,6 +77,25 @@ def code_query(settings: Settings, file: str, line: int, n_lines: int) -> tuple[
     query = query_from_location(settings, file, line, n_lines)
     path = location_path(settings.repo_root, file)
     return query, Origin.at(path, max(1, line - n_lines), line)
+
+
+def diff_query(settings: Settings, ref: str = "HEAD") -> tuple[str, Origin, Change]:
+    """The work tree's change against REF as a query, the changed lines as its origin (their
+    chunks are left out, as a code query's own lines are), and the change itself (for the
+    prompt's "The change" section). Raises ChangeError (one sentence) when there is no
+    change to read, or none of the files the index reads changed."""
+    from coderag_tui.core.index.changes import ChangeError, working_change
+
+    change = working_change(settings, ref)
+    if change.empty:
+        against = "HEAD" if ref == "HEAD" else f"{ref} (from where this branch left it)"
+        others = f" ({len(change.left_out)} changed files coderag does not index)"
+        raise ChangeError(
+            f"nothing changed against {against}{others if change.left_out else ''}: edit a "
+            "file, or give another REF (--diff main)."
+        )
+    query, _ = change.query()
+    return query, Origin(change.spans), change
 
 
 # --- the stages, as values ---------------------------------------------------------------------
@@ -189,6 +209,7 @@ class PromptRequest:
     excluded: tuple[str, ...] = ()
     template: str | None = None  # None: settings.template
     admitted: tuple[str, ...] = ()
+    change: str = ""  # a unified diff (`--diff`): "The change", a section within the budget
 
 
 @dataclass(frozen=True)
@@ -201,6 +222,10 @@ class PromptResult:
     advice: Advice
     # Kinds of suspected secret in the task itself (masked unless secrets is "allow").
     task_secrets: tuple[str, ...] = ()
+    # The change's lines in the prompt and in all (cut to fit `CHANGE_SHARE` of the budget),
+    # and the kinds of suspected secret in it (masked unless secrets is "allow").
+    change_lines: tuple[int, int] = (0, 0)
+    change_secrets: tuple[str, ...] = ()
 
 
 def masked_task(task: str, mode: str) -> tuple[str, tuple[str, ...]]:
@@ -875,7 +900,13 @@ class Engine:
         first, so a large budget is filled the same way in every face.
         """
         from coderag_tui.core.index.store import StoreError
-        from coderag_tui.core.prompt.pack import BudgetTooSmall, pack, packing_order
+        from coderag_tui.core.prompt.pack import (
+            CHANGE_SHARE,
+            BudgetTooSmall,
+            fit_change,
+            pack,
+            packing_order,
+        )
 
         settings = settings or self.settings
         template, counter = prompt_tools(settings, request.template)
@@ -885,6 +916,12 @@ class Engine:
         file_text = store.file_text if store is not None else None
         hits = packing_order(run)
         task, task_secrets = masked_task(request.task, settings.secrets)
+        change, change_secrets = masked_task(request.change, settings.secrets)
+        change_lines = (0, 0)
+        if change:
+            limit = int(settings.budget * CHANGE_SHARE)
+            change, shown, total = fit_change(change, counter, limit)
+            change_lines = (shown, total)
         try:
             packed = pack(
                 hits,
@@ -899,11 +936,14 @@ class Engine:
                 secrets=self._secrets_of([h.chunk for h in hits]),
                 secret_mode=settings.secrets,
                 admitted=request.admitted,
+                change=change,
             )
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc
         advice = self.advice(settings, counter)
-        return PromptResult(run, packed, counter, advice, task_secrets)
+        return PromptResult(
+            run, packed, counter, advice, task_secrets, change_lines, change_secrets
+        )
 
     def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:
         """The kinds of suspected secret in each chunk that touches one, by chunk key (for
