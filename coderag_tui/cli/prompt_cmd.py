@@ -37,7 +37,7 @@ from coderag_tui.cli.common import (
 )
 from coderag_tui.cli.render import dense_line, loading_status, say
 from coderag_tui.cli.server import add_no_server_arg, ask_first
-from coderag_tui.core.engine import PromptResult
+from coderag_tui.core.engine import DIFF_TASK, PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
     EXCLUDED,
@@ -135,13 +135,6 @@ def _read_stdin() -> str:
             "give the part the model needs."
         )
     return text
-
-
-# The task of `prompt --diff` when none is given: the change is in the prompt as its own section.
-DIFF_TASK = (
-    "Review this change: say what it does, what else in this code it affects (callers, "
-    "tests, docs), and what could break."
-)
 
 
 def _task(args: argparse.Namespace) -> str | None:

@@ -79,6 +79,13 @@ def code_query(settings: Settings, file: str, line: int, n_lines: int) -> tuple[
     return query, Origin.at(path, max(1, line - n_lines), line)
 
 
+# The task of a prompt asked with a change alone: the change is in the prompt, its own section.
+DIFF_TASK = (
+    "Review this change: say what it does, what else in this code it affects (callers, "
+    "tests, docs), and what could break."
+)
+
+
 def diff_query(settings: Settings, ref: str = "HEAD") -> tuple[str, Origin, Change]:
     """The work tree's change against REF as a query, the changed lines as its origin (their
     chunks are left out, as a code query's own lines are), and the change itself (for the
