@@ -196,3 +196,16 @@ def test_copy_without_clipboard_or_terminal_still_saves_and_says_so(
     assert "no clipboard tool and no terminal to send OSC 52 to" in done.stderr
     assert f"saved to {target}" in done.stderr
     assert target.read_text(encoding="utf-8").endswith(f"{TASK}\n")
+
+
+def test_exclude_takes_globs_beside_chunk_keys(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    code, out, err = prompt(
+        capsys, tiny_repo, index_dir, "--exclude", "tests/", "--exclude", "README.md:1-3", "--json"
+    )
+    assert code == 0
+    data = json.loads(out)
+    paths = {b["path"] for b in data["blocks"]}
+    assert paths and "tests/test_cart.py" not in paths and "README.md" not in paths
+    assert "ranked files in scope only (tests/ left out)" in err

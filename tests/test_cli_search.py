@@ -146,3 +146,33 @@ def test_tokenizer_flags_reach_bm25(capsys: pytest.CaptureFixture[str], common: 
         assert data["shown"] == ["bm25"]
         hits = data["rankings"]["bm25"]["hits"]
         assert [h["path"] for h in hits] == ["shop/inventory.py"] * expected
+
+
+def test_include_and_exclude_limit_every_ranking_to_the_scope(
+    capsys: pytest.CaptureFixture[str], common: list[str]
+) -> None:
+    args = ("cart items total apply_discount", *common, "--json", "--no-dense", "--k", "10")
+    code, out, _ = search(capsys, *args)
+    wide = {h["path"] for r in json.loads(out)["rankings"].values() for h in r.get("hits", [])}
+    assert "tests/test_cart.py" in wide
+    code, out, err = search(capsys, *args, "--include", "shop,web/*", "--exclude", "payment.py")
+    assert code == 0
+    data = json.loads(out)
+    paths = {h["path"] for r in data["rankings"].values() for h in r.get("hits", [])}
+    assert paths and paths <= {
+        "shop/cart.py",
+        "shop/inventory.py",
+        "shop/__init__.py",
+        "web/app.js",
+    }
+    assert data["scope"] == {"include": ["shop", "web/*"], "exclude": ["payment.py"]}
+    assert "ranked files in scope only (only shop, web/*; payment.py left out)" in err
+
+
+@pytest.mark.parametrize("pattern", ["../elsewhere", "/etc/*.conf"])
+def test_a_scope_leading_outside_the_repository_is_one_sentence(
+    capsys: pytest.CaptureFixture[str], common: list[str], pattern: str
+) -> None:
+    code, out, err = search(capsys, "cart", *common, "--no-dense", "--include", pattern)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "inside" in err and "Traceback" not in err

@@ -179,7 +179,7 @@ def test_from_reads_only_a_file_the_index_would_read(
     assert code == 2, err
     assert out == ""
     line = _one_sentence(err, why)
-    assert "--from takes a file of the repository" in line or "give a source file" in line
+    assert "give a file of the repository" in line or "give a source file" in line
     assert "canary" not in err and "PRIVATE STUFF" not in err
 
 

@@ -1,5 +1,5 @@
-"""Command line: `coderag [PATH]` opens the TUI; subcommands index, search, serve, prompt, eval,
-bench.
+"""Command line: `coderag [PATH]` opens the TUI; subcommands index, search, serve, mcp, prompt,
+eval, bench.
 
 Each subcommand lives in its own module with `register(subparsers)` and `run(args) -> int`;
 this module only dispatches.
@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "index": "index_cmd",
     "search": "search_cmd",
     "serve": "serve_cmd",
+    "mcp": "mcp_cmd",
     "prompt": "prompt_cmd",
     "eval": "eval_cmd",
     "bench": "bench_cmd",

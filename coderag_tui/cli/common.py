@@ -6,14 +6,18 @@ import argparse
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from coderag_tui.core.records import Origin
+from coderag_tui.core.records import Origin, Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.changes import Change
 
 
 class UserError(Exception):
@@ -275,6 +279,104 @@ def add_location_args(parser: argparse._ActionsContainer) -> None:
         metavar="N",
         help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})",
     )
+
+
+def add_scope_args(parser: argparse._ActionsContainer, *, exclude: bool = True) -> None:
+    """--include GLOB and --exclude GLOB: which files the rankings may show (the index keeps
+    every file). `exclude` false: the command declares --exclude itself (prompt's also
+    takes chunk keys)."""
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only rank files matching GLOB (repeatable or comma-separated; `*` crosses "
+        "folders, a name without / matches at any depth, a folder takes what lies under it)",
+    )
+    if exclude:
+        parser.add_argument(
+            "--exclude",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help="never rank files matching GLOB (repeatable or comma-separated)",
+        )
+
+
+CHUNK_KEY = re.compile(r".+:\d+-\d+")  # PATH:A-B, a chunk as `coderag search` names it
+
+
+def scope_from_args(args: argparse.Namespace, root: Path) -> tuple[Scope, list[str]]:
+    """The scope --include/--exclude give, as repository paths, and the chunk keys among the
+    --exclude values (`prompt --exclude PATH:A-B` leaves one chunk out; any other value is a
+    glob); a pattern leading outside the repository is a UserError."""
+    from coderag_tui.core.rank.search import LocationError, scope_pattern
+
+    include = [p for given in args.include for p in given.split(",") if p.strip()]
+    globs: list[str] = []
+    keys: list[str] = []
+    for given in getattr(args, "exclude", None) or []:
+        if CHUNK_KEY.fullmatch(given.strip()):
+            keys.append(given.strip())
+        else:
+            globs += [p for p in given.split(",") if p.strip()]
+    try:
+        scope = Scope(
+            tuple(scope_pattern(root, p) for p in include),
+            tuple(scope_pattern(root, p) for p in globs),
+        )
+    except LocationError as exc:
+        raise UserError(str(exc)) from exc
+    return scope, keys
+
+
+def add_diff_arg(parser: argparse._ActionsContainer) -> None:
+    """--diff [REF]: ask with the work tree's change against REF."""
+    parser.add_argument(
+        "--diff",
+        nargs="?",
+        const="HEAD",
+        default=None,
+        metavar="REF",
+        help="ask with the work tree's change against REF (default HEAD: your staged and "
+        "unstaged edits and new files; `--diff main`: what this branch changed since it left "
+        "main); the changed lines' own chunks are left out of every ranking",
+    )
+
+
+def diff_query_from(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin, Change]:
+    """The query, origin and change that --diff [REF] gives (said on stderr), or a UserError
+    in one sentence."""
+    from coderag_tui.core.engine import diff_query
+    from coderag_tui.core.index.changes import ChangeError
+
+    try:
+        query, origin, change = diff_query(settings, args.diff)
+    except ChangeError as exc:
+        raise UserError(str(exc)) from exc
+    said = f"query: the change, {change.describe()}"
+    if change.cut:
+        said += " (git's diff was longer than 4 MiB: its start is used)"
+    print(f"coderag: {visible(said)}.", file=sys.stderr)
+    if change.left_out:
+        shown = ", ".join(f"{path} ({why})" for path, why in change.left_out[:5])
+        more = len(change.left_out) - 5
+        extra = f" and {more} more" if more > 0 else ""
+        print(f"coderag: not part of it: {visible(shown)}{extra}.", file=sys.stderr)
+    return query, origin, change
+
+
+def diff_repo_path(args: argparse.Namespace, positional: str) -> None:
+    """`--diff PATH`: a path where REF would be (absolute, or starting with . or ~) is the
+    repository, and the REF is HEAD; likewise a lone positional folder beside --diff."""
+    ref = args.diff
+    looks_like_path = ref is not None and ref.startswith(("/", ".", "~"))
+    if looks_like_path and args.path is None and Path(ref).expanduser().is_dir():
+        args.path, args.diff = ref, "HEAD"
+    given = getattr(args, positional)
+    if args.diff is not None and given is not None and args.path is None and Path(given).is_dir():
+        args.path = given
+        setattr(args, positional, None)
 
 
 def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:

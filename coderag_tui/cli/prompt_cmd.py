@@ -21,18 +21,23 @@ from coderag_tui.cli.common import (
     INDEX_SETTINGS,
     PROMPT_SETTINGS,
     UserError,
+    add_diff_arg,
     add_location_args,
     add_ranking_args,
     add_repo_args,
+    add_scope_args,
     add_setting_flags,
+    diff_query_from,
+    diff_repo_path,
     location_query,
     print_json,
+    scope_from_args,
     settings_from_args,
     valid_text,
 )
 from coderag_tui.cli.render import dense_line, loading_status, say
 from coderag_tui.cli.server import add_no_server_arg, ask_first
-from coderag_tui.core.engine import PromptResult
+from coderag_tui.core.engine import DIFF_TASK, PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
     EXCLUDED,
@@ -43,7 +48,7 @@ from coderag_tui.core.prompt.pack import (
     secret_account,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
-from coderag_tui.core.records import Origin, PackedPrompt
+from coderag_tui.core.records import EVERY_FILE, Origin, PackedPrompt, Scope
 from coderag_tui.core.visible import control_count, one_line, visible
 from coderag_tui.settings import Settings
 
@@ -71,6 +76,7 @@ def register(subparsers: Any) -> None:
     )
     add_repo_args(parser)
     add_location_args(parser)
+    add_diff_arg(parser)
     parser.add_argument(
         "--copy",
         action="store_true",
@@ -91,12 +97,13 @@ def register(subparsers: Any) -> None:
         metavar="PATH:A-B",
         help="put this chunk first (repeatable; keys as `coderag search` shows)",
     )
+    add_scope_args(parser, exclude=False)
     parser.add_argument(
         "--exclude",
         action="append",
         default=[],
-        metavar="PATH:A-B",
-        help="never include this chunk (repeatable)",
+        metavar="GLOB|PATH:A-B",
+        help="never rank files matching GLOB, or never include the chunk PATH:A-B (repeatable)",
     )
     add_no_server_arg(parser, "pack")
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
@@ -131,10 +138,12 @@ def _read_stdin() -> str:
 
 
 def _task(args: argparse.Namespace) -> str | None:
-    """The task as given (stdin for '-'), or None when --from alone asks (the code is the task)."""
+    """The task as given (stdin for '-'), or None when --from or --diff alone asks (the code
+    or the change is the task)."""
     if args.from_location and args.path is None and args.task and Path(args.task).is_dir():
         args.path, args.task = args.task, None  # `prompt --from FILE:LINE PATH`: that's the repo
-    if args.task is None and args.from_location:
+    diff_repo_path(args, "task")
+    if args.task is None and (args.from_location or args.diff is not None):
         return None
     task = _read_stdin() if args.task == "-" else (args.task or "")
     if not task.strip():
@@ -280,6 +289,8 @@ def build_prompt(
     query: str | None = None,
     origin: Origin | None = None,
     explicit: frozenset[str] | None = None,
+    scope: Scope = EVERY_FILE,
+    change: str = "",
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
     """Search the repository for `query` (default: the task) and pack the prompt for `task`;
     (the result, notes to show once, what the dense list covered). With `origin`, the
@@ -302,7 +313,7 @@ def build_prompt(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return pack_with(engine, settings, task, pinned, excluded, query, origin)
+        return pack_with(engine, settings, task, pinned, excluded, query, origin, scope, change)
 
 
 def pack_with(
@@ -313,19 +324,27 @@ def pack_with(
     excluded: Sequence[str] = (),
     query: str | None = None,
     origin: Origin | None = None,
+    scope: Scope = EVERY_FILE,
+    change: str = "",
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
-    """`build_prompt` with an open engine (a resident server's)."""
+    """`build_prompt` with an open engine (a resident server's); `change` (a diff) is the
+    prompt's "The change" section."""
     from coderag_tui.core.engine import PromptError, PromptRequest
     from coderag_tui.core.index.store import StoreError
 
     try:  # a chunk's text is read when packed; a server answers each query
-        run = engine.search(task if query is None else query, settings, origin)
-        result = engine.prompt(
-            run, PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded)), settings
-        )
+        run = engine.search(task if query is None else query, settings, origin, scope)
+        asked = PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded), change=change)
+        result = engine.prompt(run, asked, settings)
     except (PromptError, StoreError) as exc:
         raise UserError(str(exc)) from exc
     notes = tuple(dict.fromkeys((*engine.notices, *result.run.notes)))  # each note once
+    if scope.active:
+        left = result.run.out_of_scope
+        notes = (
+            *notes,
+            f"ranked files in scope only ({scope.describe()}): {left} chunk(s) left out.",
+        )
     return result, notes, engine.dense.describe() if engine.dense is not None else None
 
 
@@ -350,6 +369,18 @@ def compose(
     lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
     if result.task_secrets:
         lines.append(task_secret_line(result.task_secrets, packed.secret_mode))
+    shown, total = result.change_lines
+    if total:
+        lines.append(
+            f"the change is in the prompt: {shown} of its {total} lines"
+            + (" (cut to fit half the budget)." if shown < total else ".")
+        )
+    if result.change_secrets:
+        lines.append(
+            task_secret_line(result.change_secrets, packed.secret_mode).replace(
+                "the task holds", "the change holds"
+            )
+        )
     controls = control_count(packed.text)
     if controls:
         lines.append(
@@ -391,13 +422,28 @@ def run(args: argparse.Namespace) -> int:
             say(undecodable)
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit)
-    request = {"task": given, "dense": args.dense, "pin": args.pin, "exclude": args.exclude}
+    scope, excluded = scope_from_args(args, settings.repo_root)
+    request = {
+        "task": given,
+        "dense": args.dense,
+        "pin": args.pin,
+        "exclude_chunks": excluded,
+        "include": list(scope.include),
+        "exclude": list(scope.exclude),
+    }
     reply = ask_first(args, settings, "prompt", request)
     if reply is not None:  # a resident server (`coderag serve`) packed it
         if reply.data is None:
             return reply.emit()
         return deliver(args, Composed(**reply.data), settings.repo_root)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
+    change = ""
+    if args.diff is not None:
+        if args.from_location:
+            raise UserError("give --from or --diff, not both: each is a query of its own.")
+        code, origin, changed = diff_query_from(settings, args)
+        query, change = (f"{given}\n{code}" if given else code), changed.text
+        given = given if given is not None else DIFF_TASK
     task = given if given is not None else query or ""
     with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):
         result, notes, dense = build_prompt(
@@ -405,11 +451,13 @@ def run(args: argparse.Namespace) -> int:
             task,
             dense=args.dense,
             pinned=args.pin,
-            excluded=args.exclude,
+            excluded=excluded,
             progress=progress,
             embed_progress=embed_progress,
             query=query,
             origin=origin,
             explicit=frozenset(explicit),
+            scope=scope,
+            change=change,
         )
     return deliver(args, compose(result, notes, dense), settings.repo_root)

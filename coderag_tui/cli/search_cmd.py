@@ -17,12 +17,17 @@ from coderag_tui.cli.common import (
     BACKEND_SETTINGS,
     INDEX_SETTINGS,
     UserError,
+    add_diff_arg,
     add_location_args,
     add_ranking_args,
     add_repo_args,
+    add_scope_args,
     add_setting_flags,
+    diff_query_from,
+    diff_repo_path,
     location_query,
     print_json,
+    scope_from_args,
     settings_from_args,
     valid_text,
 )
@@ -37,7 +42,14 @@ from coderag_tui.cli.render import (
     unavailable_lines,
 )
 from coderag_tui.cli.server import add_no_server_arg, ask_first
-from coderag_tui.core.records import RANKING_NAMES, Origin, RankingName, SearchRun
+from coderag_tui.core.records import (
+    EVERY_FILE,
+    RANKING_NAMES,
+    Origin,
+    RankingName,
+    Scope,
+    SearchRun,
+)
 from coderag_tui.core.visible import one_line, visible
 
 if TYPE_CHECKING:
@@ -79,7 +91,9 @@ def register(subparsers: Any) -> None:
         help="aggregate chunk hits to files (each file scored by its best chunk)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
+    add_scope_args(parser)
     add_location_args(parser)
+    add_diff_arg(parser)
     add_no_server_arg(parser, "search")
     add_ranking_args(parser.add_argument_group("ranking"))
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
@@ -109,23 +123,32 @@ def run(args: argparse.Namespace) -> int:
     ):
         # `coderag search --from FILE:LINE PATH`: the one positional is the repository.
         args.path, query = query, None
+    args.query = query
+    diff_repo_path(args, "query")
+    query = args.query
+    if args.diff is not None and args.from_location is not None:
+        raise UserError("give --from or --diff, not both: each is a query of its own.")
     explicit: set[str] = set()
     settings = settings_from_args(args, explicit=explicit, **extra)
+    scope, _ = scope_from_args(args, settings.repo_root)
     origin = None
+    if args.diff is not None:
+        code, origin, _change = diff_query_from(settings, args)
+        query = f"{query}\n{code}" if query is not None and query.strip() else code
     if args.from_location is not None:
         code, origin = location_query(settings, args)
         # A query beside --from asks for both: its words, and the code before the line.
         query = f"{query}\n{code}" if query is not None and query.strip() else code
     if query is None or not query.strip():
         raise UserError(
-            'give a QUERY (for example coderag search "charge card") or --from FILE:LINE.'
+            'give a QUERY (for example coderag search "charge card"), --from FILE:LINE or --diff.'
         )
     query, undecodable = valid_text(query, "query")
     if undecodable:
         say(undecodable)
 
     want_dense = args.dense and args.mode != "bm25"
-    reply = ask_first(args, settings, "search", request(args, query, want_dense))
+    reply = ask_first(args, settings, "search", request(args, query, want_dense, scope))
     if reply is not None:  # a resident server (`coderag serve`) answered
         return reply.emit()
     from coderag_tui.core.engine import Engine
@@ -144,10 +167,10 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return answer(args, settings, engine, query, origin)
+        return answer(args, settings, engine, query, origin, scope)
 
 
-def request(args: argparse.Namespace, query: str, dense: bool) -> dict[str, Any]:
+def request(args: argparse.Namespace, query: str, dense: bool, scope: Scope) -> dict[str, Any]:
     """What a resident server needs, beside the settings, to answer as `answer` would."""
     return {
         "query": query,
@@ -155,6 +178,8 @@ def request(args: argparse.Namespace, query: str, dense: bool) -> dict[str, Any]
         "files": args.files,
         "json": args.json,
         "dense": dense,
+        "include": list(scope.include),
+        "exclude": list(scope.exclude),
     }
 
 
@@ -164,14 +189,15 @@ def answer(
     engine: Engine,
     query: str,
     origin: Origin | None = None,
+    scope: Scope = EVERY_FILE,
 ) -> int:
     """Search with an open engine and print the result as the command does (`args` gives
-    mode, files, json and, with `origin`, the --from location)."""
+    mode, files, json and, with `origin`, the --from location; `scope` the files ranked)."""
     from coderag_tui.core.index.store import StoreError
 
     # A hit's text is read when shown, and a server answers each query: either may fail.
     try:
-        result = engine.search(query, settings, origin)
+        result = engine.search(query, settings, origin, scope)
         # Hits are marked, not hidden: a search stays on this machine (prompts hold them
         # back).
         secrets = (
@@ -186,11 +212,17 @@ def answer(
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
+        what = "changed lines" if args.diff is not None else "query lines"
         say(
-            f"left out {result.left_out} chunk(s) of {origin.path} that hold the query "
-            "lines (they would trivially rank first)."
+            f"left out {result.left_out} chunk(s) of {origin.describe()} that hold the "
+            f"{what} (they would trivially rank first)."
         )
 
+    if scope.active:
+        say(
+            f"ranked files in scope only ({scope.describe()}): "
+            f"{result.out_of_scope} chunk(s) left out."
+        )
     dense = engine.dense.describe() if engine.dense is not None else None
     notes = list(dict.fromkeys((*engine.notices, *result.notes)))
     line = dense_line(dense)
@@ -214,6 +246,7 @@ def answer(
         record["mode"] = args.mode
         record["dense"] = dense
         record["shown"] = list(names)
+        record["scope"] = {"include": list(scope.include), "exclude": list(scope.exclude)}
         print_json(record)
         return 0
 

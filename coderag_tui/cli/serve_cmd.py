@@ -45,6 +45,7 @@ from coderag_tui.cli.server import (
     send,
     socket_path,
 )
+from coderag_tui.core.records import Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings, SettingsError
 
@@ -394,14 +395,24 @@ def _search(
         files=bool(request.get("files")),
         json=bool(request.get("json")),
         from_location=None,
+        diff=None,
     )
     query = str(request.get("query", ""))
+    scope = _scope(request)
     return _served(
         resident,
         settings,
         request,
         facts,
-        lambda engine: (answer(args, settings, engine, query), None),
+        lambda engine: (answer(args, settings, engine, query, None, scope), None),
+    )
+
+
+def _scope(request: dict[str, Any]) -> Scope:
+    """The files a request ranks (its client checked the patterns against the repository)."""
+    return Scope(
+        tuple(str(p) for p in request.get("include") or []),
+        tuple(str(p) for p in request.get("exclude") or []),
     )
 
 
@@ -413,10 +424,11 @@ def _prompt(
 
     task = str(request.get("task") or "")
     pinned = [str(p) for p in request.get("pin") or []]
-    excluded = [str(p) for p in request.get("exclude") or []]
+    excluded = [str(p) for p in request.get("exclude_chunks") or []]
+    scope = _scope(request)
 
     def work(engine: Engine) -> tuple[int, dict[str, Any] | None]:
-        composed = compose(*pack_with(engine, settings, task, pinned, excluded))
+        composed = compose(*pack_with(engine, settings, task, pinned, excluded, scope=scope))
         return 0, {"text": composed.text, "record": composed.record, "lines": composed.lines}
 
     return _served(resident, settings, request, facts, work)

@@ -140,9 +140,10 @@ def add_no_server_arg(parser: argparse.ArgumentParser, doing: str) -> None:
 def ask_first(
     args: argparse.Namespace, settings: Settings, command: str, request: Mapping[str, Any]
 ) -> Reply | None:
-    """The server's reply when this run may be served (no --from, no --no-server, a local
-    index) and a server answers; else None, and the command does the work itself."""
-    if args.from_location or args.no_server or settings.backend != "local":
+    """The server's reply when this run may be served (no --from or --diff, no --no-server, a
+    local index) and a server answers; else None, and the command does the work itself."""
+    asks_code = args.from_location or getattr(args, "diff", None) is not None
+    if asks_code or args.no_server or settings.backend != "local":
         return None
     return ask(settings, command, request)
 

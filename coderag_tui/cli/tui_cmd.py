@@ -15,7 +15,9 @@ from coderag_tui.cli.common import (
     Parser,
     UserError,
     add_repo_args,
+    add_scope_args,
     add_setting_flags,
+    scope_from_args,
     settings_from_args,
 )
 
@@ -43,6 +45,7 @@ def build_parser(*, with_commands: bool = False) -> argparse.ArgumentParser:
     )
     add_repo_args(parser)
     add_setting_flags(parser, ["theme", "theme_dir", "k"])
+    add_scope_args(parser)
     add_setting_flags(parser.add_argument_group("prompt"), PROMPT_SETTINGS)
     add_setting_flags(parser.add_argument_group("ranking"), RANKING_SETTINGS)
     add_setting_flags(parser.add_argument_group("chunking and files"), INDEX_SETTINGS)
@@ -58,6 +61,7 @@ def run_tui(argv: list[str]) -> int:
     try:
         # Warnings (unknown keys …) are shown in the app: stderr is hidden behind its screen.
         settings = settings_from_args(args, warnings=warnings)
+        scope, _ = scope_from_args(args, settings.repo_root)
     except UserError as exc:
         print(f"coderag: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -69,5 +73,5 @@ def run_tui(argv: list[str]) -> int:
         saved = read_saved_theme(state_path)
         if saved:
             settings = settings.with_(theme=saved)
-    make_app(settings, state_path=state_path, notices=warnings).run()
+    make_app(settings, state_path=state_path, notices=warnings, scope=scope).run()
     return 0

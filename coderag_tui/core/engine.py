@@ -19,9 +19,18 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from coderag_tui.core.records import Chunk, Origin, PackedPrompt, SearchRun, SecretFinding
+from coderag_tui.core.records import (
+    EVERY_FILE,
+    Chunk,
+    Origin,
+    PackedPrompt,
+    Scope,
+    SearchRun,
+    SecretFinding,
+)
 
 if TYPE_CHECKING:
+    from coderag_tui.core.index.changes import Change
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
     from coderag_tui.core.index.keeper import IndexKeeper
     from coderag_tui.core.index.store import EmbeddingCache, Store
@@ -67,7 +76,33 @@ def code_query(settings: Settings, file: str, line: int, n_lines: int) -> tuple[
 
     query = query_from_location(settings, file, line, n_lines)
     path = location_path(settings.repo_root, file)
-    return query, Origin(path, max(1, line - n_lines), line)
+    return query, Origin.at(path, max(1, line - n_lines), line)
+
+
+# The task of a prompt asked with a change alone: the change is in the prompt, its own section.
+DIFF_TASK = (
+    "Review this change: say what it does, what else in this code it affects (callers, "
+    "tests, docs), and what could break."
+)
+
+
+def diff_query(settings: Settings, ref: str = "HEAD") -> tuple[str, Origin, Change]:
+    """The work tree's change against REF as a query, the changed lines as its origin (their
+    chunks are left out, as a code query's own lines are), and the change itself (for the
+    prompt's "The change" section). Raises ChangeError (one sentence) when there is no
+    change to read, or none of the files the index reads changed."""
+    from coderag_tui.core.index.changes import ChangeError, working_change
+
+    change = working_change(settings, ref)
+    if change.empty:
+        against = "HEAD" if ref == "HEAD" else f"{ref} (from where this branch left it)"
+        others = f" ({len(change.left_out)} changed files coderag does not index)"
+        raise ChangeError(
+            f"nothing changed against {against}{others if change.left_out else ''}: edit a "
+            "file, or give another REF (--diff main)."
+        )
+    query, _ = change.query()
+    return query, Origin(change.spans), change
 
 
 # --- the stages, as values ---------------------------------------------------------------------
@@ -181,6 +216,7 @@ class PromptRequest:
     excluded: tuple[str, ...] = ()
     template: str | None = None  # None: settings.template
     admitted: tuple[str, ...] = ()
+    change: str = ""  # a unified diff (`--diff`): "The change", a section within the budget
 
 
 @dataclass(frozen=True)
@@ -193,6 +229,10 @@ class PromptResult:
     advice: Advice
     # Kinds of suspected secret in the task itself (masked unless secrets is "allow").
     task_secrets: tuple[str, ...] = ()
+    # The change's lines in the prompt and in all (cut to fit `CHANGE_SHARE` of the budget),
+    # and the kinds of suspected secret in it (masked unless secrets is "allow").
+    change_lines: tuple[int, int] = (0, 0)
+    change_secrets: tuple[str, ...] = ()
 
 
 def masked_task(task: str, mode: str) -> tuple[str, tuple[str, ...]]:
@@ -822,22 +862,30 @@ class Engine:
 
     # ---------------------------------------------------------------- answers
     def search(
-        self, query: str, settings: Settings | None = None, origin: Origin | None = None
+        self,
+        query: str,
+        settings: Settings | None = None,
+        origin: Origin | None = None,
+        scope: Scope = EVERY_FILE,
     ) -> SearchRun:
         """Rank the chunks for `query` with every installed stage, each stage timed.
 
         With `origin`, the chunks holding the query's own lines are left out of every ranking
-        (they would trivially rank first). Lists go `search_depth(settings)` deep.
+        (they would trivially rank first); with `scope`, the chunks of files outside it.
+        Lists go `search_depth(settings)` deep.
         """
         settings = settings or self.settings
         searcher = self._searcher
         if searcher is None:
             raise RuntimeError("the engine has no lexical stage yet: call update_index and use")
-        exclude: frozenset[int] = frozenset()
+        own: frozenset[int] = frozenset()
         if origin is not None:
-            exclude = searcher.overlapping(origin.path, origin.start_line, origin.end_line)
+            own = frozenset().union(
+                *(searcher.overlapping(s.path, s.start_line, s.end_line) for s in origin.spans)
+            )
+        outside = searcher.outside(scope) if scope.active else frozenset()
         depth = search_depth(settings)
-        run = searcher.run(query, settings.with_(depth=depth), exclude=exclude)
+        run = searcher.run(query, settings.with_(depth=depth), exclude=own | outside)
         return SearchRun(
             query=run.query,
             rankings=run.rankings,
@@ -845,7 +893,9 @@ class Engine:
             notes=run.notes,
             depth=depth,
             origin=origin,
-            left_out=len(exclude),
+            left_out=len(own),
+            scope=scope,
+            out_of_scope=len(outside - own),
         )
 
     def prompt(
@@ -857,16 +907,28 @@ class Engine:
         first, so a large budget is filled the same way in every face.
         """
         from coderag_tui.core.index.store import StoreError
-        from coderag_tui.core.prompt.pack import BudgetTooSmall, pack, packing_order
+        from coderag_tui.core.prompt.pack import (
+            CHANGE_SHARE,
+            BudgetTooSmall,
+            fit_change,
+            pack,
+            packing_order,
+        )
 
         settings = settings or self.settings
         template, counter = prompt_tools(settings, request.template)
         if run.depth < search_depth(settings):
-            run = self.search(run.query, settings, run.origin)
+            run = self.search(run.query, settings, run.origin, run.scope)
         store = self._keeper.opened()
         file_text = store.file_text if store is not None else None
         hits = packing_order(run)
         task, task_secrets = masked_task(request.task, settings.secrets)
+        change, change_secrets = masked_task(request.change, settings.secrets)
+        change_lines = (0, 0)
+        if change:
+            limit = int(settings.budget * CHANGE_SHARE)
+            change, shown, total = fit_change(change, counter, limit)
+            change_lines = (shown, total)
         try:
             packed = pack(
                 hits,
@@ -881,11 +943,14 @@ class Engine:
                 secrets=self._secrets_of([h.chunk for h in hits]),
                 secret_mode=settings.secrets,
                 admitted=request.admitted,
+                change=change,
             )
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc
         advice = self.advice(settings, counter)
-        return PromptResult(run, packed, counter, advice, task_secrets)
+        return PromptResult(
+            run, packed, counter, advice, task_secrets, change_lines, change_secrets
+        )
 
     def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:
         """The kinds of suspected secret in each chunk that touches one, by chunk key (for
@@ -900,6 +965,29 @@ class Engine:
             if kinds:
                 marks[chunk.key] = kinds
         return marks
+
+    def held_texts(
+        self, chunks: Sequence[Chunk], mode: str
+    ) -> list[tuple[str | None, tuple[str, ...]]]:
+        """Each chunk's text as a prompt would hold it, and the kinds of suspected secret it
+        touches: None (held back) when `mode` is "hold", each secret masked as
+        `<redacted:KIND>` for "redact", as it is for "allow" (for faces that hand chunk texts
+        to another program, as the MCP server does)."""
+        from coderag_tui.core.index.secret_scan import kinds_in, redact_lines
+
+        found = self._secrets_of(chunks)
+        held: list[tuple[str | None, tuple[str, ...]]] = []
+        for chunk in chunks:
+            findings = found.get(chunk.path, ())
+            kinds = kinds_in(findings, chunk.start_line, chunk.end_line) if findings else ()
+            if not kinds or mode == "allow":
+                held.append((chunk.text, kinds))
+            elif mode == "redact":
+                lines = redact_lines(chunk.text.split("\n"), chunk.start_line, findings)
+                held.append(("\n".join(lines), kinds))
+            else:
+                held.append((None, kinds))
+        return held
 
     def _secrets_of(self, chunks: Sequence[Chunk]) -> dict[str, tuple[SecretFinding, ...]]:
         """The suspected secrets of the chunks' files as the index found them; without an

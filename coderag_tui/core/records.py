@@ -167,8 +167,8 @@ class FileHit:
 
 
 @dataclass(frozen=True, slots=True)
-class Origin:
-    """Where a code-to-code query came from: the chunks holding these lines rank in no list."""
+class LineSpan:
+    """Lines `start_line`..`end_line` (1-based, inclusive) of one repository file."""
 
     path: str  # repository-relative, forward slashes (as the index names files)
     start_line: int
@@ -176,11 +176,98 @@ class Origin:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a code-to-code query came from: the chunks holding any of these lines rank in no
+    list. A --from location is one span; a diff has one per changed hunk, in several files."""
+
+    spans: tuple[LineSpan, ...]
+
+    @classmethod
+    def at(cls, path: str, start_line: int, end_line: int) -> Origin:
+        """The origin of one range of one file (a --from location)."""
+        return cls((LineSpan(path, start_line, end_line),))
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The files the query came from, each once, in span order."""
+        return tuple(dict.fromkeys(span.path for span in self.spans))
+
+    def describe(self) -> str:
+        """The files as a sentence names them: `cart.py`, or `cart.py and 2 other files`."""
+        paths = self.paths
+        if len(paths) <= 1:
+            return paths[0] if paths else "no file"
+        others = len(paths) - 1
+        return f"{paths[0]} and {others} other file{'s' if others != 1 else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which files a ranking may show: glob patterns to include (empty: every file) and to
+    exclude, matched against repository paths (`*` crosses folders, as in eval's --include;
+    a pattern without a glob character also names a folder or file and what lies under it).
+    A ranking is filtered, never the index: widening the scope needs no re-index."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    # A second list a file must also match: a request's paths inside a face's own --include.
+    within: tuple[str, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.include or self.exclude or self.within)
+
+    def accepts(self, path: str) -> bool:
+        for patterns in (self.include, self.within):
+            if patterns and not any(_path_matches(path, p) for p in patterns):
+                return False
+        return not any(_path_matches(path, p) for p in self.exclude)
+
+    def narrowed(self, paths: tuple[str, ...]) -> Scope:
+        """This scope, further limited to files matching any of `paths` (none: unchanged)."""
+        return Scope(self.include, self.exclude, paths) if paths else self
+
+    def describe(self) -> str:
+        """`only src/*, tests/** left out`, as a note names the scope ("" when inactive)."""
+        parts = []
+        if self.include:
+            parts.append(f"only {', '.join(self.include)}")
+        if self.within:
+            parts.append(f"within {', '.join(self.within)}")
+        if self.exclude:
+            parts.append(f"{', '.join(self.exclude)} left out")
+        return "; ".join(parts)
+
+
+EVERY_FILE = Scope()  # the scope of a search that names none
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _path_matches(path: str, pattern: str) -> bool:
+    """Does a repository path match a scope pattern (see `Scope`)?"""
+    from fnmatch import fnmatchcase
+
+    pattern = pattern.strip().lstrip("/") if pattern.strip() != "/" else ""
+    if not pattern or pattern == ".":
+        return True
+    folder = pattern.rstrip("/")
+    if not _GLOB_CHARS & set(pattern):
+        return path == folder or path.startswith(folder + "/")
+    if fnmatchcase(path, pattern):
+        return True
+    # `src/*/` or `*.py` given for a folder: what lies under a matching folder matches too
+    return any(fnmatchcase(path[:at], folder) for at in range(len(path)) if path[at] == "/") or (
+        "/" not in pattern and fnmatchcase(path.rsplit("/", 1)[-1], pattern)
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class SearchRun:
     """Everything one search produced: every ranking, every stage's time, notes for the user.
 
     `depth` is how deep the lists went, `origin` where a code-to-code query came from and
-    `left_out` how many chunks holding its lines were kept out of the rankings.
+    `left_out` how many chunks holding its lines were kept out of the rankings; `scope` the
+    files the rankings were limited to and `out_of_scope` how many chunks that left out.
     """
 
     query: str
@@ -190,6 +277,8 @@ class SearchRun:
     depth: int = 0
     origin: Origin | None = None
     left_out: int = 0
+    scope: Scope = EVERY_FILE
+    out_of_scope: int = 0
 
     @property
     def total_ms(self) -> float:

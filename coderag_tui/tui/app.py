@@ -22,7 +22,7 @@ from textual.theme import Theme
 from textual.timer import Timer
 
 from coderag_tui.core.engine import Dense, Engine, Rerank
-from coderag_tui.core.records import PackedPrompt, RankingName
+from coderag_tui.core.records import EVERY_FILE, PackedPrompt, RankingName, Scope
 from coderag_tui.core.visible import visible
 from coderag_tui.settings import Settings, SettingsError, user_config_dir, user_data_dir
 from coderag_tui.tui import state as tui_state
@@ -100,10 +100,12 @@ class CoderagApp(App[None]):
         state_path: Path | None = None,
         system_clipboard: bool = True,
         notices: Sequence[str] = (),
+        scope: Scope = EVERY_FILE,
     ) -> None:
         super().__init__()
         self.startup_notices = tuple(notices)  # e.g. unknown keys in a config file
         self.settings = settings
+        self.scope = scope  # the files the rankings show (--include/--exclude)
         self.engine = Engine(settings, clock=clock or time.perf_counter)  # every timing shown
         self.state_path = state_path
         self.system_clipboard = system_clipboard
@@ -479,6 +481,16 @@ class CoderagApp(App[None]):
             self.notify("The index is still being built; the search runs as soon as it is ready.")
         self.save_history()  # after the search started, so the tiny write overlaps it
 
+    def action_related_to_change(self) -> None:
+        """Search with the work tree's change against HEAD (`--diff`): the code it touches,
+        its changed lines' own chunks left out; the prompt reviews the change."""
+        ask = Ask("", diff="HEAD")
+        if self.engine.ready:
+            self._start_search(ask)
+        else:
+            self.session.pending = ask
+            self.notify("The index is still being built; the search runs as soon as it is ready.")
+
     def _search_again(self) -> bool:
         """Run the current search again with the stages and settings of now (if there is one)."""
         ask = self.session.again()
@@ -492,13 +504,13 @@ class CoderagApp(App[None]):
             self.refresh_timer = None
         serial = self.session.start(ask)
         request = self.session.request(task="")  # the worker sets the task: the query it ran
-        self._work(workers.search, self.engine, serial, ask, self.settings, request)
+        self._work(workers.search, self.engine, serial, ask, self.settings, self.scope, request)
 
     def on_search_finished(self, message: SearchFinished) -> None:
         self.call_after_refresh(message.rendered.set)
         if not self.has_main_screen or message.serial != self.session.serial:
             return
-        self.session.finished(message.run, self.main.focused_ranking())
+        self.session.finished(message.run, self.main.focused_ranking(), message.change)
         self.session.secrets = message.secrets
         self.main.show_run(message.run)
         self._refresh_prompt_views()
@@ -713,6 +725,7 @@ def make_app(
     state_path: Path | None = None,
     system_clipboard: bool = True,
     notices: Sequence[str] = (),
+    scope: Scope = EVERY_FILE,
 ) -> CoderagApp:
     """The one way to build the app (CLI, tests, screenshots); nothing heavy is imported here.
 
@@ -720,7 +733,8 @@ def make_app(
     deterministic one); `state_path` is where the chosen theme and each repository's query
     history are remembered (None: nowhere);
     `system_clipboard=False` keeps copies inside the terminal (OSC 52) and `app.clipboard`;
-    `notices` are shown once the screen is up (warnings from reading the settings).
+    `notices` are shown once the screen is up (warnings from reading the settings);
+    `scope` limits the rankings to some files (--include/--exclude).
     """
     return CoderagApp(
         settings,
@@ -728,4 +742,5 @@ def make_app(
         state_path=state_path,
         system_clipboard=system_clipboard,
         notices=notices,
+        scope=scope,
     )

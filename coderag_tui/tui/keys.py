@@ -17,6 +17,12 @@ APP_BINDINGS: list[BindingType] = [
         tooltip="Query from FILE:LINE (the lines before it)",
     ),
     Binding(
+        "ctrl+n",
+        "related_to_change",
+        "My change",
+        tooltip="Related to my change: the uncommitted diff is the query",
+    ),
+    Binding(
         "ctrl+r",
         "reindex",
         "Re-index",

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coderag_tui.core.engine import (
+    DIFF_TASK,
     Dense,
     PromptRequest,
     PromptResult,
@@ -35,6 +36,8 @@ class Ask:
     origin: Origin | None = None
     location: bool = False
     fresh: bool = True  # asked by the user (False: the same search run again)
+    diff: str | None = None  # a REF: the work tree's change against it is the query
+    change: str = ""  # the diff a run again keeps for its prompt
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Session:
     pinned: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
     admitted: list[str] = field(default_factory=list)  # let in despite a suspected secret
+    change: str = ""  # the diff of the last search when it asked with a change (its prompt's)
 
     @property
     def packed(self) -> PackedPrompt | None:
@@ -72,13 +76,17 @@ class Session:
         if self.asking is not None:
             return self.asking
         if self.last_run is not None:
-            return Ask(self.last_run.query, self.last_run.origin, fresh=False)
+            return Ask(self.last_run.query, self.last_run.origin, fresh=False, change=self.change)
         return None
 
-    def finished(self, run: SearchRun, focused: RankingName | None = None) -> None:
-        """A search's rankings arrived. A new question selects the #1 of the focused list
-        (else of the final one); the same search run again keeps the selection it still lists."""
+    def finished(
+        self, run: SearchRun, focused: RankingName | None = None, change: str = ""
+    ) -> None:
+        """A search's rankings arrived (`change`: the diff it asked with). A new question
+        selects the #1 of the focused list (else of the final one); the same search run again
+        keeps the selection it still lists."""
         fresh = self.asking is None or self.asking.fresh
+        self.change = change
         self.asking = None
         self.last_run = run
         self.prompt = None  # until its prompt is packed
@@ -91,12 +99,14 @@ class Session:
             self.selected_key = hits[0].chunk.key if hits else None
 
     def request(self, task: str) -> PromptRequest:
+        """What to pack for the last search: with a change, the review task and the diff."""
         return PromptRequest(
-            task,
+            DIFF_TASK if self.change else task,
             tuple(self.pinned),
             tuple(self.excluded),
             self.template_name,
             admitted=tuple(self.admitted),
+            change=self.change,
         )
 
     def run_to_pack(self, settings: Settings) -> SearchRun | None:

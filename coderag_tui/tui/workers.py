@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from coderag_tui.core.engine import PromptError, code_query, prompt_tools
-from coderag_tui.core.records import Chunk, SearchRun
+from coderag_tui.core.engine import DIFF_TASK, PromptError, code_query, diff_query, prompt_tools
+from coderag_tui.core.records import Chunk, Scope, SearchRun
 from coderag_tui.tui.messages import (
     AdviceReady,
     EmbeddingProgressed,
@@ -184,14 +184,23 @@ def search(
     serial: int,
     ask: Ask,
     settings: Settings,
+    scope: Scope,
     request: PromptRequest,
     post: Post,
 ) -> None:
-    """Rank for the question, post the rankings, then pack the prompt (the run's query is
-    the task) once they are on screen."""
+    """Rank for the question (only files in `scope`), post the rankings, then pack the prompt
+    (the run's query is the task; a change's review task and diff for `ask.diff`) once they
+    are on screen."""
     worker = get_current_worker()
-    query, origin = ask.text, ask.origin
-    if ask.location:
+    query, origin, change = ask.text, ask.origin, ask.change
+    if ask.diff is not None:
+        try:
+            query, origin, changed = diff_query(settings, ask.diff)
+        except ValueError as exc:  # ChangeError is one: a sentence naming the fix
+            post(SearchFailed(serial, str(exc)))
+            return
+        change = changed.text
+    elif ask.location:
         try:
             path, line = parse_location(ask.text)
             query, origin = code_query(settings, path, line, CODE_QUERY_LINES)
@@ -199,7 +208,7 @@ def search(
             post(SearchFailed(serial, str(exc)))
             return
     try:
-        run = engine.search(query, settings, origin)
+        run = engine.search(query, settings, origin, scope)
     except Exception as exc:  # show the failure, keep the app and the last results
         post(SearchFailed(serial, f"the search failed: {exc}"))
         return
@@ -207,12 +216,13 @@ def search(
         return
     # Rankings first: they render while the prompt is packed (token counting takes longer).
     listed = {h.chunk.key: h.chunk for r in run.rankings.values() for h in r.hits}
-    finished = SearchFinished(serial, run, engine.secret_kinds(listed.values()))
+    finished = SearchFinished(serial, run, engine.secret_kinds(listed.values()), change)
     post(finished)
     finished.rendered.wait(timeout=1.0)
     if worker.is_cancelled:
         return
-    pack(engine, serial, run, replace(request, task=run.query), settings, post)
+    task = DIFF_TASK if change else run.query
+    pack(engine, serial, run, replace(request, task=task, change=change), settings, post)
 
 
 def pack(

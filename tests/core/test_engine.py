@@ -14,6 +14,7 @@ from coderag_tui.core.engine import (
     code_query,
     search_depth,
 )
+from coderag_tui.core.records import LineSpan
 from coderag_tui.settings import Settings
 
 
@@ -92,7 +93,7 @@ def test_code_mode_leaves_out_the_chunk_the_query_lines_come_from(
 ) -> None:
     settings = settings_for(tiny_repo, index_dir)
     query, origin = code_query(settings, "shop/cart.py", 20, 6)
-    assert origin.path == "shop/cart.py" and origin.end_line == 20
+    assert origin.spans == (LineSpan("shop/cart.py", 14, 20),)
     with Engine.open(settings) as engine:
         plain = engine.search(query, settings)
         assert plain.final.hits[0].chunk.path == "shop/cart.py"  # its own lines, trivially

@@ -158,3 +158,30 @@ def test_not_a_work_tree_top_has_no_fingerprint(repo: Path, tmp_path: Path) -> N
     plain = tmp_path / "plain"
     plain.mkdir()
     assert fingerprint(plain) is None
+
+
+@pytest.mark.parametrize("how", ["untracked", "ignored_by_git", "committed"])
+def test_a_coderagignore_leaves_files_out_and_the_check_notices_it(
+    how: str, repo: Path, store: tuple[Settings, Store]
+) -> None:
+    settings, opened = store
+    build_index(settings, opened)
+    build_index(settings, opened)
+    assert "pkg/beta.py" in texts(opened, settings)
+    before = fingerprint(repo, exclude=indexer.index_excludes(settings))
+    if how == "ignored_by_git":  # the root one is read even when git ignores it
+        (repo / ".gitignore").write_text("build/\n.coderagignore\n", encoding="utf-8")
+        git(repo, "commit", "-q", "-am", "ignore it")
+        build_index(settings, opened)
+        before = fingerprint(repo, exclude=indexer.index_excludes(settings))
+    (repo / ".coderagignore").write_text("beta.py\n", encoding="utf-8")
+    if how == "committed":
+        git(repo, "add", ".coderagignore")
+        git(repo, "commit", "-q", "-m", "coderag leaves beta out")
+    assert fingerprint(repo, exclude=indexer.index_excludes(settings)) != before
+    build_index(settings, opened)
+    now = texts(opened, settings)
+    assert "pkg/beta.py" not in now and "pkg/alpha.py" in now
+    (repo / ".coderagignore").write_text("# nothing left out\n", encoding="utf-8")
+    build_index(settings, opened)
+    assert "pkg/beta.py" in texts(opened, settings)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.core.hashing import text_hash
-from coderag_tui.core.index.walk import WalkResult, read_source, walk
+from coderag_tui.core.index.walk import WalkResult, read_source, vet, walk
 from coderag_tui.core.records import SkippedFile, SkipReason, SourceFile
 from tests.fixtures.hostile_repo import (
     EXPECTED_ABSENT,
@@ -291,3 +291,52 @@ def test_walk_decides_by_extension_exactly_as_by_the_whole_name(
     for name in _TRICKY_NAMES:
         low = name.lower()
         assert walk_module._extension(low) == os.path.splitext(low)[1], name
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_coderagignore_leaves_out_more_at_the_root_and_nested(tmp_path: Path, git: bool) -> None:
+    root = tmp_path / "repo"
+    _write(root, ".gitignore", "*.log\n")
+    _write(root, ".coderagignore", "fixtures/\n*.snap\n!keep.snap\n")
+    _write(root, "src/.coderagignore", "generated_*.py\n")
+    _write(root, "src/app.py", "x = 1\n")
+    _write(root, "src/generated_api.py", "y = 2\n")
+    _write(root, "lib/generated_ok.py", "the nested file reaches only its own folder\n")
+    _write(root, "fixtures/big.py", "z = 3\n")
+    _write(root, "tests/a.snap", "snapshot\n")
+    _write(root, "tests/keep.snap", "re-included by the same file\n")
+    _write(root, "debug.log", "ignored by git, not re-included by coderag's !pattern\n")
+    _write(root, "keep.log", "x\n")
+    _write(root, ".coderagignore.bak", "y\n")
+    _write(root, ".coderagignore2", "!debug.log\n")
+    if git:
+        _git(root, "init", "-q")
+        _git(root, "add", "-A")
+    paths = [f.path for f in walk(root).files]
+    assert "src/app.py" in paths and "lib/generated_ok.py" in paths
+    assert "tests/keep.snap" in paths
+    for gone in ("src/generated_api.py", "fixtures/big.py", "tests/a.snap", "debug.log"):
+        assert gone not in paths, gone
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_vet_names_the_ignore_file_that_leaves_a_path_out(tmp_path: Path, git: bool) -> None:
+    root = tmp_path / "repo"
+    _write(root, ".gitignore", "*.log\n")
+    _write(root, ".coderagignore", "secret_plans/\n")
+    _write(root, "pkg/.coderagignore", "old_*.py\n")
+    _write(root, "secret_plans/p.py", "x = 1\n")
+    _write(root, "pkg/old_api.py", "x = 1\n")
+    _write(root, "pkg/new_api.py", "x = 1\n")
+    _write(root, "run.log", "x\n")
+    if git:
+        _git(root, "init", "-q")
+        _git(root, "add", "-A")
+    for rel, by in (
+        ("secret_plans/p.py", ".coderagignore"),
+        ("pkg/old_api.py", ".coderagignore"),
+        ("run.log", ".gitignore"),
+    ):
+        found = vet(root, rel)
+        assert isinstance(found, SkippedFile) and found.detail == f"ignored by {by}", rel
+    assert isinstance(vet(root, "pkg/new_api.py"), SourceFile)

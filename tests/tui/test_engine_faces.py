@@ -4,7 +4,7 @@ out, a large budget packs from a deeper list, and the TUI's prompt is the core's
 from __future__ import annotations
 
 from coderag_tui.core.engine import Dense, Lexical, PromptRequest, PromptResult, search_depth
-from coderag_tui.core.records import Origin, SearchRun
+from coderag_tui.core.records import Origin, Scope, SearchRun
 from coderag_tui.settings import Settings
 from coderag_tui.tui.messages import (
     EmbeddingsReady,
@@ -20,7 +20,7 @@ CART = "shop/cart.py"
 
 
 def overlaps_origin(path: str, start: int, end: int, origin: Origin) -> bool:
-    return path == origin.path and start <= origin.end_line and end >= origin.start_line
+    return any(path == s.path and start <= s.end_line and end >= s.start_line for s in origin.spans)
 
 
 async def test_code_mode_leaves_the_query_s_own_chunk_out_of_every_list(
@@ -32,7 +32,7 @@ async def test_code_mode_leaves_the_query_s_own_chunk_out_of_every_list(
         await pilot.press("ctrl+g")
         await search(pilot, f"{CART}:25", typed=True)
         run = app.session.last_run
-        assert run is not None and run.origin == Origin(CART, 5, 25)
+        assert run is not None and run.origin == Origin.at(CART, 5, 25)
         assert "def add(self, item: Item) -> None:" in run.query
         assert run.left_out >= 1
         for name, ranking in run.rankings.items():
@@ -129,3 +129,32 @@ async def test_reindexing_an_unchanged_repository_keeps_the_stages_and_the_searc
         assert "index ready" in top and "dense off" in top
         assert len(recorder.of(SearchFinished)) == searches  # nothing changed: no new search
         assert app.session.pinned  # and the pin stays
+
+
+async def test_ctrl_n_asks_with_my_change_and_the_prompt_reviews_it(
+    tui_settings: Settings, build_app: AppFactory
+) -> None:
+    cart = tui_settings.repo_root / CART
+    text = cart.read_text()
+    old = "        self.items.append(item)\n"
+    assert old in text
+    cart.write_text(text.replace(old, "        self.items.append(item)  # keep order\n"))
+    app = build_app(tui_settings, scope=Scope(exclude=("tests/",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        run = app.session.last_run
+        assert run is not None and run.origin is not None
+        assert [s.path for s in run.origin.spans] == [CART] and run.left_out >= 1
+        for ranking in run.rankings.values():
+            for hit in ranking.hits:
+                c = hit.chunk
+                assert not overlaps_origin(c.path, c.start_line, c.end_line, run.origin)
+                assert not c.path.startswith("tests/")
+        packed = app.session.packed
+        assert packed is not None and "## The change" in packed.text
+        assert "# keep order" in packed.text and "Review this change" in packed.text
+        await pilot.press("right_square_bracket")  # a new budget packs again: the change stays
+        await settle(pilot)
+        assert app.session.packed is not None and "## The change" in app.session.packed.text

@@ -1,10 +1,16 @@
 """Which files of a repository get indexed, and why the others do not.
 
-`walk` only lists and stats (it never opens a file other than `.gitignore`), so a re-index
-where nothing changed reads no contents. In a git work tree git itself lists the files
-(tracked plus untracked-not-ignored); elsewhere the tree is walked with `os.scandir`,
-honouring every `.gitignore` through `pathspec`. Symlinked directories are never followed,
-so no walk can loop. `read_source` then reads one file and applies the content rules.
+`walk` only lists and stats (it never opens a file other than `.gitignore` and
+`.coderagignore`), so a re-index where nothing changed reads no contents. In a git work tree
+git itself lists the files (tracked plus untracked-not-ignored); elsewhere the tree is walked
+with `os.scandir`, honouring every `.gitignore` through `pathspec`. Symlinked directories are
+never followed, so no walk can loop. `read_source` then reads one file and applies the
+content rules.
+
+`.coderagignore` (gitignore syntax) leaves out more for coderag alone: the one at the root
+always, nested ones where git lists them (in a git work tree) or the walk enters their folder.
+It can only leave files out: a `!pattern` re-includes what its own patterns left out, never
+a file `.gitignore` ignores.
 
 Skipped by path, each reported once with its reason:
 - vendored folders, reported once per folder: `VENDORED_DIRS` (dependency trees) and any
@@ -130,6 +136,8 @@ BINARY_EXTENSIONS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
+GITIGNORE = ".gitignore"
+CODERAG_IGNORE = ".coderagignore"  # gitignore syntax: what coderag alone leaves out
 BINARY_SNIFF_BYTES = 8192
 VIRTUALENV_MARKER = "pyvenv.cfg"
 
@@ -185,8 +193,9 @@ def walk(
             for rel in listed
             if rel.endswith("/" + VIRTUALENV_MARKER)
         }
+        own = _OwnIgnores.from_listing(root_real, listed)
         for rel in listed:
-            if not _is_excluded(rel, excluded):
+            if not _is_excluded(rel, excluded) and not (own and own.ignored(rel)):
                 collector.add_git_path(rel)
     else:
         _walk_plain(root_real, excluded, collector)
@@ -208,7 +217,8 @@ def vet(
 
     The same rules as the walk, path by path: no folder on the way may be a link (the walk
     never follows one), a vendored, virtualenv or version-control folder, excluded, or
-    ignored by git (a tracked file counts as git lists it); then the name and stat rules.
+    ignored by git (a tracked file counts as git lists it) or by a `.coderagignore`; then
+    the name and stat rules.
     """
     root_real = os.path.realpath(root)
     parts = rel.split("/")
@@ -228,8 +238,9 @@ def vet(
     excluded = _excluded_prefixes(root_real, exclude)
     if excluded and _is_excluded(rel, excluded):
         return SkippedFile(rel, SkipReason.NOT_A_FILE, "inside the index's own folder")
-    if _git_ignored(root_real, parts):
-        return SkippedFile(rel, SkipReason.NOT_A_FILE, "ignored by .gitignore")
+    ignored_by = _ignored_by(root_real, parts)
+    if ignored_by:
+        return SkippedFile(rel, SkipReason.NOT_A_FILE, f"ignored by {ignored_by}")
     collector = _Collector(root_real, max_file_bytes, include_secret_files)
     collector.add_git_path(rel)
     if collector.files:
@@ -241,33 +252,66 @@ def vet(
     return SkippedFile(rel, SkipReason.NOT_A_FILE, "inside a folder coderag never indexes")
 
 
-def _git_ignored(root_real: str, parts: Sequence[str]) -> bool:
-    """Whether the walk would leave the path out as ignored: git's own answer in a work
-    tree (a tracked file is never ignored), else every `.gitignore` from the root down."""
+def _ignored_by(root_real: str, parts: Sequence[str]) -> str:
+    """Which file makes the walk leave the path out as ignored (`.gitignore` or
+    `.coderagignore`), or "": git's own answer in a work tree (a tracked file is never
+    ignored), else every `.gitignore` from the root down; then the `.coderagignore` files
+    the walk would read (see the module docstring)."""
     rel = "/".join(parts)
+    nested = [
+        "".join(part + "/" for part in parts[:depth]) + CODERAG_IGNORE
+        for depth in range(1, len(parts))
+    ]
+    nested = [name for name in nested if _regular(os.path.join(root_real, name))]
+    git = _git_check_ignore(root_real, [rel, *nested])
+    if git is None:
+        if _ignored_along(root_real, parts, GITIGNORE):
+            return GITIGNORE
+        return CODERAG_IGNORE if _ignored_along(root_real, parts, CODERAG_IGNORE) else ""
+    if rel in git:
+        return GITIGNORE
+    own = _OwnIgnores.load(root_real, [name for name in nested if name not in git])
+    return CODERAG_IGNORE if own and own.ignored(rel) else ""
+
+
+def _git_check_ignore(root_real: str, rels: Sequence[str]) -> set[str] | None:
+    """Which of `rels` git ignores (a tracked file never is), or None when git cannot say."""
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
     env["GIT_OPTIONAL_LOCKS"] = "0"
     try:
         proc = subprocess.run(
-            ["git", "-C", root_real, "check-ignore", "-q", "--", rel],
+            ["git", "-C", root_real, "check-ignore", "-z", "--stdin"],
+            input="\0".join(rels).encode("utf-8", errors="surrogateescape") + b"\0",
             capture_output=True,
             env=env,
             timeout=_GIT_TIMEOUT_S,
             check=False,
         )
-        if proc.returncode in (0, 1):
-            return proc.returncode == 0
     except (OSError, subprocess.SubprocessError):
-        pass
+        return None
+    if proc.returncode not in (0, 1):
+        return None
+    out = proc.stdout.decode("utf-8", errors="surrogateescape")
+    return {name for name in out.split("\0") if name}
+
+
+def _regular(path: str) -> bool:
+    """Is `path` a regular file (not a link, FIFO or folder: a FIFO would block a read)?"""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _ignored_along(root_real: str, parts: Sequence[str], name: str) -> bool:
+    """Whether the ignore files called `name` from the root down to the path ignore it (or a
+    folder on the way), with git's semantics: the deepest matching pattern decides."""
+    rel = "/".join(parts)
     rules: tuple[_IgnoreRules, ...] = ()
     for depth in range(len(parts)):
         base = "".join(part + "/" for part in parts[:depth])
-        ignore_file = os.path.join(root_real, base, ".gitignore")
-        try:
-            regular = stat.S_ISREG(os.lstat(ignore_file).st_mode)  # a FIFO would block a read
-        except OSError:
-            regular = False
-        loaded = _IgnoreRules.load(ignore_file, base) if regular else None
+        ignore_file = os.path.join(root_real, base, name)
+        loaded = _IgnoreRules.load(ignore_file, base) if _regular(ignore_file) else None
         if loaded is not None:
             rules = (*rules, loaded)
         if depth and _ignored(rules, base.rstrip("/"), True):
@@ -275,9 +319,58 @@ def _git_ignored(root_real: str, parts: Sequence[str]) -> bool:
     return _ignored(rules, rel, False)
 
 
+class _OwnIgnores:
+    """The `.coderagignore` files of a git listing (the root one always), matched with git's
+    semantics; folder verdicts are kept, so a listing costs one check per folder and file."""
+
+    def __init__(self, by_base: dict[str, _IgnoreRules]) -> None:
+        self.by_base = by_base
+        self._folders: dict[str, tuple[bool, tuple[_IgnoreRules, ...]]] = {}
+
+    @classmethod
+    def load(cls, root_real: str, nested: Sequence[str]) -> _OwnIgnores | None:
+        """The root `.coderagignore` and the `nested` ones (repository paths), or None when
+        none holds a pattern."""
+        by_base: dict[str, _IgnoreRules] = {}
+        for name in (CODERAG_IGNORE, *nested):
+            path = os.path.join(root_real, name)
+            base = name[: -len(CODERAG_IGNORE)]
+            loaded = _IgnoreRules.load(path, base) if _regular(path) else None
+            if loaded is not None:
+                by_base[base] = loaded
+        return cls(by_base) if by_base else None
+
+    @classmethod
+    def from_listing(cls, root_real: str, listed: Sequence[str]) -> _OwnIgnores | None:
+        suffix = "/" + CODERAG_IGNORE
+        return cls.load(root_real, [rel for rel in listed if rel.endswith(suffix)])
+
+    def _folder(self, folder: str) -> tuple[bool, tuple[_IgnoreRules, ...]]:
+        """(is the folder ignored, the rules that apply inside it); "" is the root."""
+        known = self._folders.get(folder)
+        if known is not None:
+            return known
+        if folder:
+            parent, _, _ = folder.rpartition("/")
+            ignored, rules = self._folder(parent)
+            ignored = ignored or _ignored(rules, folder, True)
+        else:
+            ignored, rules = False, ()
+        own = self.by_base.get(folder + "/" if folder else "")
+        if own is not None:
+            rules = (*rules, own)
+        self._folders[folder] = (ignored, rules)
+        return ignored, rules
+
+    def ignored(self, rel: str) -> bool:
+        folder, _, _ = rel.rpartition("/")
+        ignored, rules = self._folder(folder)
+        return ignored or _ignored(rules, rel, False)
+
+
 # Bump when the rules above change which files are listed or how they are classified: a
 # fingerprint recorded by an older version then no longer matches.
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: .coderagignore
 _GIT_TIMEOUT_S = 120
 _SYMLINK_MODE = b"H 120000 "  # `git ls-files -s -v`: a cached symlink
 
@@ -339,6 +432,7 @@ def fingerprint(
     to_stat = set(_records_after(listing, b"? "))
     to_stat.update(path.split(b"\t", 1)[1] for path in _records_after(listing, _SYMLINK_MODE))
     to_stat.update(name for name in dirty.split(b"\0") if name)
+    to_stat.add(CODERAG_IGNORE.encode())  # read by the walk even when git ignores it
     stats: list[tuple[object, ...]] = []
     for raw in sorted(to_stat):
         rel = raw.decode("utf-8", errors="surrogateescape").rstrip("/")
@@ -456,10 +550,13 @@ def _git_ls_files(root_real: str) -> list[str] | None:
 
 def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector) -> None:
     """Walk the tree without git: scandir, nested .gitignore files, never into symlinked dirs."""
-    stack: list[tuple[str, tuple[_IgnoreRules, ...]]] = [("", ())]
+    # Each folder carries the .gitignore rules and the .coderagignore rules above it: a
+    # path is left out when either set ignores it (one cannot re-include what the other hides).
+    Rules = tuple[_IgnoreRules, ...]
+    stack: list[tuple[str, Rules, Rules]] = [("", (), ())]
     add_entry = collector.add_entry
     while stack:
-        rel_dir, rules = stack.pop()
+        rel_dir, rules, own = stack.pop()
         abs_dir = os.path.join(root_real, rel_dir) if rel_dir else root_real
         try:
             with os.scandir(abs_dir) as it:
@@ -471,11 +568,14 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
             collector.skip(rel_dir.rstrip("/"), SkipReason.VENDORED, "a virtualenv, not walked")
             continue
         for entry in entries:
-            if entry.name == ".gitignore" and entry.is_file(follow_symlinks=False):
+            if entry.name in (GITIGNORE, CODERAG_IGNORE) and entry.is_file(follow_symlinks=False):
                 loaded = _IgnoreRules.load(entry.path, rel_dir)
-                if loaded is not None:
+                if loaded is None:
+                    continue
+                if entry.name == GITIGNORE:
                     rules = (*rules, loaded)
-                break
+                else:
+                    own = (*own, loaded)
         for entry in entries:
             name = entry.name
             rel = rel_dir + name
@@ -487,13 +587,15 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
                 continue
             if rules and _ignored(rules, rel, is_dir):
                 continue
+            if own and _ignored(own, rel, is_dir):
+                continue
             if excluded and _is_excluded(rel, excluded):
                 continue
             if is_dir:
                 if name in VENDORED_DIRS:
                     collector.skip(rel, SkipReason.VENDORED, "folder not walked")
                 else:
-                    stack.append((rel + "/", rules))
+                    stack.append((rel + "/", rules, own))
                 continue
             add_entry(rel, entry)
 

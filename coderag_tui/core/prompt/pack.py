@@ -197,9 +197,9 @@ class _Packer:
         merged = [b for cands in self.accepted.values() for b in _merge(cands)]
         return sorted(merged, key=lambda b: (b.order, b.path, b.start))
 
-    def render(self, task: str) -> tuple[str, list[tuple[_Block, str]]]:
+    def render(self, task: str, change: str = "") -> tuple[str, list[tuple[_Block, str]]]:
         rendered = [(b, self.render_block(b)) for b in self.blocks()]
-        return self.template.render([text for _, text in rendered], task), rendered
+        return self.template.render([text for _, text in rendered], task, change), rendered
 
 
 def _trimmed(cand: _Candidate, n_lines: int) -> _Candidate:
@@ -262,8 +262,12 @@ def pack(
     secrets: Mapping[str, Sequence[SecretFinding]] | None = None,
     secret_mode: str = "hold",
     admitted: Sequence[str] = (),
+    change: str = "",
 ) -> PackedPrompt:
     """The prompt for `task` with as many hits as fit in `budget` tokens, most relevant first.
+
+    `change` (a unified diff, `--diff`) is a section of its own, counted like the task: fit
+    it first (`fit_change`).
 
     `secrets` holds the suspected secrets of the hits' files (by path); `secret_mode` says
     what happens to chunks that touch one: "hold" leaves them out (reason "secret", pinned
@@ -273,7 +277,7 @@ def pack(
     """
     if secret_mode not in SECRET_MODES:
         raise ValueError(f"secret_mode must be one of {', '.join(SECRET_MODES)}: {secret_mode!r}")
-    fixed = counter.count(template.render([], task))
+    fixed = counter.count(template.render([], task, change))
     if fixed > budget:
         raise BudgetTooSmall(
             f"the template and the task alone take {fixed} tokens, more than the budget of "
@@ -326,7 +330,7 @@ def pack(
         )
 
     # The per-block prices are additive estimates; the rendered prompt is what must fit.
-    text, rendered = packer.render(task)
+    text, rendered = packer.render(task, change)
     total = counter.count(text)
     originals = {c.key: c.chunk for c in cands}
     while total > budget and accepted:
@@ -335,7 +339,7 @@ def pack(
         dropped = [d for d in dropped if d.key != last.key]  # forget a "cut" entry
         tokens = packer.chunk_tokens(originals[last.key])
         dropped.append(DroppedChunk(last.key, last.rank, tokens, OVER_BUDGET))
-        text, rendered = packer.render(task)
+        text, rendered = packer.render(task, change)
         total = counter.count(text)
 
     blocks = tuple(
@@ -363,6 +367,32 @@ def pack(
         dropped=tuple(dropped),
         secret_mode=secret_mode,
     )
+
+
+CHANGE_SHARE = 0.5  # of the budget the change may take at most: the code needs the rest
+
+
+def fit_change(diff: str, counter: TokenCounter, limit: int) -> tuple[str, int, int]:
+    """The diff cut at a line so its section takes at most `limit` tokens, with a last line
+    saying how many lines were left out: (text, lines shown, lines in all)."""
+    from coderag_tui.core.prompt.render import change_section
+
+    lines = split_lines(diff)
+    total = len(lines)
+    if counter.count(change_section(diff)) <= limit:
+        return diff, total, total
+
+    def cut(n: int) -> str:
+        return "\n".join([*lines[:n], f"… ({total - n} more lines of the change left out)"])
+
+    lo, hi, best = 0, total - 1, 0
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if counter.count(change_section(cut(mid))) <= limit:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return cut(best), best, total
 
 
 def _kinds(

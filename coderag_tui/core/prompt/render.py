@@ -8,6 +8,8 @@ Built-in templates
     with `&` and `<` escaped in text (`>` only in `]]>`) and attributes quoted, so the
     XML is well-formed while `->` in code stays readable.
     With `context_first=False` the task comes first.
+    A change (`--diff`) is its own section next to the task: `## The change` with the diff in a
+    fenced `diff` block (xml: `<change>…</change>`), between the context and the task.
 
 User template files (UTF-8 text)
     The part above a line reading exactly `=== chunk ===` is the prompt; the part below is
@@ -15,6 +17,8 @@ User template files (UTF-8 text)
     are replaced once, literally; any other braces are left alone, so no escaping is needed:
 
     prompt part:  {role} {context} {task}       ({context} = the blocks, joined by a blank line)
+                  {change}                     (the `--diff` section; when a file has no
+                                                {change}, the section follows the task)
     block part:   {path} {start} {end} {lines} {language} {fence} {code}
                   ({lines} = "a–b"; {language} = the fence tag, e.g. "python"; {fence} = a
                   backtick fence longer than any backtick run in the code)
@@ -48,13 +52,16 @@ from coderag_tui.core.index.languages import fence_tag, language_for
 ROLE = "You are an expert software engineer. Use the code context below to answer the task."
 CONTEXT_HEADING = "## Relevant context from the codebase"
 TASK_HEADING = "## Task"
+CHANGE_HEADING = "## The change"
 NO_CONTEXT = "(no code from the repository matched the task)"
 CHUNK_SEPARATOR = "=== chunk ==="
 BUILTIN_TEMPLATES = ("markdown", "xml")
 
 TemplateKind = Literal["markdown", "xml", "file"]
 
-_PLACEHOLDER = re.compile(r"\{(role|context|task|path|start|end|lines|language|fence|code)\}")
+_PLACEHOLDER = re.compile(
+    r"\{(role|context|task|change|path|start|end|lines|language|fence|code)\}"
+)
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -130,25 +137,46 @@ class Template:
             return _substitute(self.block_format, values).rstrip("\n")
         return f"### [{path} · lines {line_range(start, end)}]\n{fence}{tag}\n{code}\n{fence}"
 
-    def render(self, blocks: Sequence[str], task: str) -> str:
-        """The whole prompt from rendered blocks (in order) and the task; ends with a newline."""
+    def render(self, blocks: Sequence[str], task: str, change: str = "") -> str:
+        """The whole prompt from rendered blocks (in order), the task and, when given, the
+        change (a unified diff) as its own section; ends with a newline."""
         task = task.strip()
+        change = change.strip("\n")
         if self.kind == "file":
             context = "\n\n".join(blocks) if blocks else NO_CONTEXT
-            text = _substitute(
-                self.prompt_format, {"role": self.role, "context": context, "task": task}
-            )
+            values = {"role": self.role, "context": context, "task": task, "change": ""}
+            if change:
+                values["change"] = change_section(change)
+                if "{change}" not in self.prompt_format:
+                    values["task"] = f"{task}\n\n{values['change']}"
+            text = _substitute(self.prompt_format, values)
             return text if text.endswith("\n") else text + "\n"
+        change_part = ""
         if self.kind == "xml":
             inner = "\n".join(blocks) + "\n" if blocks else ""
             context = f"<context>\n{inner}</context>"
             task_part = f"<task>\n{_with_newline(escape(task))}</task>"
+            if change:
+                change_part = f"<change>\n{_with_newline(escape(change))}</change>"
         else:
             body = "\n\n".join(blocks) if blocks else NO_CONTEXT
             context = f"{CONTEXT_HEADING}\n\n{body}"
             task_part = f"{TASK_HEADING}\n\n{task}"
-        parts = [context, task_part] if self.context_first else [task_part, context]
-        return f"{self.role}\n\n{parts[0]}\n\n{parts[1]}\n"
+            change_part = change_section(change) if change else ""
+        # The change sits next to the task: the model reads the code, then what changed, then
+        # what to do (or, task first, what to do and what changed before the code).
+        middle = [change_part] if change_part else []
+        parts = (
+            [context, *middle, task_part] if self.context_first else [task_part, *middle, context]
+        )
+        return self.role + "".join(f"\n\n{part}" for part in parts) + "\n"
+
+
+def change_section(diff: str) -> str:
+    """`## The change` and the diff in a fenced `diff` block (a fence longer than any
+    backtick run in it)."""
+    fence = fence_for(diff)
+    return f"{CHANGE_HEADING}\n\n{fence}diff\n{diff}\n{fence}"
 
 
 def parse_template_file(text: str, *, name: str) -> Template:
@@ -207,6 +235,6 @@ def load_template(name_or_path: str, *, context_first: bool = True) -> Template:
     return replace(parse_template_file(text, name=str(path)), context_first=context_first)
 
 
-def render(template: Template, blocks: Sequence[str], task: str) -> str:
+def render(template: Template, blocks: Sequence[str], task: str, change: str = "") -> str:
     """Module-level spelling of Template.render, for callers that hold a template value."""
-    return template.render(blocks, task)
+    return template.render(blocks, task, change)

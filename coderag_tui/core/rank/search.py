@@ -32,6 +32,7 @@ from coderag_tui.core.records import (
     Hit,
     Ranking,
     RankingName,
+    Scope,
     SearchRun,
     SkippedFile,
     StageTiming,
@@ -132,6 +133,22 @@ class Searcher:
             for i, c in enumerate(self.chunks)
             if c.path == path and c.start_line <= end_line and c.end_line >= start_line
         )
+
+    def outside(self, scope: Scope) -> frozenset[int]:
+        """Indexes of the chunks whose file lies outside `scope` (decided once per file)."""
+        chunks = self.chunks
+        if isinstance(chunks, ChunkList):
+            starts = chunks.file_starts
+            out: set[int] = set()
+            for fid, path in enumerate(chunks.paths):
+                if not scope.accepts(path):
+                    out.update(range(int(starts[fid]), int(starts[fid + 1])))
+            return frozenset(out)
+        verdicts: dict[str, bool] = {}
+        for c in chunks:
+            if c.path not in verdicts:
+                verdicts[c.path] = scope.accepts(c.path)
+        return frozenset(i for i, c in enumerate(chunks) if not verdicts[c.path])
 
     def run(
         self, query: str, settings: Settings, *, exclude: AbstractSet[int] = frozenset()
@@ -249,9 +266,39 @@ def location_path(root: Path, file: str) -> str:
         absolute = os.path.join(os.path.realpath(os.path.dirname(absolute)), given.name)
     if absolute == root_real or not _within(absolute, root_real):
         raise LocationError(
-            f"{file} lies outside the repository {root}: --from takes a file of the repository."
+            f"{file} lies outside the repository {root}: give a file of the repository."
         )
     return os.path.relpath(absolute, root_real).replace(os.sep, "/")
+
+
+def scope_pattern(root: Path, pattern: str) -> str:
+    """A scope pattern (--include, --exclude, an MCP tool's `paths`) as a repository path:
+    relative to the root, or absolute inside it; its literal part (up to the first glob
+    character's folder) may not climb out with `..` or lead out through a link
+    (LocationError). The root itself comes back as ".", which takes every file."""
+    text = pattern.strip().replace(os.sep, "/")
+    if not text:
+        raise LocationError("an empty path was given: give a path or glob inside the repository.")
+    if ".." in text.split("/"):
+        raise LocationError(
+            f"{pattern} climbs out with `..`: give a path or glob inside the repository {root}."
+        )
+    glob_at = min((text.find(c) for c in "*?[" if c in text), default=len(text))
+    cut = text.rfind("/", 0, glob_at) + 1 if glob_at < len(text) else len(text)
+    literal, rest = text[:cut], text[cut:]
+    root_real = os.path.realpath(root)
+    if literal.startswith("~"):
+        literal = os.path.expanduser(literal)
+    absolute = literal if os.path.isabs(literal) else os.path.join(root_real, literal or ".")
+    real = os.path.realpath(absolute)  # a link on the way is followed: one leading out is refused
+    if not _within(real, root_real):
+        raise LocationError(
+            f"{pattern} leads outside the repository {root}: give a path or glob inside it."
+        )
+    rel = os.path.relpath(real, root_real).replace(os.sep, "/")
+    if rel == ".":
+        return rest or "."
+    return f"{rel}/{rest}" if rest or literal.endswith("/") else rel
 
 
 def _within(path: str, root: str) -> bool:
