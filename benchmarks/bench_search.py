@@ -32,6 +32,7 @@ from coderag_tui.core.index.walk import read_source, walk
 from coderag_tui.core.rank.lexical import BM25Index, BM25Options
 from coderag_tui.core.rank.words import tokenize
 from coderag_tui.core.records import Chunk, ChunkingSpec
+from tests.fixtures.bm25s_oracle import as_bm25s
 
 N_QUERIES = 50
 DEPTH = 100  # what the pipeline asks BM25 for (Settings.depth)
@@ -102,7 +103,7 @@ def bench_bm25(chunks: Sequence[Chunk], queries: Sequence[str]) -> None:
         t_save = timed(lambda: ours.save(folder))
         t_load = timed(lambda: BM25Index.load(folder))
     print(f"save / load     {t_save / 1000:6.2f} s / {t_load / 1000:.2f} s")
-    bm25s_ours = ours.as_bm25s()  # the same matrix inside bm25s, for its own get_scores
+    bm25s_ours = as_bm25s(ours)  # the same matrix inside bm25s, for its own get_scores
     t0 = time.perf_counter()
     okapi = BM25Okapi(corpus)
     print(f"rank_bm25 build {time.perf_counter() - t0:6.2f} s (BM25Okapi on the same tokens)")

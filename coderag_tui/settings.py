@@ -27,7 +27,7 @@ import sys
 import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import Field, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
@@ -786,10 +786,6 @@ def _did_you_mean(key: str, spell: Callable[[str], str] = repr) -> str:
     if not close:
         close = [name for name in names if len(key) >= 3 and key in name][:1]
     return f" (did you mean {spell(close[0])}?)" if close else ""
-
-
-def settings_fields() -> tuple[Field[Any], ...]:
-    return fields(Settings)
 
 
 # ----------------------------------------------------------------------------- loading

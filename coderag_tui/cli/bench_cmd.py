@@ -182,7 +182,7 @@ def _print(report: BenchReport) -> None:
     console.print(table)
     c = report.comparison
     if c is not None:
-        table = Table(title="BM25: coderag (bm25s) vs rank_bm25.BM25Okapi, same tokens")
+        table = Table(title="BM25: coderag vs rank_bm25.BM25Okapi, same tokens")
         for col in ("", "coderag", "rank_bm25", "rank_bm25 / coderag"):
             table.add_column(col, justify="left" if not col else "right")
         table.add_row(

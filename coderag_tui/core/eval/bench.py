@@ -263,8 +263,6 @@ def _bench(
     from coderag_tui.core.engine import Dense, Engine
 
     notes: list[str] = []
-    import bm25s  # noqa: F401 - a one-off import is not indexing throughput
-
     engine = Engine(settings)
     try:
         t = time.perf_counter()

@@ -173,11 +173,6 @@ def language_for(path: str) -> str | None:
     return _EXTENSIONS.get(ext)
 
 
-def has_grammar(language: str | None) -> bool:
-    """Whether AST chunking is possible in principle for this language (a grammar is known)."""
-    return language in GRAMMARS
-
-
 def parser_for(language: str) -> tree_sitter.Parser | None:
     """A tree-sitter parser for the language (cached per thread), or None without a grammar."""
     parsers: dict[str, tree_sitter.Parser | None] | None = getattr(_local, "parsers", None)

