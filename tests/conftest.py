@@ -66,3 +66,26 @@ def index_dir(tmp_path: Path) -> Path:
     path = tmp_path / "index"
     path.mkdir()
     return path
+
+
+# Fixtures that build a model (a tiny BERT exported to ONNX, or the packaged MiniLM): a test
+# that asks for one is slow, whatever its file says.
+MODEL_FIXTURES = frozenset(
+    {
+        "tiny_st_embedder",
+        "tiny_st_cross_encoder",
+        "tiny_fastembed_embedder",
+        "tiny_fastembed_cross_encoder",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`slow` on every test that builds a model; `tui` on every Pilot and snapshot test, so
+    the fast loop (`-m "not slow and not tui"`) is the core and the CLI alone."""
+    tui_folder = Path(__file__).parent / "tui"
+    for item in items:
+        if MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if tui_folder in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.tui)

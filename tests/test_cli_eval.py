@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
-from tests.core.test_eval_semble import make_semble_fixture
+from tests.fixtures.semble import make_semble_fixture
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,6 +290,7 @@ print(json.dumps({"indexed": report.files_indexed, "unchanged": report.files_unc
 """
 
 
+@pytest.mark.slow
 def test_two_index_runs_at_once_never_double_the_work(tmp_path: Path) -> None:
     repo = make_many_files_repo(tmp_path / "repo", 40)
     ix, marker = tmp_path / "ix", tmp_path / "started"
@@ -332,7 +334,7 @@ def test_search_and_prompt_answer_from_an_index_folder_they_may_not_write() -> N
         home = pub / "home"
         home.mkdir()
         home.chmod(0o777)
-        as_nobody = {"prefix": NOBODY, "env": {"HOME": str(home)}, "cwd": pub}
+        as_nobody: dict[str, Any] = {"prefix": NOBODY, "env": {"HOME": str(home)}, "cwd": pub}
         common = (str(repo), "--index-dir", str(ix), "--no-dense")
 
         done = run_cli("search", "refund transaction_id", *common, "--json", **as_nobody)

@@ -399,6 +399,7 @@ def still_open(conn: socket.socket) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_stalled_connections_never_make_a_search_wait(
     capsys: pytest.CaptureFixture[str], server: Server, common: list[str]
 ) -> None:

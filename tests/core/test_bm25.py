@@ -23,19 +23,7 @@ from coderag_tui.core.rank.words import tokenize
 from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
 from tests.fixtures.bm25s_oracle import as_bm25s
-from tests.fixtures.tiny_repo import FILES
-
-
-def windows(lines_per_chunk: int = 6) -> list[Chunk]:
-    """The tiny repository cut into small line windows: 20-odd chunks."""
-    chunks = []
-    for path, text in sorted(FILES.items()):
-        lines = text.splitlines(keepends=True)
-        for start in range(0, len(lines), lines_per_chunk):
-            part = lines[start : start + lines_per_chunk]
-            chunks.append(Chunk(path, start + 1, start + len(part), "lines", None, "".join(part)))
-    return chunks
-
+from tests.fixtures.tiny_repo import FILES, windows
 
 CHUNKS = windows()
 QUERIES = [

@@ -277,8 +277,8 @@ def test_trim_last_cuts_the_last_chunk_at_a_line_boundary_to_fill_the_budget(
         "task": TASK,
         "file_text": read_file(root),
     }
-    whole = pack(hits, **kwargs)  # type: ignore[arg-type]
-    trimmed = pack(hits, trim_last=True, **kwargs)  # type: ignore[arg-type]
+    whole = pack(hits, **kwargs)
+    trimmed = pack(hits, trim_last=True, **kwargs)
     assert whole.tokens <= trimmed.tokens <= 3000
     assert trimmed.tokens >= 3000 - 40, "a trimmed prompt fills the budget to within a line"
     last = trimmed.blocks[-1]

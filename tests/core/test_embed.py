@@ -201,6 +201,7 @@ def test_the_offline_minilm_ranks_the_relevant_text_first() -> None:
 def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Path) -> None:
     torch_run = load_offline_package()
     onnx_run = load_offline_package(tmp_path / "models", quantized=False)
+    assert torch_run is not None
     assert isinstance(onnx_run, FastembedEmbedder)
     assert (onnx_run.name, onnx_run.max_tokens) == (torch_run.name, torch_run.max_tokens)
     # 240 tokens: inside the 256-token window of both runtimes, so nothing differs.

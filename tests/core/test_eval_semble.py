@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,155 +14,8 @@ from coderag_tui.core.eval.datasets import EvalRow, load_dataset
 from coderag_tui.core.eval.evaluation import EvalReport, Grid, run_eval
 from coderag_tui.core.eval.metrics import SEMBLE_NDCG
 from coderag_tui.settings import Settings
-from tests.core.test_evaluation import HashingEmbedder
-
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
-
-FILES: dict[str, str] = {
-    "src/pkg/retry.py": '''"""Retry with exponential backoff and jitter."""
-
-import random
-import time
-
-
-def backoff_delay(attempt, base=0.5):
-    """Exponential backoff: the delay doubles with every attempt, plus jitter."""
-    return base * (2 ** attempt) + random.random() * base
-
-
-def retry(call, attempts=5):
-    """Retry a call with exponential backoff until it succeeds."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except OSError:
-            time.sleep(backoff_delay(attempt))
-    return call()
-''',
-    "src/pkg/http.py": '''"""A small HTTP client: send a request over a connection pool."""
-
-from pkg.pool import acquire
-
-
-def send(request):
-    """Send a request; a failed send is retried with backoff by the caller."""
-    connection = acquire(request.host)
-    return connection.send(request)
-''',
-    "src/pkg/pool.py": '''"""Connection pool: open connections per host, reused between requests."""
-
-POOL = {}
-
-
-def acquire(host):
-    """Take an open connection for host from the connection pool, or open one."""
-    if host not in POOL:
-        POOL[host] = open_socket(host)
-    return POOL[host]
-
-
-def release(host):
-    """Give a socket back to the pool."""
-    POOL.pop(host, None)
-
-
-def open_socket(host):
-    return host
-''',
-    "src/pkg/config.py": '''"""Settings of the client."""
-
-DEFAULTS = {"timeout": 10, "attempts": 5}
-
-
-def load_defaults():
-    """The default settings as a new dict."""
-    return dict(DEFAULTS)
-
-
-def merge(base, extra):
-    """Settings from base, overridden by extra."""
-    merged = dict(base)
-    merged.update(extra)
-    return merged
-
-
-def parse_config(text):
-    """Read key=value lines into settings."""
-    values = {}
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        values[key.strip()] = value.strip()
-    return merge(load_defaults(), values)
-''',
-    # Outside benchmark_root "src": both would rank first for every query if they leaked in.
-    "docs/retry.md": (
-        "# Retry\n\nRetry with exponential backoff and jitter: retry, retry, backoff, jitter.\n"
-        "The connection pool, connection pool, connection pool. parse_config parse_config.\n"
-    ),
-    "tests/test_retry.py": (
-        "from pkg.retry import retry\n\n\ndef test_retry_exponential_backoff_jitter():\n"
-        "    # retry backoff jitter exponential connection pool parse_config\n"
-        "    assert retry(lambda: 1) == 1\n"
-    ),
-}
-
-
-def make_semble_fixture(tmp_path: Path) -> tuple[Path, Path]:
-    """(repos folder holding acme+tiny/repo and acme+other/repo, a 3-row semble dataset)."""
-    work = tmp_path / "tiny"
-    work.mkdir()
-    subprocess.run([*GIT, "-C", str(work), "init", "-q"], check=True)
-    for rel, text in FILES.items():
-        path = work / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    subprocess.run([*GIT, "-C", str(work), "add", "-A"], check=True)
-    subprocess.run([*GIT, "-C", str(work), "commit", "-qm", "init"], check=True)
-    head = subprocess.run(
-        ["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    repos = tmp_path / "repos"
-    for name in ("acme+tiny", "acme+other"):
-        subprocess.run(
-            ["git", "clone", "-q", "--bare", str(work), str(repos / name / "repo")], check=True
-        )
-    common = {"base_commit": head, "language": "python", "benchmark_root": "src"}
-    rows = [
-        {
-            "id": "t-0",
-            "query": "retry with exponential backoff and jitter",
-            "gold_files": ["src/pkg/retry.py"],
-            "gold_chunks": [],
-            "secondary_files": ["src/pkg/http.py"],
-            "category": "semantic",
-            "repo": "acme/tiny",
-            **common,
-        },
-        {
-            "id": "t-1",
-            "query": "parse_config",
-            "gold_files": ["src/pkg/config.py"],
-            "gold_chunks": [{"path": "src/pkg/config.py", "start_line": 18, "end_line": 24}],
-            "secondary_files": [],
-            "category": "symbol",
-            "repo": "acme/tiny",
-            **common,
-        },
-        {
-            "id": "o-0",
-            "query": "connection pool",
-            "gold_files": ["src/pkg/http.py"],
-            "gold_chunks": [],
-            "secondary_files": ["src/pkg/config.py"],
-            "category": "architecture",
-            "repo": "acme/other",
-            **common,
-            "benchmark_root": "src/",
-        },
-    ]
-    dataset = tmp_path / "nl.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return repos, dataset
+from tests.fixtures.hashing_embedder import WordHashEmbedder
+from tests.fixtures.semble import make_semble_fixture
 
 
 @pytest.fixture
@@ -180,7 +32,7 @@ def _run(
     *,
     baseline: tuple[str, str, str] | None = None,
     resamples: int = 1000,
-    embedder: HashingEmbedder | None = None,
+    embedder: WordHashEmbedder | None = None,
 ) -> EvalReport:
     settings = Settings(repo=tmp_path, index_dir=tmp_path / "index")
     return run_eval(
@@ -305,7 +157,7 @@ def test_a_mode_without_chunks_is_compared_on_mrr(
 
     repos, rows = semble_set
     grid = Grid(modes=("bm25", "dense", "fused-files"), chunkings=("file",))
-    report = _run(rows, repos, tmp_path, grid, embedder=HashingEmbedder())
+    report = _run(rows, repos, tmp_path, grid, embedder=WordHashEmbedder())
     metrics = {c.candidate[0]: c.metric for c in report.comparisons}
     assert metrics == {"dense": SEMBLE_NDCG, "fused-files": "mrr"}  # fused-files ranks files
     assert [s.semble is not None for s in report.summaries] == [True, True, False]

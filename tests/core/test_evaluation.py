@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import subprocess
-import zlib
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from coderag_tui.core.eval.datasets import CandidateFilter, EvalRow
 from coderag_tui.core.eval.evaluation import ANY_TOKENIZER, Grid, run_eval
 from coderag_tui.settings import Settings
+from tests.fixtures.hashing_embedder import WordHashEmbedder
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -191,26 +189,6 @@ def test_missing_repository_and_commit_are_skipped_with_reasons(
     assert "commit deadbeef is not in" in reasons["bad-commit"]
 
 
-class HashingEmbedder:
-    """A tiny real embedder: hashed bag of words, L2-normalised (deterministic, no download)."""
-
-    name = "test-hashing-64"
-    max_tokens = 64
-
-    def _vector(self, text: str) -> np.ndarray:
-        vec = np.zeros(64, dtype=np.float32)
-        for word in text.lower().split():
-            vec[zlib.crc32(word.strip('.,():"').encode()) % 64] += 1.0
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm else vec
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 64))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._vector(text)
-
-
 def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
     shop: tuple[Path, str], tmp_path: Path
 ) -> None:
@@ -223,7 +201,7 @@ def test_dense_and_fused_share_one_run_and_dense_is_listed_once(
     )
     settings = _settings(repo, tmp_path).with_(signals=False)  # fused = RRF alone
     report = run_eval(
-        rows, settings, grid, tree_cache=tmp_path / "trees", embedder=HashingEmbedder()
+        rows, settings, grid, tree_cache=tmp_path / "trees", embedder=WordHashEmbedder()
     )
     assert [(s.mode, s.tokenizer) for s in report.summaries] == [
         ("bm25", "default"),
@@ -250,7 +228,7 @@ def test_a_stripe_cap_is_named_in_the_modes_that_use_dense(
     grid = Grid(modes=("bm25", "dense", "fused"), chunkings=("file",))
     settings = _settings(repo, tmp_path).with_(dense_stripes=0)
     report = run_eval(
-        rows, settings, grid, tree_cache=tmp_path / "trees", embedder=HashingEmbedder()
+        rows, settings, grid, tree_cache=tmp_path / "trees", embedder=WordHashEmbedder()
     )
     assert [s.mode for s in report.summaries] == [
         "bm25",

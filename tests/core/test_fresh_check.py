@@ -53,7 +53,7 @@ def store(repo: Path, tmp_path: Path) -> Iterator[tuple[Settings, Store]]:
 def walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the full walks build_index makes."""
     calls: list[int] = []
-    real = indexer.walk
+    real = indexer.walk  # type: ignore[attr-defined]  # the module's own import, patched
 
     def counting(*args: object, **kw: object) -> object:
         calls.append(1)

@@ -147,7 +147,12 @@ def test_an_interrupted_push_is_finished_by_the_next(
     local = local_settings(tiny_repo, tmp_path / "ix")
     remote = shared(local, tmp_path / "qdrant")
     stop = threading.Event()
-    stopped = push(remote, progress=lambda done, total: done >= 4 and stop.set(), cancel=stop)
+
+    def progress(done: int, total: int) -> None:
+        if done >= 4:
+            stop.set()
+
+    stopped = push(remote, progress=progress, cancel=stop)
     assert stopped.cancelled and stopped.written == 4  # type: ignore[attr-defined]
     with Engine.open(remote, dense=False) as there:
         assert any("did not finish" in n for n in there.notices)

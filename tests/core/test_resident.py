@@ -73,7 +73,7 @@ def test_changes_are_taken_in_in_the_background_once_they_settle(
     assert resident.checks.checked == 0  # the answer needed no check of its own
 
 
-def test_dense_is_kept_across_an_edit_and_left_out_when_a_request_says_so(
+def test_freshness_a_file_edited_after_a_dense_off_answer_is_embedded_for_the_next(
     resident: Resident, settings: Settings, tiny_repo: Path
 ) -> None:
     with resident.serving(settings, dense=False, rerank=False) as engine:

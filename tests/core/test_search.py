@@ -13,8 +13,10 @@ from coderag_tui.core.rank.fusion import rrf
 from coderag_tui.core.rank.lexical import BM25Index
 from coderag_tui.core.rank.search import LocationError, Searcher, query_from_location
 from coderag_tui.settings import Settings
-from tests.core.test_bm25 import CHUNKS
 from tests.fixtures.hashing_embedder import HashingEmbedder
+from tests.fixtures.tiny_repo import windows
+
+CHUNKS = windows()
 
 STAGES = ["tokenize", "bm25", "embed query", "vector search", "fusion", "signals", "rerank"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from coderag_tui.core.index import soundness
@@ -30,7 +31,7 @@ def test_a_settled_record_vouches_for_the_same_file(tmp_path: Path) -> None:
 def test_any_change_to_the_file_or_its_wal_ends_the_vouching(tmp_path: Path) -> None:
     path = _index(tmp_path)
     st = path.stat()
-    changes = [
+    changes: list[Callable[[], object]] = [
         lambda: os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns)),  # same times, new ctime
         lambda: path.write_bytes(b"y" * 4096),
         lambda: Path(f"{path}-wal").write_bytes(b"w" * 32),

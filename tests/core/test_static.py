@@ -192,7 +192,8 @@ def test_dense_wait_reads_seconds_all_and_the_old_true_and_false() -> None:
     from coderag_tui.settings import DENSE_WAIT_ALL
 
     assert Settings().dense_wait == 15
-    assert Settings(dense_wait="all").dense_wait == DENSE_WAIT_ALL
-    assert Settings(dense_wait=True).dense_wait == DENSE_WAIT_ALL  # an older config file
-    assert Settings(dense_wait="false").dense_wait == 0
-    assert Settings(dense_wait="1").dense_wait == 1  # a number, not "true"
+    # Values as a config file or the environment gives them (text, or an older true/false).
+    assert Settings().with_(dense_wait="all").dense_wait == DENSE_WAIT_ALL
+    assert Settings(dense_wait=True).dense_wait == DENSE_WAIT_ALL
+    assert Settings().with_(dense_wait="false").dense_wait == 0
+    assert Settings().with_(dense_wait="1").dense_wait == 1  # a number, not "true"

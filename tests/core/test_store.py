@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from coderag_tui.core.hashing import text_hash
 from coderag_tui.core.index.store import (
     INDEX_APP_ID,
     EmbeddingCache,
     FileState,
     Store,
     StoreError,
-    text_hash,
 )
 from coderag_tui.core.records import Chunk
 

@@ -32,7 +32,9 @@ def _git(root: Path, *args: str) -> None:
     )
 
 
-def _read_all(root: Path, result: WalkResult) -> tuple[dict[str, tuple[str, bool]], list]:
+def _read_all(
+    root: Path, result: WalkResult
+) -> tuple[dict[str, tuple[str, bool]], list[SkippedFile]]:
     texts: dict[str, tuple[str, bool]] = {}
     skipped = list(result.skipped)
     for file in result.files:

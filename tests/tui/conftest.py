@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual import events
 from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
@@ -155,3 +156,11 @@ async def search(pilot: Pilot[Any], query: str, *, typed: bool = False) -> None:
         field.value = query
     await pilot.press("enter")
     await settle(pilot)
+
+
+def burst(app: CoderagApp, *keys: str) -> None:
+    """Send keys as a terminal does when they arrive together: none waits for the last."""
+    driver = app._driver
+    assert driver is not None
+    for key in keys:
+        driver.send_message(events.Key(key, key if len(key) == 1 else None))

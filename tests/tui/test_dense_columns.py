@@ -8,8 +8,7 @@ from coderag_tui.core.records import RANKING_NAMES
 from coderag_tui.settings import Settings
 from coderag_tui.tui.widgets.rankings import RankingColumn
 from coderag_tui.tui.widgets.status import TopBar
-from tests.tui.conftest import SIZE, search, settle
-from tests.tui.test_app import AppFactory
+from tests.tui.conftest import SIZE, AppFactory, search, settle
 
 
 async def test_all_four_columns_with_dense_and_rerank(

@@ -60,6 +60,7 @@ def cli_rankings(data: dict[str, Any]) -> dict[str, list[tuple[str, int, int]]]:
     }
 
 
+@pytest.mark.slow
 async def test_the_cli_and_the_tui_answer_alike(
     tui_settings: Settings,
     build_app: AppFactory,

@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-from textual import events
-
 from coderag_tui.settings import Settings
-from coderag_tui.tui.app import CoderagApp
-from tests.tui.conftest import SIZE, AppFactory, column, search, settle, text_of
-
-
-def burst(app: CoderagApp, *keys: str) -> None:
-    """Send keys as a terminal does when they arrive together: none waits for the last."""
-    driver = app._driver
-    assert driver is not None
-    for key in keys:
-        driver.send_message(events.Key(key, key if len(key) == 1 else None))
+from tests.tui.conftest import SIZE, AppFactory, burst, column, search, settle, text_of
 
 
 async def test_pin_and_exclude_in_a_burst_act_on_the_row_under_the_cursor(

@@ -7,8 +7,7 @@ from textual.widgets import Input
 from coderag_tui.settings import Settings
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.ranking_table import RankingTable
-from tests.tui.conftest import SIZE, AppFactory, column, search, settle
-from tests.tui.test_fast_keys import burst
+from tests.tui.conftest import SIZE, AppFactory, burst, column, search, settle
 
 
 async def test_esc_leaves_a_tuning_number_field_without_applying_what_was_typed(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from textual.content import Content
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Input
 
 from coderag_tui.settings import Settings
@@ -22,7 +23,7 @@ PAYLOAD = "# retry payment \x1b]52;c;ZXZpbA==\x07 \x1b[2J \x1b]0;pwned\x07 [b]bo
 def screen_text(app: CoderagApp) -> str:
     """Every character the current screen would send, widget by widget, line by line."""
     lines: list[str] = []
-    for widget in app.screen.walk_children():
+    for widget in app.screen.walk_children(Widget):
         if not widget.display or not widget.size.height:
             continue
         for y in range(widget.size.height):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun
+from coderag_tui.core.records import Chunk, Hit, Ranking, RankingName, SearchRun
 from coderag_tui.tui.widgets.latency import bar
 from coderag_tui.tui.widgets.preview import term_pattern, word_matches
 from coderag_tui.tui.widgets.ranking_table import (
@@ -39,10 +39,11 @@ def test_ranks_line_shows_every_list_with_a_dash_where_absent_and_off_where_unav
         },
         timings=(),
     )
-    shown = ("bm25", "dense", "fused", "rerank")
+    shown: tuple[RankingName, ...] = ("bm25", "dense", "fused", "rerank")
     assert ranks_line(run, a.key, shown) == "BM25 #2 · Dense off · Fused — · Rerank #1"
     assert ranks_line(run, None, shown) == ""
-    assert ranks_line(run, a.key, shown, pending=("dense",)).startswith("BM25 #2 · Dense pending")
+    pending: tuple[RankingName, ...] = ("dense",)
+    assert ranks_line(run, a.key, shown, pending=pending).startswith("BM25 #2 · Dense pending")
 
 
 @pytest.mark.parametrize(
