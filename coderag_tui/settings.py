@@ -31,58 +31,28 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
-import platformdirs
-
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import ChunkingSpec, ChunkStrategy
+from coderag_tui.locations import (
+    temporary_runtime_dirs,
+    user_cache_dir,
+    user_config_dir,
+    user_config_file,
+    user_runtime_dir,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-APP_NAME = "coderag"
 ENV_PREFIX = "CODERAG_"
 REPO_FILE = ".coderag.toml"
-
-
-def user_config_dir() -> Path:
-    return Path(platformdirs.user_config_dir(APP_NAME))
-
-
-def user_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir(APP_NAME))
-
-
-def user_data_dir() -> Path:
-    """Where coderag keeps what the user made (saved prompts): never inside a repository."""
-    return Path(platformdirs.user_data_dir(APP_NAME))
-
-
-def user_runtime_dir() -> Path:
-    """Where resident servers (`coderag serve`) keep their sockets: `$XDG_RUNTIME_DIR/coderag`
-    when the session has one, else `coderag-<uid>` in the temporary folder."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and os.path.isdir(runtime):
-        return Path(runtime) / APP_NAME
-    return _temporary_runtime_dirs()[0]
-
-
-def _temporary_runtime_dirs() -> tuple[Path, ...]:
-    """`coderag-<uid>` in the temporary folder, then in /tmp (for a long $TMPDIR)."""
-    import tempfile
-
-    name = f"{APP_NAME}-{os.getuid()}"
-    return (Path(tempfile.gettempdir()) / name, Path("/tmp") / name)
 
 
 # The longest socket path, in bytes, that fits every kernel's sockaddr_un with its NUL
 # (108 bytes on Linux, 104 on macOS), with the `.sock` a server adds (see `server_path`).
 SOCKET_PATH_MAX = 103 - len(".sock")
-
-
-def user_config_file() -> Path:
-    """The user's own config file, read before the repository's."""
-    return user_config_dir() / "config.toml"
 
 
 DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe_cap`)
@@ -100,7 +70,7 @@ SecretMode = Literal["hold", "redact", "allow"]
 Backend = Literal["local", "qdrant"]
 
 
-class SettingsError(ValueError):
+class SettingsError(CoderagError, ValueError):
     """A setting cannot be used; the message is one sentence naming the key and its source."""
 
 
@@ -485,6 +455,19 @@ class Settings:
         ),
     )
 
+    # --- diagnostics ---
+    log_file: Path | None = field(
+        default=None,
+        metadata=_about(
+            "A file coderag appends its debug log to: every fallback it takes (a model it could "
+            "not load, a grammar it lacks) with the reason; empty logs nothing.",
+            metavar="FILE",
+            shown_default="none",
+            repo_file="refused",
+            why_refused=_PATH_REFUSED,
+        ),
+    )
+
     # --- TUI ---
     theme: str = field(
         default="coderag-dark",
@@ -552,7 +535,7 @@ class Settings:
         if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
             return path
         digest = hashlib.sha1(os.fsencode(runtime) + b"\0" + os.fsencode(index)).hexdigest()[:16]
-        for folder in _temporary_runtime_dirs():
+        for folder in temporary_runtime_dirs():
             path = folder / digest
             if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
                 break

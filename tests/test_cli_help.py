@@ -3,6 +3,7 @@ and a hint for a bad option, and the command they meant."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,23 @@ def test_a_mistyped_command_is_named_with_the_one_meant(
     assert err == (
         "coderag: 'serach' is neither a command nor a folder; did you mean `coderag search`?\n"
     )
+
+
+def test_log_file_records_the_fallbacks_taken(
+    tiny_repo: Path, index_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "coderag.log"
+    flags = ["--index-dir", str(index_dir), "--embed-backend", "none", "--log-file", str(log)]
+    code = main(["search", "refund", str(tiny_repo), *flags])
+    assert code == 0, capsys.readouterr().err
+    text = log.read_text()
+    assert "coderag_tui.core.engine DEBUG dense stage off: dense search is off" in text
+    package = logging.getLogger("coderag_tui")
+    for handler in list(package.handlers):  # this test's file only, not the next test's
+        package.removeHandler(handler)
+        handler.close()
+    # A log file that cannot be written is one sentence, not a traceback.
+    code = main(["index", str(tiny_repo), "--log-file", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "cannot write the log file" in err and "Traceback" not in err

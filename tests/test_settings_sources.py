@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
+from coderag_tui.locations import user_config_file
 from coderag_tui.settings import (
     DENSE_STRIPES_AUTO,
     SCHEMA,
@@ -17,7 +18,6 @@ from coderag_tui.settings import (
     SettingsWarning,
     load_settings,
     read_settings,
-    user_config_file,
 )
 
 

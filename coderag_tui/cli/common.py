@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
 import os
 import re
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import Origin, Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.index.changes import Change
 
 
-class UserError(Exception):
+class UserError(CoderagError):
     """A problem the user can fix; the message is one sentence naming the thing and the fix."""
 
     exit_code = 2
@@ -34,7 +36,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = True) -> None:
-    """PATH (default: current directory) and --index-dir, common to every subcommand."""
+    """PATH (default: current directory), --index-dir and --log-file, common to every
+    subcommand."""
     if path_positional:
         parser.add_argument(
             "path",
@@ -43,7 +46,26 @@ def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = Tr
             metavar="PATH",
             help="repository to index (default: the current directory)",
         )
-    add_setting_flags(parser, ["index_dir"])
+    add_setting_flags(parser, ["index_dir", "log_file"])
+
+
+def start_log(path: Path | None) -> None:
+    """Append coderag's debug log to `path` (once per file and process), or a UserError."""
+    if path is None:
+        return
+    target = os.path.abspath(path)
+    package = logging.getLogger("coderag_tui")
+    if any(getattr(h, "baseFilename", None) == target for h in package.handlers):
+        return
+    try:
+        handler = logging.FileHandler(target, encoding="utf-8", delay=False)
+    except OSError as exc:
+        raise UserError(
+            f"cannot write the log file {path} ({exc.strerror}): give --log-file a writable path."
+        ) from exc
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    package.addHandler(handler)
+    package.setLevel(logging.DEBUG)
 
 
 # The settings each face offers as flags, grouped by stage; every flag is generated from the
@@ -445,6 +467,7 @@ def settings_from_args(
     else:
         for warning in loaded.warnings:
             print(f"coderag: {visible(str(warning))}", file=sys.stderr)
+    start_log(loaded.settings.log_file)
     return loaded.settings
 
 

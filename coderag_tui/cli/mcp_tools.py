@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from coderag_tui import __version__
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import EVERY_FILE, Hit, RankingName, Scope, SearchRun
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ RELATED_LINES = 20  # lines ending at LINE that `related` asks with
 OPEN_WAIT_S = 20.0  # how long a tool waits for the index to open before saying so
 
 
-class ToolFailure(Exception):
+class ToolFailure(CoderagError):
     """A request the tool cannot answer; the message is one sentence the agent can act on."""
 
 

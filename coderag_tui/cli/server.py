@@ -9,7 +9,7 @@ answer exactly as the command would have, for the client's terminal (is it a ter
 wide, which colours), and the client writes it out; for a prompt it sends the packed prompt
 back, and the client copies, saves or prints it (the clipboard and the files are its own).
 
-The socket lives in a folder only this user may enter (`settings.user_runtime_dir`, checked
+The socket lives in a folder only this user may enter (`locations.user_runtime_dir`, checked
 before every use), so only this user's processes can ask. This module imports nothing heavy
 at the top: `ask` runs at the start of every `coderag search` and `prompt`.
 """

@@ -12,6 +12,7 @@ so the same request gives the same rankings and the same prompt everywhere.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import (
     EVERY_FILE,
     Chunk,
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 Clock = Callable[[], float]
 ADVICE_SAMPLE = 200  # chunks whose tokens estimate the repository's tokens per line
 CHUNKS_PER_BUDGET = 100  # a prompt looks at least budget/100 hits deep (100-token chunks)
+logger = logging.getLogger(__name__)
+
 DENSE_OFF_FOR_RUN = "dense search is off: it was turned off for this run."
 DENSE_CANCELLED = "dense search is off: loading was cancelled."
 EMBEDDING_CANCELLED = (
@@ -59,7 +63,7 @@ DISTILL_WORTH_CHUNKS = 2000
 INDEX_CANCELLED = "indexing was cancelled: searching the files indexed so far."
 
 
-class PromptError(ValueError):
+class PromptError(CoderagError, ValueError):
     """A prompt that cannot be made as asked (budget too small, bad template or encoding)."""
 
 
@@ -803,6 +807,10 @@ class Engine:
     def use(self, stage: Stage) -> None:
         """Install a stage: later searches rank with it (a new lexical stage drops the dense
         one built for other chunks)."""
+        if isinstance(stage, Dense | Rerank) and stage.reason:
+            logger.debug("%s stage off: %s", type(stage).__name__.lower(), stage.reason)
+        for notice in stage.notices:
+            logger.debug("%s stage: %s", type(stage).__name__.lower(), notice)
         from coderag_tui.core.rank.search import Searcher
 
         with self._lock:

@@ -57,6 +57,7 @@ SEARCH_TIME = frozenset(
         "secrets",
         "theme",
         "theme_dir",
+        "log_file",
     }
 )
 # Settings that matter only when a request ranks with dense search, or reranks.

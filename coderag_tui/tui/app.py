@@ -20,11 +20,13 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.theme import Theme
 from textual.timer import Timer
+from textual.worker import Worker, WorkerState
 
 from coderag_tui.core.engine import Dense, Engine, Rerank
 from coderag_tui.core.records import EVERY_FILE, PackedPrompt, RankingName, Scope
-from coderag_tui.core.visible import visible
-from coderag_tui.settings import Settings, SettingsError, user_config_dir, user_data_dir
+from coderag_tui.core.visible import one_line, visible
+from coderag_tui.locations import user_config_dir, user_data_dir
+from coderag_tui.settings import Settings, SettingsError
 from coderag_tui.tui import state as tui_state
 from coderag_tui.tui import workers
 from coderag_tui.tui.commands import CoderagCommands
@@ -202,6 +204,34 @@ class CoderagApp(App[None]):
             exit_on_error=False,  # failures arrive as messages; none may end the app
             exclusive=True,
             thread=True,
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that failed unexpectedly (a bug: expected failures arrive as messages)
+        is said in one sentence with where its crash report is, and the app stays usable."""
+        worker = event.worker
+        if event.state != WorkerState.ERROR or worker.error is None:
+            return
+        from coderag_tui.tui.crash import write_crash_report
+
+        doing = worker.description or worker.group
+        try:
+            where = f"the report is in {write_crash_report(worker.error, doing)}"
+        except OSError as exc:
+            where = f"no report could be written ({exc.strerror or exc})"
+        if not self.has_main_screen:
+            return
+        if worker.group == "build_index":
+            self.main.index_progress.finish()
+            self._set_state(replace(self.index_state, index="failed"))
+        elif worker.group == "search":
+            self.session.asking = None
+        what = one_line(f"{type(worker.error).__name__}: {worker.error}")[:200]
+        self.notify(
+            f"Something went wrong ({doing.rstrip('.').lower()}): {what}; {where}.",
+            title="Unexpected error",
+            severity="error",
+            timeout=20,
         )
 
     def _remember_theme(self, theme: Theme) -> None:

@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.worker import get_current_worker
 
 from coderag_tui.core.engine import DIFF_TASK, PromptError, code_query, diff_query, prompt_tools
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import Chunk, Scope, SearchRun
 from coderag_tui.tui.messages import (
     AdviceReady,
@@ -78,7 +79,6 @@ def build_index(
 ) -> None:
     """Serve the saved index at once (when no stage of this chunking is installed), then
     bring it up to date: IndexBuilt for other chunks, IndexChecked when nothing changed."""
-    from coderag_tui.core.index.store import StoreError
 
     # engine.use builds a Searcher on the UI thread: import its module here, off that thread.
     from coderag_tui.core.rank import search as _search  # noqa: F401
@@ -111,7 +111,7 @@ def build_index(
             if served is not None:
                 post(IndexBuilt(serial, served, chunking, (clock() - start) * 1000))
         lexical = engine.update_index(settings, current=served, progress=progress, cancel=cancel)
-    except (StoreError, OSError) as exc:
+    except (CoderagError, OSError) as exc:  # StoreError, a full disk ...: one sentence
         post(IndexFailed(serial, str(exc)))
         return
     if worker.is_cancelled:
@@ -209,14 +209,15 @@ def search(
             return
     try:
         run = engine.search(query, settings, origin, scope)
-    except Exception as exc:  # show the failure, keep the app and the last results
+        listed = {h.chunk.key: h.chunk for r in run.rankings.values() for h in r.hits}
+        secrets = engine.secret_kinds(listed.values())  # reads the index: it can fail too
+    except CoderagError as exc:  # a sentence to show; a bug surfaces as a crash report
         post(SearchFailed(serial, f"the search failed: {exc}"))
         return
     if worker.is_cancelled:
         return
     # Rankings first: they render while the prompt is packed (token counting takes longer).
-    listed = {h.chunk.key: h.chunk for r in run.rankings.values() for h in r.hits}
-    finished = SearchFinished(serial, run, engine.secret_kinds(listed.values()), change)
+    finished = SearchFinished(serial, run, secrets, change)
     post(finished)
     finished.rendered.wait(timeout=1.0)
     if worker.is_cancelled:

