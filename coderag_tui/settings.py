@@ -78,6 +78,22 @@ class SettingsWarning(UserWarning):
     """A setting was ignored (an unknown key); the message names the source and a close key."""
 
 
+# Which stage reads a setting, so every group of settings (what an index remembers, what a
+# resident server may answer with another value, which flags a command offers) is derived
+# from the schema instead of listed by hand. In flow order: where the index lives, which
+# files it reads, where it is served from, how they are cut, BM25's words, the dense model,
+# fusion, the code signals, rerank and its model, how many hits show, the prompt, logging and
+# the TUI's looks.
+Stage = Literal[
+    "location", "files", "backend", "chunking", "lexical", "dense", "fusion", "signals",
+    "rerank", "rerank model", "results", "prompt", "diagnostics", "tui",
+]  # fmt: skip
+# Read when ranking or packing, never when indexing or loading a model: a request may set
+# them apart from an open engine's (`core.resident`).
+SEARCH_STAGES: frozenset[Stage] = frozenset(
+    {"fusion", "signals", "rerank", "results", "prompt", "diagnostics", "tui"}
+)
+
 # What a repository's own .coderag.toml may do with a key (see `_from_repo_file`): set it,
 # not at all, only to a path inside the repository, or only lower than it would be otherwise
 # (a resource limit: a repository may ask for less memory and time, never more).
@@ -101,6 +117,7 @@ class _Meta:
     repo_file: RepoFilePolicy = "free"
     why_refused: str = ""
     pattern: str = ""  # a regular expression the whole text must match ("" takes any text)
+    stage: Stage | None = None  # which stage reads it (every field has one: a test checks)
 
 
 def _about(doc: str, **facts: Any) -> dict[str, _Meta]:
@@ -132,6 +149,7 @@ class Settings:
             shown_default="the current folder",
             repo_file="refused",
             why_refused=_PATH_REFUSED,
+            stage="location",
         ),
     )
     index_dir: Path | None = field(
@@ -142,6 +160,7 @@ class Settings:
             shown_default="the user cache directory",
             repo_file="refused",
             why_refused=_PATH_REFUSED,
+            stage="location",
         ),
     )
     max_file_bytes: int = field(
@@ -151,6 +170,7 @@ class Settings:
             ge=1,
             shown_default="1048576 = 1 MiB",
             repo_file="lower",
+            stage="files",
         ),
     )
     max_line_chars: int = field(
@@ -159,6 +179,7 @@ class Settings:
             "A file whose longest line is longer than this counts as minified and is skipped.",
             ge=1,
             repo_file="lower",
+            stage="files",
         ),
     )
     include_secret_files: bool = field(
@@ -168,6 +189,7 @@ class Settings:
             "otherwise skipped; secrets found in them are still held back from prompts.",
             repo_file="refused",
             why_refused=_SECRETS_REFUSED,
+            stage="files",
         ),
     )
 
@@ -179,6 +201,7 @@ class Settings:
             "`coderag index --backend qdrant` pushes to (qdrant).",
             repo_file="refused",
             why_refused=_SERVER_REFUSED,
+            stage="backend",
         ),
     )
     backend_url: str = field(
@@ -191,6 +214,7 @@ class Settings:
             pattern=r"(?:(?!.*://).*)|https?://[^\s]+",
             repo_file="refused",
             why_refused=_SERVER_REFUSED,
+            stage="backend",
         ),
     )
     backend_collection: str = field(
@@ -203,6 +227,7 @@ class Settings:
             pattern=r"[A-Za-z0-9_.-]{0,200}",
             repo_file="refused",
             why_refused=_SHARED_REFUSED,
+            stage="backend",
         ),
     )
 
@@ -210,13 +235,16 @@ class Settings:
     chunking: ChunkStrategy = field(
         default="lines",
         metadata=_about(
-            "How files are cut into chunks: line windows, syntax units (ast) or whole files."
+            "How files are cut into chunks: line windows, syntax units (ast) or whole files.",
+            stage="chunking",
         ),
     )
     chunk_lines: int = field(
         default=64,
         metadata=_about(
-            "Lines per window for lines chunking, and the size limit of an ast chunk.", ge=1
+            "Lines per window for lines chunking, and the size limit of an ast chunk.",
+            ge=1,
+            stage="chunking",
         ),
     )
     chunk_overlap: int = field(
@@ -225,6 +253,7 @@ class Settings:
             "Lines shared by neighbouring windows of lines chunking.",
             ge=0,
             limits="≥ 0 and below chunk_lines",
+            stage="chunking",
         ),
     )
 
@@ -234,17 +263,21 @@ class Settings:
     split_identifiers: bool = field(
         default=True,
         metadata=_about(
-            "BM25 also indexes identifiers split into words: getUserName as get, user, name."
+            "BM25 also indexes identifiers split into words: getUserName as get, user, name.",
+            stage="lexical",
         ),
     )
     path_in_text: bool = field(
-        default=True, metadata=_about("BM25 also indexes each chunk's file path with its text.")
+        default=True,
+        metadata=_about("BM25 also indexes each chunk's file path with its text.", stage="lexical"),
     )
 
     # --- dense ---
     embed_backend: ModelBackend = field(
         default="auto",
-        metadata=_about("Which library runs the embedding model; none turns dense search off."),
+        metadata=_about(
+            "Which library runs the embedding model; none turns dense search off.", stage="dense"
+        ),
     )
     embed_model: str = field(
         default="",
@@ -253,6 +286,7 @@ class Settings:
             metavar="NAME|DIR",
             shown_default="empty",
             repo_file="inside",
+            stage="dense",
         ),
     )
     allow_download: bool = field(
@@ -261,12 +295,16 @@ class Settings:
             "Whether a missing model may be downloaded in the background; off stays offline.",
             repo_file="refused",
             why_refused="downloads are the user's choice",
+            stage="dense",
         ),
     )
     embed_batch_size: int = field(
         default=8,
         metadata=_about(
-            "Stripes per embedding batch; 8 beat 16 and 32 on 2 cores.", ge=1, repo_file="lower"
+            "Stripes per embedding batch; 8 beat 16 and 32 on 2 cores.",
+            ge=1,
+            repo_file="lower",
+            stage="dense",
         ),
     )
     # Measured on the 22-instance dev benchmark, see `stripe_cap`.
@@ -279,6 +317,7 @@ class Settings:
             auto=DENSE_STRIPES_AUTO,
             metavar="auto|N",
             shown_default="auto",
+            stage="dense",
         ),
     )
 
@@ -286,7 +325,8 @@ class Settings:
         default="static",
         metadata=_about(
             "A dense list that covers every chunk in seconds while the model embeds: static "
-            "(a token table distilled once from the shipped all-MiniLM-L6-v2) or off."
+            "(a token table distilled once from the shipped all-MiniLM-L6-v2) or off.",
+            stage="dense",
         ),
     )
     dense_wait: int = field(
@@ -300,6 +340,7 @@ class Settings:
             auto_word="all",
             from_bool=(0, DENSE_WAIT_ALL),
             metavar="SECONDS|all",
+            stage="dense",
         ),
     )
 
@@ -307,15 +348,21 @@ class Settings:
     rrf_k: int = field(
         default=60,
         metadata=_about(
-            "The constant k of Reciprocal Rank Fusion, score = sum of 1 / (k + rank).", ge=1
+            "The constant k of Reciprocal Rank Fusion, score = sum of 1 / (k + rank).",
+            ge=1,
+            stage="fusion",
         ),
     )
     depth: int = field(
-        default=100, metadata=_about("How deep each ranking goes into fusion.", ge=1)
+        default=100,
+        metadata=_about("How deep each ranking goes into fusion.", ge=1, stage="fusion"),
     )
     fusion: Fusion = field(
         default="rrf",
-        metadata=_about("How BM25 and dense are fused: reciprocal ranks (rrf) or weighted scores."),
+        metadata=_about(
+            "How BM25 and dense are fused: reciprocal ranks (rrf) or weighted scores.",
+            stage="fusion",
+        ),
     )
     dense_weight: float = field(
         default=1.0,
@@ -324,12 +371,17 @@ class Settings:
             ge=0,
             le=4,
             metavar="W",
+            stage="fusion",
         ),
     )
     bm25_weight: float = field(
         default=0.5,
         metadata=_about(
-            "Weight of BM25 in weighted fusion; dense gets 1 minus this.", ge=0, le=1, metavar="W"
+            "Weight of BM25 in weighted fusion; dense gets 1 minus this.",
+            ge=0,
+            le=1,
+            metavar="W",
+            stage="fusion",
         ),
     )
 
@@ -339,7 +391,8 @@ class Settings:
     signals: bool = field(
         default=True,
         metadata=_about(
-            "Re-score the fused list with code-aware signals (BM25 and dense stay raw)."
+            "Re-score the fused list with code-aware signals (BM25 and dense stay raw).",
+            stage="signals",
         ),
     )
     signal_definitions: float = field(
@@ -349,6 +402,7 @@ class Settings:
             "parse_config, a.b.c); 0 turns it off.",
             ge=0,
             metavar="W",
+            stage="signals",
         ),
     )
     signal_forms: float = field(
@@ -358,6 +412,7 @@ class Settings:
             "parseConfig, parse_config, ConfigParser); 0 turns it off.",
             ge=0,
             metavar="W",
+            stage="signals",
         ),
     )
     signal_path: float = field(
@@ -367,6 +422,7 @@ class Settings:
             "name; 0 turns it off.",
             ge=0,
             metavar="W",
+            stage="signals",
         ),
     )
     signal_coherence: float = field(
@@ -376,6 +432,7 @@ class Settings:
             "turns it off.",
             ge=0,
             metavar="W",
+            stage="signals",
         ),
     )
     signal_roles: float = field(
@@ -387,6 +444,7 @@ class Settings:
             ge=0,
             le=1,
             metavar="X",
+            stage="signals",
         ),
     )
     signal_issue_terms: float = field(
@@ -396,15 +454,19 @@ class Settings:
             "exception names) searched apart from its prose; 0 turns it off.",
             ge=0,
             metavar="W",
+            stage="signals",
         ),
     )
 
     rerank: bool = field(
-        default=False, metadata=_about("Rerank the fused top candidates with a cross-encoder.")
+        default=False,
+        metadata=_about("Rerank the fused top candidates with a cross-encoder.", stage="rerank"),
     )
     rerank_backend: RerankBackend = field(
         default="auto",
-        metadata=_about("Which library runs the cross-encoder; none turns reranking off."),
+        metadata=_about(
+            "Which library runs the cross-encoder; none turns reranking off.", stage="rerank model"
+        ),
     )
     rerank_model: str = field(
         default="",
@@ -413,21 +475,39 @@ class Settings:
             metavar="NAME|DIR",
             shown_default="empty",
             repo_file="inside",
+            stage="rerank model",
         ),
     )
     rerank_candidates: int = field(
-        default=20, metadata=_about("How many fused candidates the cross-encoder sees.", ge=1)
+        default=20,
+        metadata=_about("How many fused candidates the cross-encoder sees.", ge=1, stage="rerank"),
     )
-    rerank_keep: int = field(default=5, metadata=_about("How many reranked chunks are kept.", ge=1))
-    k: int = field(default=20, metadata=_about("Hits shown per ranking.", ge=1))
+    rerank_keep: int = field(
+        default=5, metadata=_about("How many reranked chunks are kept.", ge=1, stage="rerank")
+    )
+    k: int = field(default=20, metadata=_about("Hits shown per ranking.", ge=1, stage="results"))
+    query_lines: int = field(
+        default=20,
+        metadata=_about(
+            "Lines before FILE:LINE that make a code-to-code query (--from, the TUI's code mode, "
+            "MCP's related).",
+            ge=1,
+            stage="results",
+        ),
+    )
 
     # --- prompt ---
     budget: int = field(
-        default=8000, metadata=_about("Token budget of the whole prompt.", ge=1, metavar="TOKENS")
+        default=8000,
+        metadata=_about(
+            "Token budget of the whole prompt.", ge=1, metavar="TOKENS", stage="prompt"
+        ),
     )
     encoding: str = field(
         default="o200k_base",
-        metadata=_about("The tiktoken encoding that counts tokens.", metavar="NAME"),
+        metadata=_about(
+            "The tiktoken encoding that counts tokens.", metavar="NAME", stage="prompt"
+        ),
     )
     template: str = field(
         default="markdown",
@@ -436,14 +516,21 @@ class Settings:
             names=("markdown", "md", "xml"),
             metavar="markdown|xml|FILE",
             repo_file="inside",
+            stage="prompt",
         ),
     )
     context_first: bool = field(
         default=True,
-        metadata=_about("Put the code context before the task (models attend best to the start)."),
+        metadata=_about(
+            "Put the code context before the task (models attend best to the start).",
+            stage="prompt",
+        ),
     )
     trim_last: bool = field(
-        default=False, metadata=_about("Cut the last chunk at a line boundary to fill the budget.")
+        default=False,
+        metadata=_about(
+            "Cut the last chunk at a line boundary to fill the budget.", stage="prompt"
+        ),
     )
     secrets: SecretMode = field(
         default="hold",
@@ -452,6 +539,7 @@ class Settings:
             "prompt, redact each secret as <redacted:TYPE>, or allow them as they are.",
             repo_file="refused",
             why_refused=_SECRETS_REFUSED,
+            stage="prompt",
         ),
     )
 
@@ -465,6 +553,7 @@ class Settings:
             shown_default="none",
             repo_file="refused",
             why_refused=_PATH_REFUSED,
+            stage="diagnostics",
         ),
     )
 
@@ -475,6 +564,7 @@ class Settings:
             "A bundled theme (coderag-dark, coderag-light, coderag-high-contrast) "
             "or one from the theme folder.",
             metavar="NAME",
+            stage="tui",
         ),
     )
     theme_dir: Path = field(
@@ -485,6 +575,7 @@ class Settings:
             shown_default="themes in the user config folder",
             repo_file="refused",
             why_refused=_PATH_REFUSED,
+            stage="tui",
         ),
     )
 
@@ -747,6 +838,11 @@ def _build_schema() -> dict[str, SettingInfo]:
 SCHEMA: Mapping[str, SettingInfo] = _build_schema()
 """Every setting by name, in declaration order: its type, limits, default and docstring."""
 _SCHEMA_ORDER = tuple(SCHEMA.values())
+
+
+def settings_of(*stages: Stage) -> tuple[str, ...]:
+    """The settings the given stages read, in the schema's order."""
+    return tuple(name for name, info in SCHEMA.items() if info.meta.stage in stages)
 
 
 def _overlap_problem(

@@ -89,7 +89,7 @@ def test_from_location_queries_with_the_lines_before(
 @pytest.mark.parametrize(
     ("before", "after", "message"),
     [
-        ([], ["--from", "shop/cart.py"], "--from needs FILE:LINE"),
+        ([], ["--from", "shop/cart.py"], "--from: 'shop/cart.py' is not FILE:LINE"),
         ([], ["--from", "shop/nope.py:3"], "does not exist"),
         ([], ["--from", "shop/cart.py:1"], "no lines before"),
         (["cart"], ["--k", "0"], "--k: must be ≥ 1, got 0."),

@@ -181,3 +181,23 @@ def test_the_tui_refuses_a_bad_value_before_it_starts(tiny_repo: Path, index_dir
     )
     with pytest.raises(UserError, match=r"^--bm25-weight: must be between 0 and 1, got 2\.0\.$"):
         settings_from_args(args)
+
+
+def test_every_setting_names_the_stage_that_reads_it() -> None:
+    """Groups of settings (what an index remembers, what a server may answer differently,
+    which flags a command offers) come from the stages: a field without one would fall out of
+    every group."""
+    from typing import get_args
+
+    from coderag_tui.core.index.keeper import BUILD_SETTINGS
+    from coderag_tui.core.resident import DENSE_ONLY, RERANK_ONLY, SEARCH_TIME
+    from coderag_tui.settings import Stage, settings_of
+
+    missing = [name for name, info in SCHEMA.items() if info.meta.stage is None]
+    assert missing == []
+    assert {info.meta.stage for info in SCHEMA.values()} == set(get_args(Stage))
+    assert BUILD_SETTINGS == ("max_file_bytes", "max_line_chars", "include_secret_files")
+    assert {"budget", "k", "rrf_k", "signals", "theme"} <= SEARCH_TIME
+    assert "chunk_lines" not in SEARCH_TIME and "embed_model" in DENSE_ONLY
+    assert {"rerank_backend", "rerank_model"} == RERANK_ONLY
+    assert settings_of("chunking") == ("chunking", "chunk_lines", "chunk_overlap")

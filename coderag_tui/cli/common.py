@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import Origin, Scope
 from coderag_tui.core.visible import one_line, visible
-from coderag_tui.settings import SCHEMA, SettingInfo, Settings, SettingsError, read_settings
+from coderag_tui.settings import (
+    SCHEMA,
+    SettingInfo,
+    Settings,
+    SettingsError,
+    read_settings,
+    settings_of,
+)
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.changes import Change
@@ -70,31 +77,17 @@ def start_log(path: Path | None) -> None:
 
 # The settings each face offers as flags, grouped by stage; every flag is generated from the
 # schema (`add_setting_flags`), so a setting has one spelling, type, limit and help everywhere.
-INDEX_SETTINGS = (
-    "chunking", "chunk_lines", "chunk_overlap", "max_file_bytes", "max_line_chars",
-    "include_secret_files",
-)  # fmt: skip
-LEXICAL_SETTINGS = ("split_identifiers", "path_in_text")
-DENSE_SETTINGS = (
-    "embed_backend",
-    "embed_model",
-    "dense_stripes",
-    "embed_batch_size",
-    "allow_download",
-    "dense_first_pass",
-    "dense_wait",
-)
-FUSION_SETTINGS = ("fusion", "rrf_k", "dense_weight", "bm25_weight", "depth")
-SIGNAL_SETTINGS = (
-    "signals", "signal_definitions", "signal_forms", "signal_path", "signal_coherence",
-    "signal_roles", "signal_issue_terms",
-)  # fmt: skip
-RERANK_SETTINGS = ("rerank", "rerank_backend", "rerank_model", "rerank_candidates", "rerank_keep")
+INDEX_SETTINGS = settings_of("chunking", "files")
+LEXICAL_SETTINGS = settings_of("lexical")
+DENSE_SETTINGS = settings_of("dense")
+FUSION_SETTINGS = settings_of("fusion")
+SIGNAL_SETTINGS = settings_of("signals")
+RERANK_SETTINGS = settings_of("rerank", "rerank model")
 RANKING_SETTINGS = (
     *LEXICAL_SETTINGS, *DENSE_SETTINGS, *FUSION_SETTINGS, *SIGNAL_SETTINGS, *RERANK_SETTINGS,
 )  # fmt: skip
-PROMPT_SETTINGS = ("budget", "template", "encoding", "context_first", "trim_last", "secrets")
-BACKEND_SETTINGS = ("backend", "backend_url", "backend_collection")
+PROMPT_SETTINGS = settings_of("prompt")
+BACKEND_SETTINGS = settings_of("backend")
 BACKEND_GROUP = "a shared index on a server (Qdrant)"
 
 # Older spellings that keep working, and flags that set a boolean setting to False.
@@ -281,9 +274,6 @@ def add_ranking_args(parser: argparse._ActionsContainer) -> None:
     add_setting_flags(parser, RANKING_SETTINGS)
 
 
-DEFAULT_QUERY_LINES = 20  # lines before FILE:LINE that make a code-to-code query (as the TUI)
-
-
 def add_location_args(parser: argparse._ActionsContainer) -> None:
     """--from FILE:LINE and --query-lines: ask with the code before a line, as completion does."""
     parser.add_argument(
@@ -294,13 +284,7 @@ def add_location_args(parser: argparse._ActionsContainer) -> None:
         help="query with the lines before LINE of FILE (LINE excluded); that "
         "code's own chunk is left out of every ranking",
     )
-    parser.add_argument(
-        "--query-lines",
-        type=int,
-        default=DEFAULT_QUERY_LINES,
-        metavar="N",
-        help=f"lines before LINE used by --from (default: {DEFAULT_QUERY_LINES})",
-    )
+    add_setting_flags(parser, ["query_lines"])
 
 
 def add_scope_args(parser: argparse._ActionsContainer, *, exclude: bool = True) -> None:
@@ -404,18 +388,13 @@ def diff_repo_path(args: argparse.Namespace, positional: str) -> None:
 def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:
     """The query and origin that --from FILE:LINE gives, or a UserError in one sentence."""
     from coderag_tui.core.engine import code_query
-    from coderag_tui.core.rank.search import LocationError
+    from coderag_tui.core.rank.search import LocationError, parse_location
 
-    text: str = args.from_location
-    file, sep, line = text.rpartition(":")
-    if not sep or not file or not line.strip().isdigit():
-        raise UserError(f"--from needs FILE:LINE (for example shop/cart.py:30), not {text!r}.")
-    if args.query_lines < 1:
-        raise UserError(f"--query-lines must be at least 1, not {args.query_lines}.")
     try:
-        return code_query(settings, file, int(line), args.query_lines)
+        file, line = parse_location(args.from_location)
+        return code_query(settings, file, line, settings.query_lines)
     except LocationError as exc:
-        raise UserError(str(exc)) from exc
+        raise UserError(f"--from: {exc}") from exc
 
 
 def resolve_repo(path: str | None) -> Path:

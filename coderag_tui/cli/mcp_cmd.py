@@ -35,7 +35,6 @@ from coderag_tui.cli.mcp_tools import (
     MAX_HIT_CHARS,
     MAX_K,
     MAX_OFFSET,
-    RELATED_LINES,
     Mode,
     ToolFailure,
     Tools,
@@ -77,7 +76,8 @@ CONTEXT_DOC = (
     "look like they hold secrets."
 )
 RELATED_DOC = (
-    f"Find code like the code at PATH:LINE: the {RELATED_LINES} lines ending at LINE (LINE "
+    "Find code like the code at PATH:LINE: the lines ending at LINE (`query_lines`, 20 by "
+    "default; LINE "
     "included) are the query, and the chunk they come from is left out of the ranking, so "
     "the hits are other places (callers, siblings, tests, copies). PATH is a repository "
     "path (or an absolute path inside the repository) of a file the index reads. Answers "

@@ -42,7 +42,6 @@ MAX_ANSWER_CHARS = 60_000  # characters of all the texts of one answer
 MAX_BUDGET = 32_000  # tokens of a `context` prompt
 MAX_QUERY_CHARS = 20_000  # characters of a query or task
 MAX_PATHS = 20  # patterns in `search`'s paths
-RELATED_LINES = 20  # lines ending at LINE that `related` asks with
 OPEN_WAIT_S = 20.0  # how long a tool waits for the index to open before saying so
 
 
@@ -160,7 +159,7 @@ class Tools:
         settings = self.settings.with_(k=k, rerank=False)
         try:
             # the lines ending at LINE (included): the code an agent points at
-            query, origin = code_query(settings, path, line + 1, RELATED_LINES)
+            query, origin = code_query(settings, path, line + 1, settings.query_lines)
         except LocationError as exc:
             raise ToolFailure(str(exc)) from exc
         with self._engine(settings) as engine:

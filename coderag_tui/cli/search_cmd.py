@@ -264,7 +264,7 @@ def answer(
         console = Console(width=max(80, console.measure(body).maximum))
     if args.from_location is not None:
         console.print(
-            f"query: the {args.query_lines} lines before {one_line(args.from_location)}",
+            f"query: the {settings.query_lines} lines before {one_line(args.from_location)}",
             style="dim",
             markup=False,
             highlight=False,

@@ -27,52 +27,14 @@ from pathlib import Path
 from coderag_tui.core.engine import DENSE_OFF_FOR_RUN, Dense, Engine, Lexical, Rerank
 from coderag_tui.core.index.watch import TreeWatch
 from coderag_tui.core.rank.search import RERANK_OFF
-from coderag_tui.settings import Settings
+from coderag_tui.settings import SEARCH_STAGES, Settings, settings_of
 
 # Settings a request may set apart from the resident's: read when ranking or packing, never
-# when indexing or loading a model.
-SEARCH_TIME = frozenset(
-    {
-        "rrf_k",
-        "depth",
-        "fusion",
-        "dense_weight",
-        "bm25_weight",
-        "signals",
-        "signal_definitions",
-        "signal_forms",
-        "signal_path",
-        "signal_coherence",
-        "signal_roles",
-        "signal_issue_terms",
-        "rerank",
-        "rerank_candidates",
-        "rerank_keep",
-        "k",
-        "budget",
-        "encoding",
-        "template",
-        "context_first",
-        "trim_last",
-        "secrets",
-        "theme",
-        "theme_dir",
-        "log_file",
-    }
-)
-# Settings that matter only when a request ranks with dense search, or reranks.
-DENSE_ONLY = frozenset(
-    {
-        "embed_backend",
-        "embed_model",
-        "allow_download",
-        "embed_batch_size",
-        "dense_stripes",
-        "dense_first_pass",
-        "dense_wait",
-    }
-)
-RERANK_ONLY = frozenset({"rerank_backend", "rerank_model"})
+# when indexing or loading a model; and those that matter only when a request ranks with
+# dense search, or reranks.
+SEARCH_TIME = frozenset(settings_of(*SEARCH_STAGES))
+DENSE_ONLY = frozenset(settings_of("dense"))
+RERANK_ONLY = frozenset(settings_of("rerank model"))
 # Seconds without a file event before the background thread takes a burst of changes in.
 QUIET_S = 0.3
 # Seconds between the end of one background check and the start of the next, at least (a

@@ -26,7 +26,7 @@ from coderag_tui.core.engine import Dense, Engine, Rerank
 from coderag_tui.core.records import EVERY_FILE, PackedPrompt, RankingName, Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.locations import user_config_dir, user_data_dir
-from coderag_tui.settings import Settings, SettingsError
+from coderag_tui.settings import Settings, SettingsError, settings_of
 from coderag_tui.tui import state as tui_state
 from coderag_tui.tui import workers
 from coderag_tui.tui.commands import CoderagCommands
@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from coderag_tui.core.rank.embed import Embedder
 
 Clock = Callable[[], float]
-CHUNKING_FIELDS = ("chunking", "chunk_lines", "chunk_overlap")
-RANKING_FIELDS = ("rrf_k", "depth", "rerank_keep", "k", "fusion")
+CHUNKING_FIELDS = settings_of("chunking")
+RANKING_FIELDS = settings_of("fusion", "rerank", "results")
 # A loaded model embeds this many missing chunks in a second or two (2 cores): no first pass
 # for them, since switching the Dense list to the static table and back would only flicker.
 QUICK_EMBED_CHUNKS = 64

@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 
 from coderag_tui.core.engine import DIFF_TASK, PromptError, code_query, diff_query, prompt_tools
 from coderag_tui.core.errors import CoderagError
+from coderag_tui.core.rank.search import parse_location
 from coderag_tui.core.records import Chunk, Scope, SearchRun
 from coderag_tui.tui.messages import (
     AdviceReady,
@@ -46,19 +47,7 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 Post = Callable[[Message], object]
-CODE_QUERY_LINES = 20  # lines before the cursor that make a code-to-code query
 BACKGROUND_NICE = 10  # nice value of the model-loading and embedding threads
-
-
-def parse_location(text: str) -> tuple[str, int]:
-    """`path/to/file.py:120` -> ("path/to/file.py", 120), or ValueError in one sentence."""
-    path, sep, line = text.strip().rpartition(":")
-    if not sep or not path or not line.strip().isdigit() or int(line) < 1:
-        raise ValueError(
-            f"{text.strip()!r} is not FILE:LINE: type a repository path, a colon and a line "
-            "number, e.g. shop/cart.py:25."
-        )
-    return path.strip(), int(line)
 
 
 def lower_thread_priority() -> None:
@@ -203,7 +192,7 @@ def search(
     elif ask.location:
         try:
             path, line = parse_location(ask.text)
-            query, origin = code_query(settings, path, line, CODE_QUERY_LINES)
+            query, origin = code_query(settings, path, line, settings.query_lines)
         except ValueError as exc:  # LocationError is one: a sentence naming the fix
             post(SearchFailed(serial, str(exc)))
             return

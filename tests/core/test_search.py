@@ -192,3 +192,19 @@ def test_a_fifo_as_the_query_location_is_refused_at_once(tiny_repo: Path) -> Non
     os.mkfifo(tiny_repo / "pipe.py")
     with pytest.raises(LocationError, match="not a regular file"):
         query_from_location(Settings(repo=tiny_repo), "pipe.py", 3, 2)
+
+
+def test_file_line_has_one_reading_for_every_face(tiny_repo: Path, index_dir: Path) -> None:
+    from coderag_tui.cli import main
+    from coderag_tui.core.rank.search import parse_location
+
+    assert parse_location("shop/cart.py:25") == ("shop/cart.py", 25)
+    assert parse_location(" C:/repo/x.py:3 ") == ("C:/repo/x.py", 3)
+    for bad in ("shop/cart.py", "shop/cart.py:0", ":5", "shop/cart.py:ten"):
+        with pytest.raises(LocationError, match="FILE:LINE"):
+            parse_location(bad)
+    # The CLI reads it the same way (line 0 was accepted there and refused in the TUI).
+    code = main(
+        ["search", "--from", "shop/cart.py:0", str(tiny_repo), "--index-dir", str(index_dir)]
+    )
+    assert code == 2

@@ -20,7 +20,6 @@ from coderag_tui.tui.widgets.ranking_table import (
 from coderag_tui.tui.widgets.rankings import HitRows, ranks_line
 from coderag_tui.tui.widgets.status import chunking_label
 from coderag_tui.tui.widgets.tuning import step_budget
-from coderag_tui.tui.workers import parse_location
 
 
 def chunk(path: str, start: int) -> Chunk:
@@ -169,14 +168,6 @@ def test_query_words_are_marked_as_words_or_identifier_parts() -> None:
     line = "function on(card_token, getUserName, cardinal, x)"
     assert [line[a:b] for a, b in word_matches(pattern, line)] == ["on", "card", "User"]
     assert term_pattern(["x"]) is None  # single letters would mark half the file
-
-
-def test_parse_location_reads_file_and_line_or_explains() -> None:
-    assert parse_location("shop/cart.py:25") == ("shop/cart.py", 25)
-    assert parse_location(" C:/repo/x.py:3 ") == ("C:/repo/x.py", 3)
-    for bad in ("shop/cart.py", "shop/cart.py:0", ":5", "shop/cart.py:ten"):
-        with pytest.raises(ValueError, match="FILE:LINE"):
-            parse_location(bad)
 
 
 def test_budget_steps_walk_the_presets() -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from coderag_tui.core.index.store import IndexDamaged, IndexNotWritable, Store, StoreError
 from coderag_tui.core.safe_write import first_link
+from coderag_tui.settings import settings_of
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress, IndexReport
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 # Settings that decide which files get indexed: an index remembers the values it was built
 # with, and a later run keeps them unless the user gave another value (`explicit`).
-BUILD_SETTINGS = ("max_file_bytes", "max_line_chars", "include_secret_files")
+BUILD_SETTINGS = settings_of("files")
 LOCK_POLL_S = 0.1  # how often a run waiting for another run's index lock checks `cancel`
 
 

@@ -256,6 +256,18 @@ class Searcher:
         return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
 
 
+def parse_location(text: str) -> tuple[str, int]:
+    """`path/to/file.py:120` -> ("path/to/file.py", 120), or LocationError in one sentence:
+    the one reading of FILE:LINE for every face."""
+    path, sep, line = text.strip().rpartition(":")
+    if not sep or not path.strip() or not line.strip().isdigit() or int(line) < 1:
+        raise LocationError(
+            f"{text.strip()!r} is not FILE:LINE: give a repository path, a colon and a line "
+            "number, e.g. shop/cart.py:25."
+        )
+    return path.strip(), int(line)
+
+
 def location_path(root: Path, file: str) -> str:
     """The repository path (forward slashes) that FILE of --from FILE:LINE names: relative
     to the repository root, or absolute inside it; LocationError when it leads outside."""

@@ -76,17 +76,18 @@ NAMED_BY = {"path": 2.0, "module": 0.5, "name": 0.5}
 FRAME = 1.0  # a chunk defining a traceback frame's function in the frame's file, likewise
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Weights:
     """Each signal's weight on the scale where the best fused candidate scores 1 (0: off);
-    `roles` multiplies the score of a file in a role the query does not ask for (1: off)."""
+    `roles` multiplies the score of a file in a role the query does not ask for (1: off).
+    The defaults are the settings' (`signal_*`), never repeated here."""
 
-    definitions: float = 1.0
-    forms: float = 0.5
-    path: float = 1.0
-    coherence: float = 0.2
-    roles: float = 0.5
-    issue_terms: float = 0.5
+    definitions: float
+    forms: float
+    path: float
+    coherence: float
+    roles: float
+    issue_terms: float
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
@@ -103,7 +104,7 @@ class Weights:
 
     @classmethod
     def off(cls) -> Weights:
-        return cls(0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+        return cls(definitions=0.0, forms=0.0, path=0.0, coherence=0.0, roles=1.0, issue_terms=0.0)
 
 
 def signals_on(settings: Settings) -> list[str]:
