@@ -242,7 +242,8 @@ class Settings:
     chunk_lines: int = field(
         default=64,
         metadata=_about(
-            "Lines per window for lines chunking, and the size limit of an ast chunk.",
+            "Lines per window for lines chunking (a file's last few lines, up to an eighth of "
+            "a window, join the window before), and the size limit of an ast chunk.",
             ge=1,
             stage="chunking",
         ),

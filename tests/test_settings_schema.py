@@ -129,7 +129,8 @@ def test_a_setting_flag_is_the_same_on_every_subcommand(
 def test_flag_help_comes_from_the_schema() -> None:
     search = _flags(_subparsers(build_parser())["search"])
     assert search["--chunk-lines"].help == (
-        "lines per window for lines chunking, and the size limit of an ast chunk (≥ 1; default: 64)"
+        "lines per window for lines chunking (a file's last few lines, up to an eighth of a "
+        "window, join the window before), and the size limit of an ast chunk (≥ 1; default: 64)"
     )
     assert search["--chunking"].choices == ("lines", "ast", "file")
     assert search["--embed-backend"].choices == SCHEMA["embed_backend"].choices

@@ -52,8 +52,10 @@ def test_lines_without_overlap_cover_every_line_once(
     text += "\n" if trailing_newline and text else ""
     chunks = chunk_file("f.txt", text, None, ChunkingSpec("lines", size))
     assert_exact_cover(chunks, text)
-    assert all(c.kind == "lines" and c.n_lines <= size for c in chunks)
+    assert all(c.kind == "lines" and c.n_lines <= size + size // 8 for c in chunks)
     assert all(c.n_lines == size for c in chunks[:-1])
+    if len(chunks) > 1:  # no short last window: a few leftover lines join the one before
+        assert chunks[-1].n_lines > size // 8
 
 
 @given(n=st.integers(1, 400), size=st.integers(2, 80), data=st.data())
@@ -67,6 +69,9 @@ def test_lines_with_overlap_share_exactly_the_overlap(
     for before, after in itertools.pairwise(chunks):
         assert before.end_line - after.start_line + 1 == overlap
         assert before.n_lines == size
+    assert chunks[-1].n_lines <= size + size // 8
+    if len(chunks) > 1:  # the last window brings more than a few lines of its own
+        assert chunks[-1].end_line - chunks[-2].end_line > size // 8
     assert all(c.text.startswith(f"line {c.start_line}\n") or c.n_lines == 1 for c in chunks)
 
 
@@ -74,6 +79,36 @@ def test_overlapping_windows_example() -> None:
     text = "\n".join(str(i) for i in range(1, 11))
     chunks = chunk_file("n.txt", text, None, ChunkingSpec("lines", 4, 1))
     assert [(c.start_line, c.end_line) for c in chunks] == [(1, 4), (4, 7), (7, 10)]
+
+
+_WINDOWS_BEFORE_THE_LAST = [(1, 64), (65, 128), (129, 192), (193, 256), (257, 320)]
+
+
+@pytest.mark.parametrize(
+    ("n_lines", "last_windows"),
+    [
+        (385, [(321, 385)]),  # flask's sessions.py: `response.vary.add("Cookie")` is no chunk
+        (392, [(321, 392)]),  # eight leftover lines (an eighth of a window) still join
+        (393, [(321, 384), (385, 393)]),  # nine make a window of their own
+        (384, [(321, 384)]),
+    ],
+)
+def test_a_few_leftover_lines_join_the_last_window(
+    n_lines: int, last_windows: list[tuple[int, int]]
+) -> None:
+    text = "".join(f"line {i}\n" for i in range(1, n_lines + 1))
+    chunks = chunk_file("sessions.py", text, "python", ChunkingSpec("lines", 64))
+    assert [(c.start_line, c.end_line) for c in chunks] == _WINDOWS_BEFORE_THE_LAST + last_windows
+    assert_exact_cover(chunks, text)
+
+
+def test_a_closing_main_call_stays_with_the_code_it_runs() -> None:
+    body = [f"    step_{i}()" for i in range(1, 62)]
+    tail = ["", "", 'if __name__ == "__main__":', "    main()"]
+    text = "\n".join(["def main() -> None:", *body, *tail])  # 66 lines
+    (chunk,) = chunk_file("tool.py", text, "python", ChunkingSpec("lines", 64))
+    assert chunk.text.startswith("def main()") and chunk.text.endswith("\n    main()")
+    assert (chunk.start_line, chunk.end_line) == (1, 66)
 
 
 # --- file and edge cases ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from coderag_tui.core.index import chunk, indexer
 from coderag_tui.core.index.indexer import (
     IndexInterrupted,
     IndexProgress,
@@ -210,6 +211,73 @@ def clean_index(repo: Path, tmp_path: Path, **kw: object) -> list[ChunkRow]:
     store, _ = open_index(settings)
     with store:
         return snapshot(store, settings.chunking_spec.key)
+
+
+def cut_by_an_older_chunker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunk as coderag did before short last windows joined the window before them."""
+    monkeypatch.setattr(chunk, "TAIL_DIVISOR", 10**9)
+    monkeypatch.setattr(indexer, "CHUNKER_VERSION", "1")
+
+
+def spans(store: Store, key: str, path: str) -> list[tuple[int, int]]:
+    return [(c.start_line, c.end_line) for c in store.chunks(key) if c.path == path]
+
+
+def test_an_index_cut_by_an_older_chunker_is_cut_again_from_its_stored_text(
+    settings: Settings, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = settings.repo_root
+    steps = "".join(f"    step_{i}()\n" for i in range(6))
+    (repo / "shop/cli.py").write_text(f"def main():\n{steps}\nmain()\n")  # 9 lines
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    env = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "-C", str(repo), *env, "commit", "-q", "-m", "cli"], check=True)
+    key = settings.chunking_spec.key
+    cut_by_an_older_chunker(monkeypatch)
+    build_index(settings, store)
+    assert spans(store, key, "shop/cli.py") == [(1, 8), (9, 9)]  # a lone `main()` chunk
+
+    monkeypatch.undo()
+    report = build_index(settings, store)
+    assert report.files_read == 0  # nothing read again: the stored text is cut again
+    assert report.files_indexed == report.files_total == len(FILES) + 1
+    assert spans(store, key, "shop/cli.py") == [(1, 9)]
+    assert snapshot(store, key) == clean_index(repo, tmp_path, chunk_lines=8)
+    again = build_index(settings, store)  # once: the next build finds nothing to do
+    assert (again.files_read, again.files_indexed) == (0, 0)
+
+
+def test_a_recut_cancelled_half_way_is_finished_by_the_next_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_many_files(tmp_path / "repo", 60)  # 38 lines each: 18 + 18 + 2 at 18 a window
+    settings = Settings(repo=repo, index_dir=tmp_path / "index", chunk_lines=18)
+    key = settings.chunking_spec.key
+    cancel = threading.Event()
+
+    def progress(p: IndexProgress) -> None:
+        if p.files_done >= 23:
+            cancel.set()
+
+    with Store.open(settings.index_path) as store:
+        cut_by_an_older_chunker(monkeypatch)
+        build_index(settings, store)
+        monkeypatch.undo()
+        half = build_index(
+            settings,
+            store,
+            progress=progress,
+            cancel=cancel,
+            batch_files=10,
+            workers=1,
+            clock=ticking_clock(),
+        )
+        assert half.cancelled and half.files_read == 0
+        assert spans(store, key, "pkg0/mod_0000.py") == [(1, 18), (19, 38)]
+        assert spans(store, key, "pkg6/mod_0055.py") == [(1, 18), (19, 36), (37, 38)]
+        rest = build_index(settings, store)
+        assert not rest.cancelled and rest.files_read == 0
+        assert snapshot(store, key) == clean_index(repo, tmp_path, chunk_lines=18)
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["inline", "threads"])

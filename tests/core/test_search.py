@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.store import EmbeddingCache
 from coderag_tui.core.rank.dense import DenseIndex
 from coderag_tui.core.rank.fusion import rrf
 from coderag_tui.core.rank.lexical import BM25Index
 from coderag_tui.core.rank.search import LocationError, Searcher, query_from_location
+from coderag_tui.core.records import ChunkingSpec
 from coderag_tui.settings import Settings
 from tests.fixtures.hashing_embedder import HashingEmbedder
 from tests.fixtures.tiny_repo import windows
@@ -208,3 +210,91 @@ def test_file_line_has_one_reading_for_every_face(tiny_repo: Path, index_dir: Pa
         ["search", "--from", "shop/cart.py:0", str(tiny_repo), "--index-dir", str(index_dir)]
     )
     assert code == 2
+
+
+# 65 lines: one past a 64-line window, like flask's sessions.py (385 = 6 x 64 + 1).
+SESSIONS = '''"""Sessions kept in a signed cookie: the client holds the data, the key proves it."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import datetime, timedelta, timezone
+
+
+class BadSignature(Exception):
+    """The cookie was not signed with this application's key."""
+
+
+class SignedCookieSessions:
+    """Load a session from the request's cookie and save it into the response's."""
+
+    def __init__(self, secret_key: bytes, cookie_name: str = "session") -> None:
+        self.secret_key = secret_key
+        self.cookie_name = cookie_name
+        self.lifetime = timedelta(days=31)
+
+    def sign(self, payload: bytes) -> str:
+        mac = hmac.new(self.secret_key, payload, hashlib.sha256)
+        return mac.hexdigest()
+
+    def loads(self, raw: str) -> dict[str, object]:
+        payload, _, signature = raw.rpartition(".")
+        if not hmac.compare_digest(self.sign(payload.encode()), signature):
+            raise BadSignature(raw)
+        data: dict[str, object] = json.loads(payload)
+        return data
+
+    def dumps(self, session: dict[str, object]) -> str:
+        payload = json.dumps(session, sort_keys=True)
+        return payload + "." + self.sign(payload.encode())
+
+    def open_session(self, request) -> dict[str, object]:
+        raw = request.cookies.get(self.cookie_name)
+        if not raw:
+            return {}
+        try:
+            return self.loads(raw)
+        except BadSignature:
+            return {}
+
+    def expires(self) -> datetime:
+        return datetime.now(timezone.utc) + self.lifetime
+
+    def save_session(self, session: dict[str, object], response) -> None:
+        if not session:
+            response.delete_cookie(self.cookie_name)
+            return
+        response.set_cookie(
+            self.cookie_name,
+            self.dumps(session),
+            expires=self.expires(),
+            httponly=True,
+            secure=True,
+            samesite="Lax",
+        )
+        response.headers["Cache-Control"] = "private"
+        response.headers["X-Session"] = "signed"
+        response.headers["Vary"] = "Accept"
+        response.vary.add("Cookie")
+'''
+
+
+def test_a_files_last_line_is_not_a_hit_of_its_own_but_part_of_its_code(tmp_path: Path) -> None:
+    spec = ChunkingSpec("lines", 64)
+    chunks = chunk_file("sessions.py", SESSIONS, "python", spec)
+    chunks += chunk_file("app.py", "def create_app(config):\n    return App(config)\n", None, spec)
+    embedder = HashingEmbedder()
+    dense = DenseIndex.build(chunks, embedder, EmbeddingCache.open(tmp_path / "emb.sqlite"))
+    index = BM25Index.build(chunks, split_identifiers=True, path_in_text=True)
+    run = Searcher(chunks, index, dense=dense, embedder=embedder).run(
+        "how are sessions stored in cookies", Settings(k=5, depth=10)
+    )
+    # A lone `response.vary.add("Cookie")` window used to top the dense list; now that line
+    # comes with the code that sets the cookie, in every list.
+    for name in ("bm25", "dense", "fused"):
+        top = run.rankings[name].hits[0].chunk
+        assert (top.path, top.start_line, top.end_line) == ("sessions.py", 1, 65), name
+        assert "response.set_cookie(" in top.text and top.text.endswith('vary.add("Cookie")')
+        assert all(h.chunk.n_lines > 1 for h in run.rankings[name].hits), name

@@ -23,6 +23,10 @@ A merged chunk keeps its parts' kind when they all share one ("function" for thr
 functions); otherwise it is "header" when it holds a class header, "class_body" for other
 mixed members of a class, and "module" for mixed top-level (or namespace-level) code.
 
+Line windows hold `spec.lines` lines each, except that a file's last few lines (at most an
+eighth of a window: a lone `main()` call, a closing `}`) join the window before them instead
+of making a chunk of their own (so a window holds at most `spec.lines + spec.lines // 8`).
+
 Chunk kinds: lines, file, function, class, method, module, header, class_body, namespace.
 """
 
@@ -41,6 +45,15 @@ if TYPE_CHECKING:
 
 # A parse whose top-level ERROR nodes cover more than this share of the lines is not trusted.
 MAX_ERROR_SHARE = 0.5
+# A last line window that adds at most `size // TAIL_DIVISOR` lines of its own joins the window
+# before it: alone, one or two lines rank on a line's words (BM25 favours short chunks) and
+# one line's meaning (embedded alone, `response.vary.add("Cookie")` sits close to any
+# question about cookies), and a hit that shows a line without its code helps no one.
+TAIL_DIVISOR = 8
+# Changes whenever `chunk_file` cuts some text differently, so an index re-chunks the text it
+# stores (`indexer.build_index`) instead of keeping chunks a new version would not make.
+# 2: short last line windows join the window before them.
+CHUNKER_VERSION = "2"
 
 GAP_KINDS = frozenset({"module", "header", "class_body"})
 # Scope of ranges that must never be merged with a neighbour (pieces of a split unit).
@@ -254,16 +267,21 @@ def chunk_file(
 
 
 def line_ranges(n_lines: int, size: int, overlap: int = 0) -> list[tuple[int, int, str]]:
-    """Windows of `size` lines sharing `overlap` lines; the last window ends at the last line."""
+    """Windows of `size` lines sharing `overlap` lines; the last window ends at the last line.
+
+    When at most `size // TAIL_DIVISOR` lines are left after a window, that window
+    stretches to the last line instead of leaving them a window of their own.
+    """
     size = max(1, size)
     step = max(1, size - max(0, overlap))
     ranges = []
     start = 1
     while True:
         end = min(start + size - 1, n_lines)
-        ranges.append((start, end, "lines"))
-        if end >= n_lines:
+        if n_lines - end <= size // TAIL_DIVISOR:
+            ranges.append((start, n_lines, "lines"))
             return ranges
+        ranges.append((start, end, "lines"))
         start += step
 
 

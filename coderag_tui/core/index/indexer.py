@@ -4,7 +4,8 @@ A second run with nothing changed reads no file (size + mtime decide), and in a 
 tree does not even walk: git's fingerprint of the tree (`walk.fingerprint`) matches the one
 the last complete build recorded. A changed file is re-chunked (and scanned for secrets, see
 `secret_scan`) alone, deleted files disappear, and switching the chunking setting re-chunks
-the stored text without touching the disk. Work is committed every few hundred files, so
+the stored text without touching the disk (so does a new version of the chunker, once
+per chunking setting). Work is committed every few hundred files, so
 Ctrl-C, a cancel event or SIGKILL loses at most the open batch and the next run finishes it.
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from coderag_tui.core.hashing import text_hash, utf8_hash
 from coderag_tui.core.index import secret_scan
-from coderag_tui.core.index.chunk import chunk_file
+from coderag_tui.core.index.chunk import CHUNKER_VERSION, chunk_file
 from coderag_tui.core.index.store import FileState, Store
 from coderag_tui.core.index.walk import fingerprint, read_source, vet, walk
 from coderag_tui.core.records import (
@@ -40,6 +41,9 @@ STAGES: tuple[str, ...] = ("walk", "read", "scan", "chunk", "store")
 # Meta key (plus the chunking key) of the work tree's fingerprint after the last complete
 # build, with what that build reported skipped: a matching fingerprint means nothing changed.
 FRESH_META_PREFIX = "fresh:"
+# Meta key (plus the chunking key) of the chunker version that cut every file of the last
+# complete build: chunks cut by another version are cut again from the stored text.
+CHUNKER_META_PREFIX = "chunker:"
 _PROGRESS_INTERVAL_S = 0.05  # at most ~20 progress callbacks per second
 
 
@@ -256,6 +260,8 @@ def build_index(
     t = clock()
     excludes = index_excludes(settings)
     fresh_key = FRESH_META_PREFIX + spec.key
+    chunker_key = CHUNKER_META_PREFIX + spec.key
+    cut_by_this_chunker = store.get_meta(chunker_key) == CHUNKER_VERSION
     digest = fingerprint(
         root,
         max_file_bytes=settings.max_file_bytes,
@@ -264,7 +270,7 @@ def build_index(
     )
     if digest is not None:  # reading rules decide what is indexed too
         digest += f":{settings.max_line_chars}"
-    if digest is not None:
+    if digest is not None and cut_by_this_chunker:
         unchanged = _unchanged_report(store, settings, fresh_key, digest, run, clock)
         if unchanged is not None:
             emit("done", force=True)
@@ -284,6 +290,11 @@ def build_index(
     t = clock()
     states = store.file_states()
     chunked = store.chunked_paths(spec.key)
+    if not cut_by_this_chunker and chunked:
+        chunked = set()  # cut by another chunker version: cut every file again
+    elif not cut_by_this_chunker:  # nothing cut yet: every chunk from now on is this version's
+        store.set_meta(chunker_key, CHUNKER_VERSION)
+        cut_by_this_chunker = True
     current = {f.path for f in result.files}
     gone = sorted(p for p in states if p not in current)
     jobs: list[_Job] = []
@@ -370,6 +381,8 @@ def build_index(
     report = _report(run, settings, store, result.is_git, cancelled or interrupted, left, clock)
     if interrupted:
         raise IndexInterrupted(report)
+    if not report.cancelled and not cut_by_this_chunker:
+        store.set_meta(chunker_key, CHUNKER_VERSION)
     if digest is not None and not report.cancelled:
         _remember_fresh(store, fresh_key, digest, report)
     return report
