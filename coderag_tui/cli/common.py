@@ -73,6 +73,7 @@ def start_log(path: Path | None) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     package.addHandler(handler)
     package.setLevel(logging.DEBUG)
+    package.propagate = False  # into the file only: a library's root handler prints to stderr
 
 
 # The settings each face offers as flags, grouped by stage; every flag is generated from the

@@ -58,8 +58,11 @@ EMBEDDING_CANCELLED = (
     "embedding was cancelled: dense search covers only the chunks embedded so far."
 )
 # Missing chunks above which distilling the static table first pays on a machine's first run:
-# the int8 model embeds ~60 chunks/s on 2 cores, the distillation takes ~20-40 s.
+# the int8 model embeds `MODEL_CHUNKS_PER_S`, the distillation takes ~20-40 s.
 DISTILL_WORTH_CHUNKS = 2000
+# Chunks the int8 model embeds a second on 2 cores, roughly: a search does not wait for a model
+# that could not finish within its wait.
+MODEL_CHUNKS_PER_S = 60
 INDEX_CANCELLED = "indexing was cancelled: searching the files indexed so far."
 
 
@@ -726,27 +729,50 @@ class Engine:
 
         if settings.dense_wait == DENSE_WAIT_ALL:
             return self.open_dense(settings, lexical, progress=progress, cancel=cancel)
+        known = self.open_dense(settings, lexical, embed_missing=False)
+        if not known.available or known.index is None or known.index.complete:
+            return known
+        wait = settings.dense_wait
+        missing = known.index.n_chunks - known.index.covered
+        finish = (
+            ": `coderag index --dense` embeds the rest, `coderag serve` refines in the "
+            "background, and --wait waits for it."
+        )
+        if missing > wait * MODEL_CHUNKS_PER_S and self.first_pass_worth(settings, missing):
+            # The model cannot finish within the wait: spend it on nothing, answer now.
+            first = self.open_first_pass(settings, lexical, cancel=cancel)
+            if first.available:
+                minutes = max(1, round(missing / MODEL_CHUNKS_PER_S / 60))
+                note = (
+                    f"{known.model} has embedded {known.coverage:.0%} of chunks and needs about "
+                    f"{minutes} min for the rest, more than the {wait} s a search waits, so "
+                    f"dense is the static first pass{finish}"
+                )
+                return replace(first, notices=(note,))
         deadline = threading.Event()
-        timer = threading.Timer(settings.dense_wait, deadline.set)
+        timer = threading.Timer(wait, deadline.set)
         timer.daemon = True
         stop = deadline
         if cancel is not None:  # the caller's cancel stops the wait too
             stop = _either(cancel, deadline)
         timer.start()
         try:
-            full = self.open_dense(settings, lexical, progress=progress, cancel=stop)
+            full = self.open_dense(
+                settings, lexical, embedder=known.embedder, progress=progress, cancel=stop
+            )
         finally:
             timer.cancel()
         if (cancel is not None and cancel.is_set()) or not deadline.is_set():
             return full
         if not full.available or (full.index is not None and full.index.complete):
             return full
-        now = self.open_dense_now(settings, lexical)
-        what = "is the static first pass" if now.first_pass else "covers those"
+        first = self.open_first_pass(settings, lexical, cancel=cancel)
+        now, what = (
+            (first, "is the static first pass") if first.available else (full, "covers those")
+        )
         note = (
-            f"{full.model} embedded {full.coverage:.0%} of chunks in the {settings.dense_wait} s "
-            f"a search waits, so dense {what}: `coderag index --dense` embeds the rest, "
-            "`coderag serve` refines in the background, and --wait waits for it."
+            f"{full.model} embedded {full.coverage:.0%} of chunks in the {wait} s a search "
+            f"waits, so dense {what}{finish}"
         )
         return replace(now, notices=(note,))
 

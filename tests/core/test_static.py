@@ -197,3 +197,24 @@ def test_dense_wait_reads_seconds_all_and_the_old_true_and_false() -> None:
     assert Settings(dense_wait=True).dense_wait == DENSE_WAIT_ALL
     assert Settings().with_(dense_wait="false").dense_wait == 0
     assert Settings().with_(dense_wait="1").dense_wait == 1  # a number, not "true"
+
+
+def test_a_search_does_not_wait_for_a_model_that_could_not_finish_in_time(
+    tiny_repo: Path,
+    index_dir: Path,
+    tiny_st_embedder: Path,
+    machine_cache: Path,
+) -> None:
+    from coderag_tui.core.engine import MODEL_CHUNKS_PER_S
+
+    settings = Settings(
+        repo=tiny_repo, index_dir=index_dir, embed_model=str(tiny_st_embedder), chunk_lines=1
+    )
+    with Engine.open(settings.with_(dense_wait=0)) as engine:  # distils the table once
+        lexical = engine.lexical
+        assert lexical is not None and len(lexical.chunks) > MODEL_CHUNKS_PER_S
+    with Engine.open(settings.with_(dense_wait=1)) as engine:
+        dense = engine.dense
+        assert dense is not None and dense.first_pass and dense.coverage == 1.0
+        (note,) = [n for n in engine.notices if "a search waits" in n]
+        assert "needs about 1 min for the rest, more than the 1 s a search waits" in note
