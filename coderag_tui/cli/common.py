@@ -63,7 +63,10 @@ SIGNAL_SETTINGS = (
     "signals", "signal_definitions", "signal_forms", "signal_path", "signal_coherence",
     "signal_roles", "signal_issue_terms",
 )  # fmt: skip
-RERANK_SETTINGS = ("rerank", "rerank_backend", "rerank_model", "rerank_candidates", "rerank_keep")
+RERANK_SETTINGS = (
+    "rerank", "rerank_backend", "rerank_model", "rerank_candidates", "learned_candidates",
+    "rerank_keep",
+)  # fmt: skip
 RANKING_SETTINGS = (
     *LEXICAL_SETTINGS, *DENSE_SETTINGS, *FUSION_SETTINGS, *SIGNAL_SETTINGS, *RERANK_SETTINGS,
 )  # fmt: skip

@@ -47,6 +47,7 @@ SEARCH_TIME = frozenset(
         "signal_issue_terms",
         "rerank",
         "rerank_candidates",
+        "learned_candidates",
         "rerank_keep",
         "k",
         "budget",
