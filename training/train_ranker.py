@@ -2,15 +2,20 @@
 repositories in training/repos.json (none of them in a public benchmark; see
 tests/test_training_list.py).
 
-    python training/train_ranker.py build [--dense] [--only OWNER/NAME ...]
-    python training/train_ranker.py train [--seed 0] [--write]
+    python training/train_ranker.py build [--only OWNER/NAME ...]
+    python training/train_ranker.py build --dense [--only OWNER/NAME ...]
+    python training/train_ranker.py train [--dense] [--seed 0] [--write]
 
 `build` reads each repository's history back from its pinned commit (`core.learn.history`:
 a seeded draw of `--pairs` eligible commits among the `--scan` latest), searches every pair's
-queries at the parent commit as coderag does (`core.learn.build`: dense off, and dense on too
-with `--dense`), and saves the query groups to OUT/groups/OWNER+NAME[.dense].npz; a repository
-already built is skipped. `train` splits the repositories (seeded; `--held-back` of them never
-seen in training, `--valid` more for early stopping), fits LightGBM's lambdarank
+queries at the parent commit as coderag does (`core.learn.build`), and saves the query groups
+to OUT/groups/OWNER+NAME.npz; a repository already built is skipped. With `--dense` it takes
+the repositories repos.json marks `dense` (a shorter draw: embedding is the cost) and searches
+each query with dense off and on, into OWNER+NAME.dense.npz. `train --dense` uses a
+repository's .dense groups where it has them and its dense-off groups elsewhere.
+
+`train` splits the repositories (seeded; `--held-back` of them never seen in training,
+`--valid` more for early stopping and the file penalty), fits LightGBM's lambdarank
 (`core.learn.fit`), prints the held-back split's NDCG@10 and file MRR against the fused order
 (dense off and on, paired bootstrap intervals) and the features' gains, and with `--write`
 writes the model to coderag_tui/core/rank/learned_ranker.txt with its description beside it.
@@ -57,6 +62,10 @@ from coderag_tui.core.rank.learned import FEATURE_LABELS, MODEL_FORMAT, SHIPPED_
 from coderag_tui.settings import Settings  # noqa: E402
 
 REPOS = HERE / "repos.json"
+# Pairs drawn per repository from its latest commits: dense off, and dense on (fewer, from a
+# shorter stretch of history, so each pair embeds only what changed since the one before).
+PAIRS, SCAN = 40, 600
+DENSE_PAIRS, DENSE_SCAN = 20, 150
 MODEL = ROOT / "coderag_tui" / "core" / "rank" / SHIPPED_MODEL
 
 
@@ -78,6 +87,12 @@ def build(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     out: Path = args.out
     entries = [e for e in training_list() if not args.only or e["repo"] in args.only]
+    if args.dense and not args.only:
+        entries = [e for e in entries if e.get("dense")]
+    if args.pairs is None:
+        args.pairs = DENSE_PAIRS if args.dense else PAIRS
+    if args.scan is None:
+        args.scan = DENSE_SCAN if args.dense else SCAN
     embedder = None
     if args.dense:
         from coderag_tui.core.rank.embedders import resolve_embedder
@@ -243,8 +258,16 @@ def main() -> int:
     common.add_argument("--dense", action="store_true", help="also search with dense on")
     b = sub.add_parser("build", parents=[common], help="search the history pairs, save groups")
     b.add_argument("--repos", type=Path, default=Path("/work/.mirror"))
-    b.add_argument("--pairs", type=int, default=40, help="pairs per repository")
-    b.add_argument("--scan", type=int, default=600, help="latest commits read per repository")
+    b.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help=f"pairs per repository ({PAIRS}; {DENSE_PAIRS} dense)",
+    )
+    b.add_argument(
+        "--scan", type=int, default=None,
+        help=f"latest commits read per repository ({SCAN}; {DENSE_SCAN} dense)",
+    )  # fmt: skip
     b.add_argument("--only", nargs="*", default=[], help="these repositories only")
     t = sub.add_parser("train", parents=[common], help="fit and report the held-back split")
     t.add_argument("--held-back", type=float, default=0.2)

@@ -227,12 +227,13 @@ def _coverage(
     in_chunk = np.zeros(n_chunks, dtype=bool)
     in_file = np.zeros(n_files, dtype=bool)
     for weight, held in found:
+        files = file_of[held]
         in_chunk[held] = True
-        in_file[file_of[held]] = True
+        in_file[files] = True
         chunk_cov += weight * in_chunk[ids]
         file_cov += weight * in_file[fids]
         in_chunk[held] = False
-        in_file[:] = False
+        in_file[files] = False
     return chunk_cov / total, file_cov / total
 
 
@@ -650,7 +651,13 @@ def spread(scores: np.ndarray, fids: np.ndarray, penalty: float) -> np.ndarray:
 def explain(score: float, expected: float, contrib: np.ndarray) -> tuple[tuple[str, float], ...]:
     """A score as the sum it is: the model's expected score, the `EXPLAINED` largest feature
     parts (by size) and the rest of them as one part."""
-    biggest = np.argsort(-np.abs(contrib), kind="stable")[:EXPLAINED]
+    size = np.abs(contrib)
+    top = (
+        np.argpartition(-size, EXPLAINED)[:EXPLAINED]
+        if size.size > EXPLAINED
+        else np.arange(size.size)
+    )
+    biggest = top[np.lexsort((top, -size[top]))]  # by size, ties by feature order
     named = [(FEATURES[int(f)][1], float(contrib[f])) for f in biggest]
     named = [(label, value) for label, value in named if value != 0.0]
     rest = score - expected - sum(value for _, value in named)
