@@ -224,6 +224,14 @@ def train(args: argparse.Namespace) -> int:
             "learned": learned.to_json(),
             **{f"{k}_diff_95": [round(v, 4) for v in iv] for k, iv in intervals.items()},
         }
+        for kind, variant in (("the subject alone", 0), ("subject and body", 1)):
+            some = [g for g in part if g.variant == variant]
+            if some:
+                a, b = measure(some), measure(some, score, penalty)
+                print(
+                    f"  {kind} ({len(some)} queries): file MRR {a.mrr:.3f} -> {b.mrr:.3f}, "
+                    f"NDCG@10 (files once) {a.file_ndcg10:.3f} -> {b.file_ndcg10:.3f}"
+                )
     print("feature gains (share of the total):")
     for name, gain in list(fitted.importance.items())[: args.show]:
         print(f"  {name:16} {gain:.3f}  {FEATURE_LABELS[name]}")
