@@ -3,7 +3,7 @@
 # changed, and semble's plain questions (nl_dev.jsonl) -> the code that answers them, over the
 # repositories at each row's base_commit.
 #
-#   benchmarks/run_dev_benchmark.sh [bm25|dense|nl|nl-dense|signals|all]
+#   benchmarks/run_dev_benchmark.sh [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|all]
 #                                                           (default: all = bm25, dense, nl)
 #
 #   bm25      SWE-bench: BM25 grid: lines:32, lines:64, lines:128, file x tokenizer default,
@@ -24,6 +24,10 @@
 #             one run with a paired bootstrap against bm25 (signals.txt, nl-signals.txt), then
 #             the ablation: fused with each signal off in turn (CODERAG_SIGNAL_*=0, roles =1),
 #             one run per signal and set (signals-no-*.txt, nl-signals-no-*.txt); ~1 min
+#   ltr       both sets with dense off: the fused list and the learned reranker
+#             (rerank_backend = learned) in one run, with a paired bootstrap against fused
+#             (ltr.txt, nl-ltr.txt); ~1 min
+#   ltr-dense the same with dense on (ltr-dense.txt, nl-ltr-dense.txt; embeds like nl-dense)
 #
 # Environment: CODERAG_BENCH_REPOS (default /work/.mirror: owner+name/repo, owner/name or name),
 # CODERAG_BENCH_DENSE_CHUNKING (default lines:50,file),
@@ -38,8 +42,8 @@ dataset="${CODERAG_BENCH_DATASET:-$here/../shared/bench/swe_bench_lite_dev.jsonl
 nl_dataset="${CODERAG_BENCH_NL_DATASET:-$here/../shared/bench/nl_dev.jsonl}"
 out="${CODERAG_BENCH_OUT:-${XDG_CACHE_HOME:-$HOME/.cache}/coderag/dev-bench}"
 
-case "$what" in bm25|dense|nl|nl-dense|signals|all) ;;
-  *) echo "usage: $0 [bm25|dense|nl|nl-dense|signals|all]" >&2; exit 2 ;; esac
+case "$what" in bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|all) ;;
+  *) echo "usage: $0 [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|all]" >&2; exit 2 ;; esac
 
 ready() {  # ready LABEL DATASET VAR OWNER/NAME...: whether the dataset and a repository are here
   local label="$1" data="$2" var="$3"; shift 3
@@ -62,10 +66,10 @@ ready() {  # ready LABEL DATASET VAR OWNER/NAME...: whether the dataset and a re
 }
 
 swe=0; nl=0
-case "$what" in bm25|dense|signals|all)
+case "$what" in bm25|dense|signals|ltr|ltr-dense|all)
   ready "dev benchmark" "$dataset" CODERAG_BENCH_DATASET marshmallow-code/marshmallow \
     pvlib/pvlib-python pydicom/pydicom pylint-dev/astroid sqlfluff/sqlfluff && swe=1 ;; esac
-case "$what" in nl|nl-dense|signals|all)
+case "$what" in nl|nl-dense|signals|ltr|ltr-dense|all)
   ready "NL dev benchmark" "$nl_dataset" CODERAG_BENCH_NL_DATASET Seldaek/monolog \
     colinhacks/zod expressjs/express fastapi/fastapi gin-gonic/gin google/gson pallets/click \
     psf/requests sinatra/sinatra tokio-rs/axum && nl=1 ;; esac
@@ -137,4 +141,20 @@ if [ "$what" = signals ]; then
     fi
     echo "ablation: $name off -> $out/signals-no-$name.txt, $out/nl-signals-no-$name.txt"
   done
+fi
+if [ "$what" = ltr ] || [ "$what" = ltr-dense ]; then
+  export CODERAG_RERANK_BACKEND=learned
+  suffix=""
+  if [ "$what" = ltr ]; then
+    export CODERAG_EMBED_BACKEND=none
+  else
+    suffix="-dense"
+    nice -n 10 true 2>/dev/null && coderag=(nice -n 10 "${coderag[@]}")
+  fi
+  if [ "$swe" -eq 1 ]; then
+    run "ltr$suffix" "${common[@]}" --modes fused,rerank --baseline fused
+  fi
+  if [ "$nl" -eq 1 ]; then
+    run "nl-ltr$suffix" "${nl_common[@]}" --modes fused,rerank --baseline fused
+  fi
 fi

@@ -59,7 +59,7 @@ DENSE_STRIPES_AUTO = -1  # Settings.dense_stripes: pick by chunking (see `stripe
 DENSE_WAIT_ALL = -1  # Settings.dense_wait: until the model has embedded every chunk
 
 ModelBackend = Literal["auto", "fastembed", "sentence-transformers", "model2vec", "none"]
-RerankBackend = Literal["auto", "fastembed", "sentence-transformers", "none"]
+RerankBackend = Literal["auto", "learned", "fastembed", "sentence-transformers", "none"]
 Fusion = Literal["rrf", "weighted"]
 FirstPass = Literal["static", "off"]
 # One setting with three values rather than two switches: "allow" and "redact" exclude each
@@ -461,18 +461,27 @@ class Settings:
 
     rerank: bool = field(
         default=False,
-        metadata=_about("Rerank the fused top candidates with a cross-encoder.", stage="rerank"),
+        metadata=_about(
+            "Rerank the fused top candidates (the Reranked column): with the learned model or "
+            "a cross-encoder, as rerank_backend says.",
+            stage="rerank",
+        ),
     )
     rerank_backend: RerankBackend = field(
         default="auto",
         metadata=_about(
-            "Which library runs the cross-encoder; none turns reranking off.", stage="rerank model"
+            "What reranks: learned (the shipped learning-to-rank model, or this repository's "
+            "own from `coderag tune` where it won), a cross-encoder library (fastembed, "
+            "sentence-transformers), auto (a cross-encoder found on this machine, else "
+            "learned) or none.",
+            stage="rerank model",
         ),
     )
     rerank_model: str = field(
         default="",
         metadata=_about(
-            "Cross-encoder: a name or a local folder; empty picks the backend's default.",
+            "Cross-encoder: a name or a local folder; with rerank_backend = learned, a model "
+            "file written by `coderag tune`; empty picks the default.",
             metavar="NAME|DIR",
             shown_default="empty",
             repo_file="inside",
@@ -483,8 +492,20 @@ class Settings:
         default=20,
         metadata=_about("How many fused candidates the cross-encoder sees.", ge=1, stage="rerank"),
     )
+    learned_candidates: int = field(
+        default=100,
+        metadata=_about(
+            "How many fused candidates the learned reranker reorders.", ge=1, stage="rerank"
+        ),
+    )
     rerank_keep: int = field(
-        default=5, metadata=_about("How many reranked chunks are kept.", ge=1, stage="rerank")
+        default=5,
+        metadata=_about(
+            "How many chunks a cross-encoder's reranked list keeps (the learned one keeps "
+            "every candidate).",
+            ge=1,
+            stage="rerank",
+        ),
     )
     k: int = field(default=20, metadata=_about("Hits shown per ranking.", ge=1, stage="results"))
     query_lines: int = field(
@@ -632,6 +653,12 @@ class Settings:
             if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
                 break
         return path
+
+    @property
+    def tuned_model_path(self) -> Path:
+        """This repository's learned ranking model from `coderag tune`, beside its index
+        (with a `.json` of the same name saying whether it beat the shipped model)."""
+        return self.index_path.with_suffix(".ranker.txt")
 
     @property
     def embed_cache_path(self) -> Path:

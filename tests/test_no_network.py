@@ -148,3 +148,26 @@ def test_no_connect_but_to_unix_sockets_while_the_model_is_loaded(
     elsewhere = [line for line in connects if not re.search(r"sa_family=AF_UNIX\b", line)]
     assert elsewhere == []
     assert_no_telemetry_files(tmp_path, cache)
+
+
+@pytest.mark.slow
+def test_tune_and_the_learned_reranker_make_no_connection(tmp_path: Path, cache: Path) -> None:
+    """LightGBM (imported to fit) and the learned model (read from the package) stay local."""
+    from tests.core.test_learn import _repo
+
+    repo = _repo(tmp_path / "shop", commits=30)
+    env = offline_env(tmp_path, cache)
+    index = tmp_path / "index"
+    for args in (
+        ["tune", str(repo), "--index-dir", str(index), "--commits", "30"],
+        ["search", "charge a number", str(repo), "--index-dir", str(index), "--rerank",
+         "--embed-backend", "none", "--json"],
+    ):  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "coderag_tui", *args],
+            capture_output=True, text=True, env=env, timeout=600,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["rankings"]["rerank"]["available"]
+    network = Path(env["NETWORK_GUARD_LOG"])
+    assert not network.exists(), network.read_text(encoding="utf-8")

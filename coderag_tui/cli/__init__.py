@@ -1,5 +1,5 @@
 """Command line: `coderag [PATH]` opens the TUI; subcommands index, search, serve, mcp, prompt,
-eval, bench.
+eval, bench, tune.
 
 Each subcommand lives in its own module with `register(subparsers)` and `run(args) -> int`;
 this module only dispatches.
@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "prompt": "prompt_cmd",
     "eval": "eval_cmd",
     "bench": "bench_cmd",
+    "tune": "tune_cmd",
 }
 
 

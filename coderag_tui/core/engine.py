@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.prompt.tokens import TokenCounter
     from coderag_tui.core.rank.dense import DenseIndex
     from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.core.rank.learned import LearnedReranker
     from coderag_tui.core.rank.lexical import LexicalIndex
     from coderag_tui.core.rank.qdrant_backend import PushReport
     from coderag_tui.core.rank.rerank import Reranker
@@ -200,9 +201,9 @@ def model_label(name: str, *, variant: bool = True) -> str:
 
 @dataclass(frozen=True)
 class Rerank:
-    """The rerank stage: a cross-encoder, or the reason reranking is off."""
+    """The rerank stage: the learned model or a cross-encoder, or the reason reranking is off."""
 
-    reranker: Reranker | None = None
+    reranker: Reranker | LearnedReranker | None = None
     reason: str = ""
     notices: tuple[str, ...] = ()
 
@@ -817,14 +818,19 @@ class Engine:
             return self._cache
 
     def open_reranker(self, settings: Settings) -> Rerank:
-        """Resolve and warm up the cross-encoder, or say why reranking is off."""
+        """Resolve and warm up the reranker (learned or a cross-encoder), or say why
+        reranking is off."""
+        from coderag_tui.core.rank.learned import LearnedReranker
         from coderag_tui.core.rank.rerank import resolve_reranker
 
         try:
             choice = resolve_reranker(settings)
             if choice.reranker is None:
                 return Rerank(reason=choice.reason)
-            choice.reranker.score("warm up", ["warm up"])
+            if isinstance(choice.reranker, LearnedReranker):
+                choice.reranker.warm_up()
+            else:
+                choice.reranker.score("warm up", ["warm up"])
         except Exception as exc:  # a broken model file must not take a face down
             return Rerank(reason=f"rerank is off: loading failed ({exc}).")
         return Rerank(choice.reranker, "", (choice.reason,) if choice.reason else ())

@@ -24,7 +24,7 @@ from coderag_tui.settings import Settings
 
 TEMPLATES = ("markdown", "xml")
 DENSE_BUILDING = "the dense index is being built — BM25 and fusion work meanwhile."
-RERANK_LOADING = "the cross-encoder is loading — the column fills in when ready."
+RERANK_LOADING = "the reranker is loading — the column fills in when ready."
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,7 @@ def column_hints(ready: bool, dense: Dense | None, rerank: Rerank | None) -> dic
     rerank_hint = (
         hint
         if rerank is not None and rerank.reranker is not None
-        else (rerank.reason if rerank is not None else "the cross-encoder is loading.")
+        else (rerank.reason if rerank is not None else "the reranker is loading.")
     )
     return {"bm25": hint, "dense": dense_hint, "fused": hint, "rerank": rerank_hint}
 

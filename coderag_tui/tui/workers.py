@@ -163,7 +163,7 @@ def open_dense(
 
 
 def open_reranker(engine: Engine, settings: Settings, post: Post) -> None:
-    """Load and warm up the cross-encoder, or say why reranking is off."""
+    """Load and warm up the reranker (learned or a cross-encoder), or say why it is off."""
     lower_thread_priority()
     post(RerankerReady(engine.open_reranker(settings)))
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from coderag_tui.core.rank.dense import split_stripes
+from coderag_tui.core.rank.learned import LearnedReranker
 from coderag_tui.core.rank.rerank import (
     FastembedReranker,
     RerankerChoice,
@@ -79,10 +80,11 @@ def test_a_long_text_scores_as_its_best_stripe(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["fastembed", "sentence-transformers"])
 def test_no_cross_encoder_offline_says_why_and_how_to_fix_it(
-    no_cached_models: Path, tmp_path: Path
+    no_cached_models: Path, tmp_path: Path, backend: str
 ) -> None:
-    choice = _resolve(tmp_path)
+    choice = _resolve(tmp_path, rerank_backend=backend)
     assert choice.reranker is None
     assert choice.reason == (
         "reranking is off: no cross-encoder is available offline (the shipped MiniLM is a "
@@ -91,6 +93,15 @@ def test_no_cross_encoder_offline_says_why_and_how_to_fix_it(
         "to a local cross-encoder, or allow a one-time download of "
         "Xenova/ms-marco-MiniLM-L-6-v2 (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)."
     )
+
+
+@pytest.mark.timeout(60)
+def test_auto_without_a_cross_encoder_offline_reranks_with_the_learned_model(
+    no_cached_models: Path, tmp_path: Path
+) -> None:
+    choice = _resolve(tmp_path)
+    assert isinstance(choice.reranker, LearnedReranker), choice.reason
+    assert choice.reranker.model.source == "shipped"
 
 
 @pytest.mark.timeout(60)

@@ -139,6 +139,15 @@ def test_plain_walk_honours_nested_gitignore_directory_patterns(tmp_path: Path) 
     assert paths == ["build/top.py", "src/.gitignore", "src/deeper/local.py"]
 
 
+def test_a_gitignore_line_git_cannot_read_is_skipped_as_git_skips_it(tmp_path: Path) -> None:
+    # psf/black's test data holds such a file on purpose; the walk stopped with an error on it.
+    root = tmp_path / "repo"
+    _write(root, "data/.gitignore", "!\n*.log\n")
+    _write(root, "data/kept.py", "kept = True\n")
+    _write(root, "data/run.log", "ignored\n")
+    assert [f.path for f in walk(root).files] == ["data/.gitignore", "data/kept.py"]
+
+
 def test_exclude_keeps_the_index_directory_out(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     _write(root, "main.py", "print('hi')\n")

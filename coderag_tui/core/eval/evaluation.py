@@ -49,6 +49,7 @@ from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
 
 if TYPE_CHECKING:
     from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.core.rank.learned import LearnedReranker
     from coderag_tui.core.rank.rerank import Reranker
 
 # An evaluation-only mode: RRF of the BM25 and dense *file* rankings (each file scored by its
@@ -627,8 +628,10 @@ def _embedder(
     return embedder, ""
 
 
-def _reranker(settings: Settings, wanted: bool, notes: list[str]) -> Reranker | None:
-    """The cross-encoder every row shares (loaded once); why it is missing goes to `notes`."""
+def _reranker(
+    settings: Settings, wanted: bool, notes: list[str]
+) -> Reranker | LearnedReranker | None:
+    """The reranker every row shares (loaded once); why it is missing goes to `notes`."""
     if not wanted:
         return None
     from coderag_tui.core.rank.rerank import resolve_reranker

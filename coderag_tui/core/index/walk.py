@@ -618,7 +618,10 @@ class _IgnoreRules:
                 lines = handle.read().splitlines()
         except OSError:
             return None
-        spec = GitIgnoreSpec.from_lines(lines)
+        try:
+            spec = GitIgnoreSpec.from_lines(lines)
+        except ValueError:  # a line git cannot read either (a lone `!`): git skips it
+            spec = GitIgnoreSpec.from_lines([line for line in lines if _readable(line)])
         return cls(base, spec) if spec.patterns else None
 
     def check(self, rel: str, is_dir: bool) -> bool | None:
@@ -626,6 +629,17 @@ class _IgnoreRules:
         sub = rel[len(self.base) :] + ("/" if is_dir else "")
         result: bool | None = self.spec.check_file(sub).include  # type: ignore[attr-defined]
         return result
+
+
+def _readable(line: str) -> bool:
+    """Whether a .gitignore line is a pattern pathspec can read."""
+    from pathspec import GitIgnoreSpec
+
+    try:
+        GitIgnoreSpec.from_lines([line])
+    except ValueError:
+        return False
+    return True
 
 
 def _ignored(rules: tuple[_IgnoreRules, ...], rel: str, is_dir: bool) -> bool:

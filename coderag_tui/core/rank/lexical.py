@@ -415,6 +415,12 @@ class BM25Index:
             "indptr": indptr.astype(np.int32 if indptr[-1] < 2**31 else np.int64),
         }
 
+    def holders(self, word: str) -> np.ndarray | None:
+        """The indexes of today's chunks that hold `word` (None: none do), unordered; the
+        learned reranker reads which candidates and files cover the query's words."""
+        found = self._column(word)
+        return found[0] if found is not None and found[0].size else None
+
     def idf(self, word: str) -> float:
         """The idf of a word (0.0 for an unknown word), for tests and debugging."""
         found = self._column(word)

@@ -18,6 +18,7 @@ import numpy as np
 from coderag_tui.core.rank import models as mr
 from coderag_tui.core.rank.dense import split_stripes
 from coderag_tui.core.rank.embed import MAX_WINDOW, plain_tokenizer
+from coderag_tui.core.rank.learned import LearnedModel, LearnedReranker, ModelError
 from coderag_tui.core.rank.models import quiet_progress_bars
 
 if TYPE_CHECKING:
@@ -41,9 +42,10 @@ class Reranker(Protocol):
 
 @dataclass(frozen=True)
 class RerankerChoice:
-    """The reranker to use, or None with one sentence saying why and how to enable reranking."""
+    """The reranker to use, or None with one sentence saying why and how to enable reranking;
+    `reason` beside a reranker is a note for the user (which learned model, and why)."""
 
-    reranker: Reranker | None
+    reranker: Reranker | LearnedReranker | None
     reason: str
 
     @property
@@ -165,8 +167,9 @@ def _register_fastembed_folder(folder: Path) -> str:
 # --- resolution -----------------------------------------------------------------------------
 
 _HOW_TO = (
-    "pass --rerank-model PATH to a local cross-encoder, or allow a one-time download of "
-    f"{DEFAULT_FASTEMBED_RERANKER} (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)"
+    "use the shipped learned reranker (--rerank-backend learned, which needs nothing "
+    "more), pass --rerank-model PATH to a local cross-encoder, or allow a one-time "
+    f"download of {DEFAULT_FASTEMBED_RERANKER} (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)"
 )
 
 
@@ -196,18 +199,21 @@ RERANKERS: mr.ModelKind[StripedReranker] = mr.ModelKind(
 
 
 def resolve_reranker(settings: Settings) -> RerankerChoice:
-    """Pick the cross-encoder as DESIGN.md orders it, or say in one sentence why reranking is off.
+    """Pick the reranker as DESIGN.md orders it, or say in one sentence why reranking is off.
 
-    Order: settings.rerank_model (folder or name) with settings.rerank_backend; a default
-    cross-encoder already in a backend's cache; a download only if settings.allow_download.
-    No offline package ships a cross-encoder, so without one reranking is off.
+    `learned`: the learned model (`resolve_learned`). A cross-encoder backend: the model
+    settings.rerank_model names (folder or name); a default cross-encoder already in a
+    backend's cache; a download only if settings.allow_download. `auto`: a cross-encoder
+    found so (no offline package ships one), else the learned model.
     """
     backend = settings.rerank_backend.strip().lower()
-    if backend not in mr.BACKENDS:
+    if backend == "learned":
+        return resolve_learned(settings)
+    if backend not in mr.BACKENDS or backend == mr.MODEL2VEC:
         return RerankerChoice(
             None,
             f"reranking is off: unknown rerank_backend {settings.rerank_backend!r} — "
-            "use auto, fastembed, sentence-transformers or none.",
+            "use auto, learned, fastembed, sentence-transformers or none.",
         )
     if backend == "none":
         return RerankerChoice(
@@ -222,8 +228,28 @@ def resolve_reranker(settings: Settings) -> RerankerChoice:
         return RerankerChoice(named, "")
     if problem:
         return RerankerChoice(None, f"reranking is off: {problem} — {_HOW_TO}.")
+    if backend == "auto":
+        return resolve_learned(settings)
     return RerankerChoice(
         None,
         "reranking is off: no cross-encoder is available offline (the shipped MiniLM is a "
         f"bi-encoder, and as a reranker it ranked worse than the fused list) — {_HOW_TO}.",
     )
+
+
+def resolve_learned(settings: Settings) -> RerankerChoice:
+    """The learned reranker: the model file rerank_model names (with rerank_backend =
+    learned), else this repository's own from `coderag tune` when it beat the shipped model
+    on its held-back history, else the shipped model."""
+    try:
+        if settings.rerank_model and settings.rerank_backend == "learned":
+            path = Path(settings.rerank_model).expanduser()
+            return RerankerChoice(LearnedReranker(LearnedModel.load(path, str(path))), "")
+        tuned = settings.tuned_model_path
+        if tuned.is_file():
+            model = LearnedModel.load(tuned, "tuned")
+            if model.meta.get("beats_shipped") is True:
+                return RerankerChoice(LearnedReranker(model), "")
+        return RerankerChoice(LearnedReranker(LearnedModel.shipped()), "")
+    except ModelError as exc:
+        return RerankerChoice(None, f"reranking is off: {exc}")

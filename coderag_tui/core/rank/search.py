@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.fusion import rrf, weighted
+from coderag_tui.core.rank.learned import Candidates, LearnedReranker
 from coderag_tui.core.rank.lexical import LexicalIndex
+from coderag_tui.core.rank.query_terms import analyse
 from coderag_tui.core.rank.signals import (
     SIGNAL_NAMES,
     CodeFacts,
@@ -70,7 +72,7 @@ class Searcher:
         bm25: LexicalIndex,
         dense: DenseIndex | None = None,
         embedder: Embedder | None = None,
-        reranker: Reranker | None = None,
+        reranker: Reranker | LearnedReranker | None = None,
         dense_reason: str = "",
         rerank_reason: str = "",
         clock: Callable[[], float] = time.perf_counter,
@@ -214,8 +216,9 @@ class Searcher:
             lists = [[i for i, _ in bm25_scored], [i for i, _ in dense_scored]]
             fused, base = rrf(lists, settings.rrf_k, [1.0, settings.dense_weight]), "rrf"
         t = timed("fusion", t)
+        weights = Weights.from_settings(settings)
+        terms = analyse(query)
         if signals and query.strip():
-            weights = Weights.from_settings(settings)
             scored = rescore(
                 query,
                 fused,
@@ -225,6 +228,7 @@ class Searcher:
                 bm25=self.bm25,
                 depth=depth,
                 exclude=exclude,
+                terms=terms,
             )
             hits = tuple(
                 Hit(chunk=self.chunks[i], score=float(s), rank=r, why=why)
@@ -238,20 +242,44 @@ class Searcher:
             t = timed("signals", t)
         else:
             rankings["fused"] = Ranking("fused", self._hits(fused, depth))
+            top = max((s for _, s in fused), default=0.0) or 1.0
+            scored = [(i, s, ((base, s / top),)) for i, s in fused]
 
+        reranker = self.reranker
         if not settings.rerank:
             rankings["rerank"] = Ranking("rerank", available=False, reason=RERANK_OFF)
-        elif self.reranker is None:
-            reason = self.rerank_reason or "rerank is off: no cross-encoder is available."
+        elif reranker is None:
+            reason = self.rerank_reason or "rerank is off: no reranker is available."
             rankings["rerank"] = Ranking("rerank", available=False, reason=reason)
             notes.append(reason)
-        else:
-            candidates = [i for i, _ in fused[: max(settings.rerank_candidates, 0)]]
-            scores = self.reranker.score(query, [self.chunks[i].text for i in candidates])
-            order = sorted(range(len(candidates)), key=lambda j: -scores[j])
-            reranked = [(candidates[j], float(scores[j])) for j in order]
+        elif isinstance(reranker, LearnedReranker):
+            candidates = Candidates(
+                query=query,
+                terms=terms,
+                tokens=tokens,
+                bm25=bm25_scored,
+                dense=dense_scored,
+                fused=scored,
+                facts=self.facts(weights),
+                chunks=self.chunks,
+                lexical=self.bm25,
+            )
+            reranked = reranker.rerank(candidates, settings.learned_candidates)
             timed("rerank", t)
-            rankings["rerank"] = Ranking("rerank", self._hits(reranked, settings.rerank_keep))
+            rankings["rerank"] = Ranking(
+                "rerank",
+                tuple(
+                    Hit(chunk=self.chunks[i], score=s, rank=r, why=why)
+                    for r, (i, s, why) in enumerate(reranked[:depth], start=1)
+                ),
+            )
+        else:
+            pool = [i for i, _ in fused[: max(settings.rerank_candidates, 0)]]
+            scores = reranker.score(query, [self.chunks[i].text for i in pool])
+            order = sorted(range(len(pool)), key=lambda j: -scores[j])
+            by_model = [(pool[j], float(scores[j])) for j in order]
+            timed("rerank", t)
+            rankings["rerank"] = Ranking("rerank", self._hits(by_model, settings.rerank_keep))
 
         return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
 

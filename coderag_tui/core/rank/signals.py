@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+import numpy as np
+
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.definitions import Defined, Definitions, form
 from coderag_tui.core.rank.query_terms import QueryTerms, analyse, identifier_parts, stem
@@ -136,6 +138,7 @@ class CodeFacts:
     roles: PerFile[frozenset[str]] = field(init=False, repr=False)
     _files_defining: dict[str, int] = field(default_factory=dict, repr=False)
     _known: frozenset[str] | None = field(default=None, repr=False)
+    _file_of_array: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         chunks = self.chunks
@@ -160,6 +163,18 @@ class CodeFacts:
             self.chunks_of = list(groups)
         self.path_words = PerFile(lambda fid: _path_words(self.paths[fid]))
         self.roles = PerFile(lambda fid: path_roles(self.paths[fid], self.languages[fid]))
+
+    @property
+    def file_of_array(self) -> np.ndarray:
+        """`file_of` as an array (the learned reranker maps many chunks to files at once)."""
+        if self._file_of_array is None:
+            chunks = self.chunks
+            self._file_of_array = (
+                chunks.file_of
+                if isinstance(chunks, ChunkList)
+                else np.asarray(self.file_of, dtype=np.int64)
+            )
+        return self._file_of_array
 
     def defining(self, key: str) -> tuple[Defined, ...]:
         """The definitions of names of this form (see `definitions.form`)."""
@@ -229,11 +244,13 @@ def rescore(
     bm25: LexicalIndex | None = None,
     depth: int = 100,
     exclude: Iterable[int] = (),
+    terms: QueryTerms | None = None,
 ) -> list[Scored]:
     """The fused candidates (index, score; best first) re-scored by the signals, best first,
     each with its `why` (`base` names the fused score in it). `bm25` serves the issue-terms
-    pass, which looks `depth` chunks deep; chunks in `exclude` never appear."""
-    terms = analyse(query)
+    pass, which looks `depth` chunks deep; chunks in `exclude` never appear. `terms`: the
+    query already read (`analyse(query)`, which costs milliseconds for issue text)."""
+    terms = terms if terms is not None else analyse(query)
     excluded = frozenset(exclude)
     top = max((s for _, s in fused), default=0.0)
     scale = top if top > 0 else 1.0

@@ -55,11 +55,12 @@ SECRET_FATE = {
 }
 
 
-def fused_why(run: SearchRun | None, key: str | None) -> str:
-    """`why: rrf 0.82 · definition: Cart +0.40 · …` for the chunk's fused hit ("" if none)."""
-    if run is None or key is None:
+def hit_why(run: SearchRun | None, key: str | None, name: RankingName = "fused") -> str:
+    """`why: rrf 0.82 · definition: Cart +0.40 · …` for the chunk's hit in the fused list (or
+    in the reranked one: the learned model's largest parts), "" if none."""
+    if run is None or key is None or name not in run.rankings:
         return ""
-    for hit in run.rankings["fused"].hits:
+    for hit in run.rankings[name].hits:
         if hit.chunk.key == key:
             return one_line(why_line(hit.why))  # labels name repository identifiers
     return ""
@@ -285,7 +286,7 @@ class MainScreen(Screen[None]):
         mark = Style(bgcolor=theme.accent, color=theme.background, bold=True)
         # No background: the preview draws the lines on its own (the theme's surface).
         lines = chunk_lines(chunk, terms, dark=theme.dark, mark=mark)
-        why = fused_why(run, key)
+        why = hit_why(run, key, "rerank" if self.last_list == "rerank" else "fused")
         if why:  # above the code, in the preview's own colours
             gutter = "#75715e" if theme.dark else "#999999"  # the line numbers' colour
             first = Text(no_wrap=True, end="")
@@ -377,7 +378,10 @@ class MainScreen(Screen[None]):
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         for name in RANKING_NAMES:
             if event.widget is self.board.column(name).table:
+                was = self.last_list
                 self.last_list = name
+                if (was == "rerank") != (name == "rerank"):
+                    self.show_selection()  # the preview's why: the reranked list's or fused
 
     def action_focus_query(self) -> None:
         """Focus the query at once (not after a refresh, as `focus()` does): the app hands
