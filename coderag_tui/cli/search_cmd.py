@@ -65,7 +65,8 @@ def register(subparsers: Any) -> None:
         help="rank the repository's code for a query (BM25, dense, fused, reranked)",
         description=(
             "Rank the chunks of a repository for QUERY with BM25, dense embeddings, their "
-            "Reciprocal Rank Fusion and (with --rerank) a cross-encoder, and print the "
+            "Reciprocal Rank Fusion and (with --rerank) a reranker, the shipped learned model "
+            "or a cross-encoder, and print the "
             "rankings side by side with the time of every stage."
         ),
     )

@@ -88,9 +88,9 @@ def test_no_cross_encoder_offline_says_why_and_how_to_fix_it(
     assert choice.reranker is None
     assert choice.reason == (
         "reranking is off: no cross-encoder is available offline (the shipped MiniLM is a "
-        "bi-encoder, and as a reranker it ranked worse than the fused list) — pass "
-        "--rerank-model PATH "
-        "to a local cross-encoder, or allow a one-time download of "
+        "bi-encoder, and as a reranker it ranked worse than the fused list) — use the "
+        "shipped learned reranker (--rerank-backend learned, which needs nothing more), pass "
+        "--rerank-model PATH to a local cross-encoder, or allow a one-time download of "
         "Xenova/ms-marco-MiniLM-L-6-v2 (--allow-download or CODERAG_ALLOW_DOWNLOAD=1)."
     )
 

@@ -388,7 +388,7 @@ def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -
     )
     assert proc.stdin is not None and proc.stdout is not None
     feeder = threading.Thread(
-        target=_feed, args=(proc.stdin, [obj for _, obj, _ in entries]), daemon=True
+        target=feed_lines, args=(proc.stdin, [obj for _, obj, _ in entries]), daemon=True
     )
     feeder.start()
     missing: list[str] = []
@@ -419,7 +419,9 @@ def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -
     return missing
 
 
-def _feed(stream: IO[bytes], objects: Sequence[str]) -> None:
+def feed_lines(stream: IO[bytes], objects: Sequence[str]) -> None:
+    """Write each object name on its own line to a `git cat-file --batch` stdin, then close
+    it (a reader that stopped early is not an error)."""
     try:
         for obj in objects:
             stream.write(obj.encode() + b"\n")

@@ -21,9 +21,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
-from coderag_tui.core.eval.datasets import DatasetError, is_source_path, is_test_path
+from coderag_tui.core.eval.datasets import (
+    DatasetError,
+    feed_lines,
+    is_source_path,
+    is_test_path,
+)
 from coderag_tui.core.index.languages import language_for
 from coderag_tui.core.rank.roles import path_roles
 
@@ -296,7 +300,7 @@ def _blobs(git_dir: Path, objects: Sequence[str]) -> Iterator[bytes | None]:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(proc.stdin, objects), daemon=True)
+    feeder = threading.Thread(target=feed_lines, args=(proc.stdin, objects), daemon=True)
     feeder.start()
     try:
         for _ in objects:
@@ -312,14 +316,3 @@ def _blobs(git_dir: Path, objects: Sequence[str]) -> Iterator[bytes | None]:
         feeder.join()
         proc.stdout.close()
         proc.wait()
-
-
-def _feed(stream: IO[bytes], objects: Sequence[str]) -> None:
-    try:
-        for obj in objects:
-            stream.write(obj.encode() + b"\n")
-    except BrokenPipeError:
-        pass
-    finally:
-        with contextlib.suppress(BrokenPipeError):
-            stream.close()
