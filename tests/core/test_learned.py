@@ -4,6 +4,7 @@ in the Searcher, which model is chosen, and the shipped model itself."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -223,3 +224,31 @@ def test_a_broken_model_file_turns_reranking_off_with_a_sentence(tmp_path: Path)
     )
     assert choice.reranker is None
     assert choice.reason.startswith("reranking is off: ") and str(path) in choice.reason
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["fifo", "binary", "huge"])
+def test_a_model_file_a_repository_names_is_refused_without_waiting_or_reading_it_whole(
+    tmp_path: Path, kind: str
+) -> None:
+    """A repository's config may name rerank_model inside the repository: a FIFO there must
+    not hang the search, nor bytes that are not text or a file of gigabytes stop it."""
+    path = tmp_path / "model.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+        said = "not a regular file"
+    elif kind == "binary":
+        path.write_bytes(b"\x96\xff\x00" * 100)
+        said = "not UTF-8 text"
+    else:
+        with path.open("wb") as handle:  # sparse: gigabytes on paper, nothing on disk
+            handle.truncate(2 * 1024**3)
+        said = "larger than 16 MiB"
+    choice = resolve_reranker(
+        Settings(repo=tmp_path, rerank_backend="learned", rerank_model=str(path))
+    )
+    assert choice.reranker is None
+    assert choice.reason == (
+        f"reranking is off: the learned model {path} is {said}: give a model file written by "
+        "`coderag tune` or training/train_ranker.py."
+    )

@@ -124,6 +124,26 @@ _QUESTION = re.compile(
 )
 
 
+# The shipped model's text is under 200 KiB; a bigger file is not a model this code wrote.
+MAX_MODEL_BYTES = 16 * 1024 * 1024
+
+
+def _read_small(path: Path) -> str:
+    """A model file's text: OSError when it cannot be read, ValueError (the words a sentence
+    ends with) when it is not a regular file, too big or not UTF-8 — a FIFO or a huge file
+    named by a repository's config is refused, never waited on or read whole."""
+    if not path.is_file():
+        raise ValueError("not a regular file")
+    with path.open("rb") as handle:
+        data = handle.read(MAX_MODEL_BYTES + 1)
+    if len(data) > MAX_MODEL_BYTES:
+        raise ValueError(f"larger than {MAX_MODEL_BYTES // (1024 * 1024)} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError("not UTF-8 text") from exc
+
+
 class ModelError(CoderagError, ValueError):
     """A learned model file that cannot be used; the message names the file and the fix."""
 
@@ -543,19 +563,21 @@ class LearnedModel:
     @classmethod
     def load(cls, path: Path, source: str = "") -> LearnedModel:
         """Read a model text and the JSON beside it (`<name>.json`), checking its features."""
+        how = "give a model file written by `coderag tune` or training/train_ranker.py"
         try:
-            text = path.read_text(encoding="utf-8")
+            text = _read_small(path)
         except OSError as exc:
             raise ModelError(
-                f"cannot read the learned model {path} ({exc.strerror}): give a model file "
-                "written by `coderag tune` or training/train_ranker.py."
+                f"cannot read the learned model {path} ({exc.strerror}): {how}."
             ) from exc
+        except ValueError as exc:
+            raise ModelError(f"the learned model {path} is {exc}: {how}.") from exc
         meta_path = path.with_suffix(".json")
         meta: dict[str, object] = {}
         if meta_path.is_file():
             try:
-                loaded = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
+                loaded = json.loads(_read_small(meta_path))
+            except (OSError, ValueError, RecursionError) as exc:
                 raise ModelError(f"{meta_path} is not valid JSON: write the model again.") from exc
             if isinstance(loaded, dict):
                 meta = loaded
