@@ -150,3 +150,25 @@ def test_structure_lists_on_a_code_row_and_a_note_on_a_question(
         for n in out["notes"]
     )
     assert any(n.startswith("imports: ") and "files read" in n for n in out["notes"])
+
+
+def test_a_server_index_refuses_the_local_only_axes_before_connecting(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _dataset(tmp_path / "d.jsonl", [QUESTION])
+    # port 9 (discard) on the loopback: the refusal comes before any connection is tried
+    code = _eval(
+        tiny_repo,
+        tmp_path,
+        data,
+        "--backend",
+        "qdrant",
+        "--backend-url",
+        "http://127.0.0.1:9",
+        "--scorer",
+        "iou",
+    )
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "the iou scorer are built over a local index" in err
+    assert "run them with --backend local." in err

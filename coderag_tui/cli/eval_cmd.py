@@ -260,6 +260,14 @@ def run(args: argparse.Namespace) -> int:
         grid.validate()
     except ValueError as exc:
         raise UserError(f"{exc}.") from exc
+    if settings.backend != "local" and any(
+        v.splitter != "word" or v.scorer != "bm25" for v in grid.lexicals
+    ):
+        raise UserError(
+            "the line and bpe splitters and the iou scorer are built over a local index, and a "
+            "server's collection has the one tokenizer it was pushed with: run them with "
+            "--backend local."
+        )
     baseline = _baseline(getattr(args, "baseline", None), grid, settings.dense_stripes)
 
     cancel = threading.Event()
