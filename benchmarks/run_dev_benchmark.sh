@@ -3,7 +3,7 @@
 # changed, and semble's plain questions (nl_dev.jsonl) -> the code that answers them, over the
 # repositories at each row's base_commit.
 #
-#   benchmarks/run_dev_benchmark.sh [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|all]
+#   benchmarks/run_dev_benchmark.sh [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|grid|all]
 #                                                           (default: all = bm25, dense, nl)
 #
 #   bm25      SWE-bench: BM25 grid: lines:32, lines:64, lines:128, file x tokenizer default,
@@ -28,6 +28,12 @@
 #             (rerank_backend = learned) in one run, with a paired bootstrap against fused
 #             (ltr.txt, nl-ltr.txt); ~1 min
 #   ltr-dense the same with dense on (ltr-dense.txt, nl-ltr-dense.txt; embeds like nl-dense)
+#   grid      the seed paper's splitter x scorer grid with dense off (issue 27): tokenizers
+#             default, split+path, line, bpe x scorers bm25, iou on both sets (grid.txt,
+#             nl-grid.txt), then a code-to-code check drawn from the NL set's repositories
+#             (benchmarks/code_to_code_rows.py: 20 completion points each) with the
+#             path-distance and imports lists beside them (code-grid.txt) and beside the
+#             fused list (code-fused.txt); ~3 min
 #
 # Environment: CODERAG_BENCH_REPOS (default /work/.mirror: owner+name/repo, owner/name or name),
 # CODERAG_BENCH_DENSE_CHUNKING (default lines:50,file),
@@ -42,8 +48,8 @@ dataset="${CODERAG_BENCH_DATASET:-$here/../shared/bench/swe_bench_lite_dev.jsonl
 nl_dataset="${CODERAG_BENCH_NL_DATASET:-$here/../shared/bench/nl_dev.jsonl}"
 out="${CODERAG_BENCH_OUT:-${XDG_CACHE_HOME:-$HOME/.cache}/coderag/dev-bench}"
 
-case "$what" in bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|all) ;;
-  *) echo "usage: $0 [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|all]" >&2; exit 2 ;; esac
+case "$what" in bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|grid|all) ;;
+  *) echo "usage: $0 [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|grid|all]" >&2; exit 2 ;; esac
 
 ready() {  # ready LABEL DATASET VAR OWNER/NAME...: whether the dataset and a repository are here
   local label="$1" data="$2" var="$3"; shift 3
@@ -66,10 +72,10 @@ ready() {  # ready LABEL DATASET VAR OWNER/NAME...: whether the dataset and a re
 }
 
 swe=0; nl=0
-case "$what" in bm25|dense|signals|ltr|ltr-dense|all)
+case "$what" in bm25|dense|signals|ltr|ltr-dense|grid|all)
   ready "dev benchmark" "$dataset" CODERAG_BENCH_DATASET marshmallow-code/marshmallow \
     pvlib/pvlib-python pydicom/pydicom pylint-dev/astroid sqlfluff/sqlfluff && swe=1 ;; esac
-case "$what" in nl|nl-dense|signals|ltr|ltr-dense|all)
+case "$what" in nl|nl-dense|signals|ltr|ltr-dense|grid|all)
   ready "NL dev benchmark" "$nl_dataset" CODERAG_BENCH_NL_DATASET Seldaek/monolog \
     colinhacks/zod expressjs/express fastapi/fastapi gin-gonic/gin google/gson pallets/click \
     psf/requests sinatra/sinatra tokio-rs/axum && nl=1 ;; esac
@@ -156,5 +162,24 @@ if [ "$what" = ltr ] || [ "$what" = ltr-dense ]; then
   fi
   if [ "$nl" -eq 1 ]; then
     run "nl-ltr$suffix" "${nl_common[@]}" --modes fused,rerank --baseline fused
+  fi
+fi
+if [ "$what" = grid ]; then
+  export CODERAG_EMBED_BACKEND=none
+  grid=(--tokenizer default,split+path,line,bpe --scorer bm25,iou --baseline "bm25 split+path")
+  if [ "$swe" -eq 1 ]; then
+    run grid "${common[@]}" --modes bm25 "${grid[@]}"
+  fi
+  if [ "$nl" -eq 1 ]; then
+    run nl-grid "${nl_common[@]}" --modes bm25 "${grid[@]}"
+    # the interpreter coderag runs in (its script's #! line when it is installed)
+    [ -n "${py:-}" ] || py="$(head -1 "$(command -v coderag)" | sed 's/^#!//')"
+    env "PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH}" "$py" \
+      "$here/benchmarks/code_to_code_rows.py" "$out/code_rows.jsonl" --dataset "$nl_dataset" \
+      --repos "$repos" --tree-cache "$out/trees"
+    run code-grid eval "$out/code_rows.jsonl" "${shared[@]}" \
+      --modes bm25,path-distance,imports "${grid[@]}"
+    run code-fused eval "$out/code_rows.jsonl" "${shared[@]}" \
+      --modes bm25,fused,path-distance,imports --baseline fused
   fi
 fi

@@ -104,7 +104,16 @@ def register(sub: Any) -> None:
         "--tokenizer",
         dest="tokenizers",
         default=None,
-        help="comma list of default,split,path,split+path (default: the settings')",
+        help="comma list of default,split,path,split+path (word splitting) or the seed "
+        "paper's other splitters line (each line a token) and bpe (cl100k tokens) "
+        "(default: the settings')",
+    )
+    parser.add_argument(
+        "--scorer",
+        dest="scorers",
+        default="bm25",
+        help="comma list of bm25,iou: the lexical list's scorer, with every tokenizer "
+        "(iou: shared tokens / all tokens of the query and the chunk) (default: bm25)",
     )
     parser.add_argument(
         "--k",
@@ -240,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
             if args.tokenizers
             else (_tokenizer_name(settings.split_identifiers, settings.path_in_text),)
         ),
+        scorers=_split(getattr(args, "scorers", None) or "bm25"),
         k=args.cutoff,
         candidates=CandidateFilter(
             include=tuple(p for pat in args.include for p in _split(pat)),
@@ -250,6 +260,14 @@ def run(args: argparse.Namespace) -> int:
         grid.validate()
     except ValueError as exc:
         raise UserError(f"{exc}.") from exc
+    if settings.backend != "local" and any(
+        v.splitter != "word" or v.scorer != "bm25" for v in grid.lexicals
+    ):
+        raise UserError(
+            "the line and bpe splitters and the iou scorer are built over a local index, and a "
+            "server's collection has the one tokenizer it was pushed with: run them with "
+            "--backend local."
+        )
     baseline = _baseline(getattr(args, "baseline", None), grid, settings.dense_stripes)
 
     cancel = threading.Event()
@@ -297,16 +315,17 @@ def _baseline(text: str | None, grid: Grid, dense_stripes: int) -> tuple[str, st
     if not text:
         return None
     parts = text.replace(",", " ").replace("·", " ").split()
-    mode, chunking, tokenizer = grid.modes[0], grid.chunkings[0], grid.tokenizers[0]
+    lexicals = [v.label for v in grid.lexicals]
+    mode, chunking, tokenizer = grid.modes[0], grid.chunkings[0], lexicals[0]
     for part in parts:
         if part in grid.modes:
             mode = part
         elif part in grid.chunkings:
             chunking = part
-        elif part in grid.tokenizers:
+        elif part in lexicals:
             tokenizer = part
         else:
-            known = ", ".join(dict.fromkeys((*grid.modes, *grid.chunkings, *grid.tokenizers)))
+            known = ", ".join(dict.fromkeys((*grid.modes, *grid.chunkings, *lexicals)))
             raise UserError(
                 f"--baseline {text!r}: {part!r} is not a mode, chunking or tokenizer of this "
                 f"run; use some of {known}."

@@ -525,15 +525,22 @@ class Engine:
             chunks, load_or_build_bm25(store, settings, chunks), generation, None, True, said
         )
 
-    def lexical_for(self, settings: Settings, lexical: Lexical) -> Lexical:
-        """The same chunks with the BM25 index of `settings`' tokenizer (eval's tokenizer grid;
-        a server's collection has the one tokenizer it was pushed with)."""
+    def lexical_for(
+        self, settings: Settings, lexical: Lexical, *, splitter: str = "word", scorer: str = "bm25"
+    ) -> Lexical:
+        """The same chunks with the lexical index of `settings`' tokenizer, built over
+        `splitter`'s tokens and scored by `scorer` (eval's grid: `core.rank.splitters`,
+        `core.rank.iou`); a server's collection has the one tokenizer it was pushed with."""
+        from coderag_tui.core.rank.iou import IOU, SCORERS, IoUIndex
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
+        if scorer not in SCORERS:
+            raise ValueError(f"unknown scorer {scorer!r}: use one of {', '.join(SCORERS)}")
         if settings.backend != "local":
             return lexical
-        bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks)
-        return Lexical(lexical.chunks, bm25, lexical.generation, lexical.report, True, ())
+        bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks, splitter=splitter)
+        index: LexicalIndex = IoUIndex(bm25) if scorer == IOU else bm25
+        return Lexical(lexical.chunks, index, lexical.generation, lexical.report, True, ())
 
     # ---------------------------------------------------------------- a shared index on a server
     def open_remote(self, settings: Settings, current: Lexical | None = None) -> Lexical:

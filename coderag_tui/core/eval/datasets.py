@@ -96,6 +96,9 @@ class EvalRow:
     language: str | None = None
     benchmark_root: str | None = None  # only files under this folder are candidates
     semble: bool = False  # in semble's format: scored by semble's NDCG@10 over `targets`
+    # A code-to-code query's own lines (`origin` in JSONL: path, start_line, end_line): its
+    # chunks rank in no list, and the structure-aware lists start from its file.
+    origin: GoldChunk | None = None
 
     @property
     def targets(self) -> tuple[Target, ...]:
@@ -161,6 +164,17 @@ def parse_row(row: dict[str, Any], where: str) -> EvalRow:
             raise DatasetError(
                 f"{where} has a gold_chunks entry without path/start_line/end_line: fix it."
             ) from exc
+    origin = None
+    if row.get("origin") is not None:
+        item = row["origin"]
+        try:
+            origin = GoldChunk(
+                str(item["path"]).strip("/"), int(item["start_line"]), int(item["end_line"])
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(
+                f"{where} has an origin without path/start_line/end_line: fix it."
+            ) from exc
     return EvalRow(
         id=row_id,
         query=query,
@@ -173,6 +187,7 @@ def parse_row(row: dict[str, Any], where: str) -> EvalRow:
         language=_text(row, "language"),
         benchmark_root=_root(row, where),
         semble=any(name in row for name in SEMBLE_FIELDS),
+        origin=origin,
     )
 
 
@@ -530,6 +545,9 @@ def rows_to_jsonl(rows: Sequence[EvalRow]) -> str:
                 {"path": g.path, "start_line": g.start_line, "end_line": g.end_line}
                 for g in row.gold_chunks
             ]
+        if row.origin is not None:
+            o = row.origin
+            data["origin"] = {"path": o.path, "start_line": o.start_line, "end_line": o.end_line}
         if row.semble:
             data["secondary_files"] = list(row.secondary_files)
             data["category"] = row.category

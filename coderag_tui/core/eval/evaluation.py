@@ -32,6 +32,7 @@ from coderag_tui.core.eval.datasets import (
     materialise_tree,
     missing_files,
 )
+from coderag_tui.core.eval.lexical_axes import LexicalVariant, check_scorers, lexical_variants
 from coderag_tui.core.eval.metrics import (
     SEMBLE_K,
     SEMBLE_NDCG,
@@ -43,11 +44,13 @@ from coderag_tui.core.eval.metrics import (
     semble_ndcg,
     target_ranks,
 )
+from coderag_tui.core.eval.structure_lists import STRUCTURE_LISTS, StructureLists
 from coderag_tui.core.rank.fusion import rrf
-from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, Ranking, SearchRun
+from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, Origin, Ranking, SearchRun
 from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
 
 if TYPE_CHECKING:
+    from coderag_tui.core.index.imports import ImportGraph
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.learned import LearnedReranker
     from coderag_tui.core.rank.rerank import Reranker
@@ -55,13 +58,17 @@ if TYPE_CHECKING:
 # An evaluation-only mode: RRF of the BM25 and dense *file* rankings (each file scored by its
 # best chunk first), to compare with the pipeline's fusion of chunk rankings.
 FILE_RRF = "fused-files"
-EVAL_MODES: tuple[str, ...] = (*RANKING_NAMES, FILE_RRF)
-# Tokenizer option name -> (split_identifiers, path_in_text).
+# The seed paper's structure-aware lists (code-to-code rows only): `core.rank.structure`.
+EVAL_MODES: tuple[str, ...] = (*RANKING_NAMES, FILE_RRF, *STRUCTURE_LISTS)
+# Tokenizer option name -> (split_identifiers, path_in_text); `line` and `bpe` are the seed
+# paper's other splitters (`core.eval.lexical_axes`), the rest split words.
 TOKENIZERS: dict[str, tuple[bool, bool]] = {
     "default": (False, False),
     "split": (True, False),
     "path": (False, True),
     "split+path": (True, True),
+    "line": (False, False),
+    "bpe": (False, False),
 }
 # The stages whose time a mode's answer costs (a mode's latency is their sum).
 MODE_STAGES: dict[str, tuple[str, ...]] = {
@@ -78,6 +85,7 @@ MODE_STAGES: dict[str, tuple[str, ...]] = {
         "rerank",
     ),
     FILE_RRF: ("tokenize", "bm25", "embed query", "vector search"),
+    **{name: ("tokenize", "bm25") for name in STRUCTURE_LISTS},
 }
 NEEDS_DENSE = frozenset({"dense", "fused", "rerank", FILE_RRF})
 ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
@@ -100,6 +108,7 @@ class Grid:
     modes: tuple[str, ...] = ("bm25",)
     chunkings: tuple[str, ...] = ("lines:64",)
     tokenizers: tuple[str, ...] = ("default",)
+    scorers: tuple[str, ...] = ("bm25",)  # the lexical list's scorer: bm25, iou
     k: int = 10
     depth: int = 300  # chunk hits kept per ranking, so the file list is deep enough for MRR
     candidates: CandidateFilter = field(default_factory=CandidateFilter)
@@ -112,10 +121,16 @@ class Grid:
         for tok in self.tokenizers:
             if tok not in TOKENIZERS:
                 raise ValueError(f"unknown tokenizer {tok!r}: use {', '.join(TOKENIZERS)}")
+        check_scorers(self.scorers)
         for text in self.chunkings:
             ChunkingSpec.parse(text)
         if self.k < 1:
             raise ValueError("k must be at least 1")
+
+    @property
+    def lexicals(self) -> tuple[LexicalVariant, ...]:
+        """Each (tokenizer x scorer) the run builds a lexical list for, labelled."""
+        return lexical_variants(self.tokenizers, self.scorers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,6 +498,7 @@ def run_eval(
     total = len(work) * len(grid.chunkings)
     step = 0
     noted_gold: set[tuple[str, str]] = set()
+    graphs: dict[Path, ImportGraph] = {}  # per tree, for the structure-aware lists
     cancelled = False
     for item in work:
         if cancel is not None and cancel.is_set():
@@ -556,13 +572,24 @@ def run_eval(
                 if reranker is not None:
                     engine.use(Rerank(reranker))
                 dense_prep = time.perf_counter() - prep_start
-                for t_index, tok in enumerate(grid.tokenizers):
-                    split, path = TOKENIZERS[tok]
+                structure = StructureLists(tree, lexical.chunks, graphs, notes)
+                o = row.origin
+                origin = Origin.at(o.path, o.start_line, o.end_line) if o is not None else None
+                for t_index, variant in enumerate(grid.lexicals):
+                    tok = variant.label
+                    split, path = TOKENIZERS[variant.tokenizer]
                     tok_settings = base.with_(split_identifiers=split, path_in_text=path)
                     tok_start = time.perf_counter()
-                    engine.use(engine.lexical_for(tok_settings, lexical))
+                    engine.use(
+                        engine.lexical_for(
+                            tok_settings,
+                            lexical,
+                            splitter=variant.splitter,
+                            scorer=variant.scorer,
+                        )
+                    )
                     prepare_s = dense_prep + time.perf_counter() - tok_start
-                    run = engine.search(row.query, tok_settings)
+                    run = engine.search(row.query, tok_settings, origin=origin)
                     for note in run.notes if want_dense else ():
                         if note not in notes and not note.startswith("BM25 found no"):
                             notes.append(note)
@@ -582,10 +609,13 @@ def run_eval(
                             prepare_s,
                             dense_stripes=settings.dense_stripes,
                             candidates=candidates,
+                            structure=structure,
                         )
                         if result is None:
                             ranking = _ranking(run, mode)
                             reason = ranking.reason if ranking is not None else ""
+                            if mode in STRUCTURE_LISTS:
+                                reason = StructureLists.reason(run)
                             note = f"{mode} is unavailable: {reason or 'no ranking'}"
                             if note not in notes:
                                 notes.append(note)
@@ -659,8 +689,15 @@ def _ranking(run: SearchRun, mode: str) -> Ranking | None:
     return next((r for name, r in run.rankings.items() if name == mode), None)
 
 
-def _file_ranking(run: SearchRun, mode: str, accepts: Callable[[str], bool]) -> list[str] | None:
+def _file_ranking(
+    run: SearchRun,
+    mode: str,
+    accepts: Callable[[str], bool],
+    structure: StructureLists | None = None,
+) -> list[str] | None:
     """The candidate files in rank order for a mode, or None when the mode is unavailable."""
+    if mode in STRUCTURE_LISTS:
+        return structure.files_for(mode, run, accepts) if structure is not None else None
     if mode == FILE_RRF:
         lists = [_file_ranking(run, name, accepts) for name in ("bm25", "dense")]
         if any(ranked is None for ranked in lists):
@@ -684,9 +721,10 @@ def _score(
     *,
     dense_stripes: int = DENSE_STRIPES_AUTO,
     candidates: CandidateFilter | None = None,
+    structure: StructureLists | None = None,
 ) -> InstanceResult | None:
     accepts = (candidates or grid.candidates).accepts
-    files = _file_ranking(run, mode, accepts)
+    files = _file_ranking(run, mode, accepts, structure)
     if files is None:
         return None
     ranking = _ranking(run, mode)
@@ -733,6 +771,7 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
     groups: dict[tuple[str, str, str], list[InstanceResult]] = defaultdict(list)
     for r in results:
         groups[(r.mode, r.chunking, r.tokenizer)].append(r)
+    labels = [v.label for v in grid.lexicals]
 
     def order(key: tuple[str, str, str]) -> tuple[int, int, int]:
         mode, chunking, tok = key
@@ -740,7 +779,7 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
         return (
             grid.modes.index(mode) if mode in grid.modes else 99,
             grid.chunkings.index(chunking) if chunking in grid.chunkings else 99,
-            grid.tokenizers.index(tok) if tok in grid.tokenizers else -1,
+            labels.index(tok) if tok in labels else -1,
         )
 
     out = []

@@ -32,10 +32,11 @@ import bisect
 import contextlib
 import dataclasses
 import functools
+import itertools
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
@@ -45,6 +46,7 @@ import numpy as np
 
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
+from coderag_tui.core.rank.splitters import WORD, check_splitter, split_many, split_text
 from coderag_tui.core.rank.words import TOKENIZER_VERSION, split_words, tokenize, word_terms
 from coderag_tui.core.records import Chunk
 
@@ -76,6 +78,7 @@ class BM25Options:
     method: str = DEFAULT_METHOD
     k1: float = K1
     b: float = B
+    splitter: str = WORD  # what a token is: `core.rank.splitters` (words, lines or BPE)
 
     def as_dict(self) -> dict[str, Any]:
         """The options as saved in metadata (`BM25Options(**d)` reads them back)."""
@@ -85,7 +88,8 @@ class BM25Options:
     def folder_name(self) -> str:
         words = "split" if self.split_identifiers else "words"
         path = "path" if self.path_in_text else "nopath"
-        return f"{words}-{path}-{self.method}-k{self.k1:g}-b{self.b:g}"
+        splitter = "" if self.splitter == WORD else f"{self.splitter}-"
+        return f"{splitter}{words}-{path}-{self.method}-k{self.k1:g}-b{self.b:g}"
 
 
 class LexicalIndex(Protocol):
@@ -110,16 +114,31 @@ class LexicalIndex(Protocol):
 
 def chunk_tokens(chunk: Chunk, options: BM25Options) -> list[str]:
     """The words BM25 indexes for one chunk (its path's words first when path_in_text)."""
-    tokens = tokenize(chunk.text, split_identifiers=options.split_identifiers)
+    if options.splitter == WORD:
+        tokens = tokenize(chunk.text, split_identifiers=options.split_identifiers)
+    else:
+        tokens = split_text(chunk.text, options.splitter)
     if options.path_in_text:
-        return [*_path_words(chunk.path, options.split_identifiers), *tokens]
+        return [*_path_words(chunk.path, options.split_identifiers, options.splitter), *tokens]
     return tokens
 
 
 @functools.lru_cache(maxsize=4096)
-def _path_words(path: str, split_identifiers: bool) -> tuple[str, ...]:
-    """A path's words, worked out once for all the chunks of its file."""
-    return tuple(tokenize(path, split_identifiers=split_identifiers))
+def _path_words(path: str, split_identifiers: bool, splitter: str = WORD) -> tuple[str, ...]:
+    """A path's words (its tokens under the splitter), worked out once for all its chunks."""
+    return tuple(split_text(path, splitter, split_identifiers=split_identifiers))
+
+
+def _other_tokens(chunks: Iterable[Chunk], options: BM25Options) -> Iterator[list[str]]:
+    """`chunk_tokens` of each chunk under a splitter other than words (BPE in batches)."""
+    it1, it2 = itertools.tee(chunks)
+    texts = split_many((c.text for c in it1), options.splitter)
+    for chunk, tokens in zip(it2, texts, strict=True):
+        if options.path_in_text:
+            path = _path_words(chunk.path, options.split_identifiers, options.splitter)
+            yield [*path, *tokens]
+        else:
+            yield tokens
 
 
 _BATCH = 8192  # chunks tokenized and counted at a time while building (bounds the peak memory)
@@ -175,6 +194,8 @@ class Postings:
         """`build` over `chunk_tokens` of each chunk, with the words of each distinct word
         looked up once as vocabulary numbers: the whole way from text to numbers runs in C
         for every word seen before (the words are `chunk_tokens`' to the last one)."""
+        if options.splitter != WORD:
+            return cls.build(_other_tokens(chunks, options))
         vocab = _Vocabulary()
         terms = _TermNumbers(vocab, options.split_identifiers)
         paths: dict[str, tuple[int, ...]] = {}
@@ -350,9 +371,11 @@ class BM25Index:
         method: str = DEFAULT_METHOD,
         k1: float = K1,
         b: float = B,
+        splitter: str = WORD,
     ) -> BM25Index:
-        """Tokenize every chunk with our tokenizer and count its words."""
-        options = BM25Options(split_identifiers, path_in_text, method, k1, b)
+        """Tokenize every chunk with our tokenizer (or `splitter`) and count its words."""
+        options = BM25Options(split_identifiers, path_in_text, method, k1, b, splitter)
+        check_splitter(splitter)
         if options.method not in METHODS:
             raise ValueError(f"unknown BM25 method {options.method!r}: use one of {METHODS}")
         return cls(Postings.from_chunks(chunks, options), options)
@@ -430,6 +453,8 @@ class BM25Index:
 
     def tokenize_query(self, query: str) -> list[str]:
         """The query's words, split exactly as the chunks were."""
+        if self.options.splitter != WORD:
+            return split_text(query, self.options.splitter)
         return tokenize(query, split_identifiers=self.options.split_identifiers)
 
     def scores(self, tokens: Sequence[str]) -> np.ndarray:
@@ -536,6 +561,7 @@ def load_or_build_bm25(
     *,
     method: str = DEFAULT_METHOD,
     max_drift: float = MAX_DRIFT,
+    splitter: str = WORD,
 ) -> BM25Index:
     """The saved index when the store's chunks are unchanged (same generation); after an
     edit, the saved base with a delta of the changed files (`max_drift` as in
@@ -548,7 +574,9 @@ def load_or_build_bm25(
     """
     today = Today(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
-    options = BM25Options(settings.split_identifiers, settings.path_in_text, method)
+    options = BM25Options(
+        settings.split_identifiers, settings.path_in_text, method, splitter=splitter
+    )
     wanted = settings.signals and bool(
         settings.signal_definitions or settings.signal_forms or settings.signal_issue_terms
     )
@@ -613,6 +641,7 @@ def _load_or_build_matrix(
         split_identifiers=options.split_identifiers,
         path_in_text=options.path_in_text,
         method=options.method,
+        splitter=options.splitter,
     )
     # A read-only or full cache costs a rebuild next time, never the search.
     with contextlib.suppress(OSError):
