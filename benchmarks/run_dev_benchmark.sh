@@ -47,7 +47,8 @@ repos="${CODERAG_BENCH_REPOS:-/work/.mirror}"
 dataset="${CODERAG_BENCH_DATASET:-$here/../shared/bench/swe_bench_lite_dev.jsonl}"
 nl_dataset="${CODERAG_BENCH_NL_DATASET:-$here/../shared/bench/nl_dev.jsonl}"
 out="${CODERAG_BENCH_OUT:-${XDG_CACHE_HOME:-$HOME/.cache}/coderag/dev-bench}"
-unset CODERAG_BENCH_OUT  # read here; coderag itself would warn of an unknown setting
+# The script's own variables, read; unset so that coderag does not warn of unknown settings.
+unset CODERAG_BENCH_OUT CODERAG_BENCH_DATASET CODERAG_BENCH_NL_DATASET
 
 case "$what" in bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|grid|all) ;;
   *) echo "usage: $0 [bm25|dense|nl|nl-dense|signals|ltr|ltr-dense|grid|all]" >&2; exit 2 ;; esac
