@@ -118,6 +118,7 @@ fi
 if [ "$swe" -eq 1 ] && { [ "$what" = dense ] || [ "$what" = all ]; }; then
   nice -n 10 true 2>/dev/null && coderag=(nice -n 10 "${coderag[@]}")
   dense_chunking="${CODERAG_BENCH_DENSE_CHUNKING:-lines:50,file}"
+  unset CODERAG_BENCH_DENSE_CHUNKING
   run dense-all-stripes "${common[@]}" --modes bm25,dense,fused,rerank \
     --chunking "$dense_chunking" --tokenizer default,split+path --dense-stripes 0
   run dense "${common[@]}" --modes dense,fused,rerank --chunking "$dense_chunking" \
