@@ -43,6 +43,9 @@ class BackendError(StoreError):
 
 def client_module() -> Any:
     """qdrant_client, imported when first needed (BackendError saying how to install it)."""
+    from coderag_tui.core.rank import keep_runtimes_offline
+
+    keep_runtimes_offline()  # qdrant-client may import onnxruntime (through fastembed)
     try:
         import qdrant_client
     except ImportError:
