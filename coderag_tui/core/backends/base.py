@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Lexical:
     """The lexical stage: the indexed chunks of one chunking and their BM25 index.
 

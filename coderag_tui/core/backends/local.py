@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.backends.base import DenseOpened, Lexical
@@ -83,7 +84,7 @@ class LocalBackend:
             return None  # never served: `update` moves the file aside and rebuilds
         bm25 = load_or_build_bm25(store, settings, chunks)
         notices = (store.notice,) if store.notice else ()
-        return Lexical(chunks, bm25, generation, report=None, changed=True, notices=notices)
+        return Lexical(chunks=chunks, bm25=bm25, generation=generation, notices=notices)
 
     def update(
         self,
@@ -131,12 +132,14 @@ class LocalBackend:
                 notices.append(INDEX_CANCELLED)
             said = tuple(dict.fromkeys(notices))
             if current is not None and unchanged:
-                return Lexical(current.chunks, current.bm25, generation, report, False, said)
+                return replace(
+                    current, generation=generation, report=report, changed=False, notices=said
+                )
             if progress is not None:
                 progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
             bm25 = load_or_build_bm25(store, settings, chunks)
         bm25.warm_up()
-        return Lexical(chunks, bm25, generation, report, True, said)
+        return Lexical(chunks=chunks, bm25=bm25, generation=generation, report=report, notices=said)
 
     def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:
         """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
@@ -149,21 +152,20 @@ class LocalBackend:
         said = tuple(dict.fromkeys(notices))
         generation = store.generation(key)
         if current is not None and current.generation == generation:
-            return Lexical(current.chunks, current.bm25, generation, None, False, said)
+            return replace(current, generation=generation, report=None, changed=False, notices=said)
         chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
         stale = self.keeper.stale
         if not chunks and stale is not None:
             why = str(stale).rstrip(".")
             raise StoreError(f"{why}; it holds no chunks of {key} to answer from.")
-        return Lexical(
-            chunks, load_or_build_bm25(store, settings, chunks), generation, None, True, said
-        )
+        bm25 = load_or_build_bm25(store, settings, chunks)
+        return Lexical(chunks=chunks, bm25=bm25, generation=generation, notices=said)
 
     def retokenized(self, settings: Settings, lexical: Lexical) -> Lexical:
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
         bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks)
-        return Lexical(lexical.chunks, bm25, lexical.generation, lexical.report, True, ())
+        return replace(lexical, bm25=bm25, changed=True, notices=())
 
     # ---------------------------------------------------------------- the dense ranker
     def open_dense(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.backends.base import DenseOpened, Lexical
@@ -68,9 +69,16 @@ class QdrantBackend:
         if not remote.from_local:  # texts and secrets come from the collection, not this index
             self.local.keeper.close()
         if current is not None and current.generation == remote.generation:
-            return Lexical(current.chunks, current.bm25, remote.generation, None, False, ())
+            return replace(
+                current, generation=remote.generation, report=None, changed=False, notices=()
+            )
         remote.lexical.warm_up()
-        return Lexical(remote.chunks, remote.lexical, remote.generation, None, True, remote.notices)
+        return Lexical(
+            chunks=remote.chunks,
+            bm25=remote.lexical,
+            generation=remote.generation,
+            notices=remote.notices,
+        )
 
     def retokenized(self, settings: Settings, lexical: Lexical) -> Lexical:
         """The same stage: a collection has the one tokenizer it was pushed with."""
