@@ -339,7 +339,7 @@ def latency(chunks: list[Chunk], embedder: WindowedEmbedder, owner: np.ndarray, 
     dim = embedder.embed_query("dimension").shape[0]
     matrix = rng.normal(size=(rows, dim)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    stats = DenseBuildStats(len(chunks), rows, rows, 0, 0, False, 0.0)
+    stats = DenseBuildStats(chunks=len(chunks), stripes=rows, unique_stripes=rows)
     big = DenseIndex(matrix, owner, len(chunks), stats)
     wall: dict[str, list[float]] = {"embed": [], "search": [], "total": []}
     cpu: dict[str, list[float]] = {"embed": [], "search": [], "total": []}

@@ -193,7 +193,7 @@ class Settings:
         ),
     )
 
-    # --- a shared index on a server (core/rank/qdrant_backend.py) ---
+    # --- a shared index on a server (core/backends/qdrant.py) ---
     backend: Backend = field(
         default="local",
         metadata=_about(

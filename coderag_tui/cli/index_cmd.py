@@ -32,7 +32,7 @@ from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings
 
 if TYPE_CHECKING:
-    from coderag_tui.core.rank.qdrant_backend import PushReport
+    from coderag_tui.core.backends.qdrant_push import PushReport
 
 
 def register(subparsers: Any) -> None:
@@ -167,7 +167,7 @@ def _embed(
     return dense, {
         **dense.describe(),
         "reason": dense.reason,
-        "embedded": index.stats.embedded if index is not None else 0,
+        "embedded": index.embedded if index is not None else 0,
         "seconds": round(time.perf_counter() - started, 2),
         "notices": list(dense.notices),
     }
@@ -175,7 +175,7 @@ def _embed(
 
 def _push(
     engine: Engine, settings: Settings, lexical: Lexical, dense: Dense | None, show_bar: bool
-) -> PushReport:
+) -> PushReport | None:
     """Push the chunks, and the model vectors that exist, to the server's collection."""
     local = settings.with_(backend="local")
     if dense is None:  # without --dense: the vectors already embedded, if the model loads

@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from coderag_tui.core.backends.base import Lexical as Lexical
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import (
     EVERY_FILE,
@@ -32,18 +33,18 @@ from coderag_tui.core.records import (
 )
 
 if TYPE_CHECKING:
+    from coderag_tui.core.backends.base import Backend
+    from coderag_tui.core.backends.local import LocalBackend
+    from coderag_tui.core.backends.qdrant_push import PushReport
     from coderag_tui.core.index.changes import Change
-    from coderag_tui.core.index.indexer import IndexProgress, IndexReport
-    from coderag_tui.core.index.keeper import IndexKeeper
-    from coderag_tui.core.index.store import EmbeddingCache, Store
+    from coderag_tui.core.index.indexer import IndexProgress
+    from coderag_tui.core.index.store import Store
     from coderag_tui.core.prompt.pack import Advice
     from coderag_tui.core.prompt.render import Template
     from coderag_tui.core.prompt.tokens import TokenCounter
-    from coderag_tui.core.rank.dense import DenseIndex
+    from coderag_tui.core.rank.dense import DenseRanker
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.learned import LearnedReranker
-    from coderag_tui.core.rank.lexical import LexicalIndex
-    from coderag_tui.core.rank.qdrant_backend import PushReport
     from coderag_tui.core.rank.rerank import Reranker
     from coderag_tui.core.rank.search import Searcher
     from coderag_tui.settings import Settings
@@ -55,16 +56,12 @@ logger = logging.getLogger(__name__)
 
 DENSE_OFF_FOR_RUN = "dense search is off: it was turned off for this run."
 DENSE_CANCELLED = "dense search is off: loading was cancelled."
-EMBEDDING_CANCELLED = (
-    "embedding was cancelled: dense search covers only the chunks embedded so far."
-)
 # Missing chunks above which distilling the static table first pays on a machine's first run:
 # the int8 model embeds `MODEL_CHUNKS_PER_S`, the distillation takes ~20-40 s.
 DISTILL_WORTH_CHUNKS = 2000
 # Chunks the int8 model embeds a second on 2 cores, roughly: a search does not wait for a model
 # that could not finish within its wait.
 MODEL_CHUNKS_PER_S = 60
-INDEX_CANCELLED = "indexing was cancelled: searching the files indexed so far."
 
 
 class PromptError(CoderagError, ValueError):
@@ -117,31 +114,6 @@ def diff_query(settings: Settings, ref: str = "HEAD") -> tuple[str, Origin, Chan
 
 
 @dataclass(frozen=True)
-class Lexical:
-    """The lexical stage: the indexed chunks of one chunking and their BM25 index.
-
-    `report` is None when the stage was served from the saved index before checking the
-    repository for changes; `changed` says whether a check found other chunks than the stage
-    it was given (`update_index`'s `current`).
-    """
-
-    chunks: Sequence[Chunk]
-    bm25: LexicalIndex
-    generation: str
-    report: IndexReport | None = None
-    changed: bool = True
-    notices: tuple[str, ...] = ()
-
-    @property
-    def files(self) -> int:
-        from coderag_tui.core.index.chunk_list import ChunkList
-
-        if isinstance(self.chunks, ChunkList):
-            return self.chunks.n_files
-        return len({c.path for c in self.chunks})
-
-
-@dataclass(frozen=True)
 class Dense:
     """The dense stage: an embedder and the chunk vectors, or the reason dense search is off.
 
@@ -150,7 +122,7 @@ class Dense:
     """
 
     embedder: Embedder | None = None
-    index: DenseIndex | None = None
+    index: DenseRanker | None = None
     reason: str = ""
     notices: tuple[str, ...] = ()
     first_pass: bool = False
@@ -306,8 +278,10 @@ class Engine:
     # Settings the user gave (flags, environment, config files); None: those that differ
     # from their defaults. A build setting not given keeps the index's value (IndexKeeper).
     explicit: frozenset[str] | None = None
-    _keeper: IndexKeeper = field(init=False, repr=False)
-    _cache: EmbeddingCache | None = field(default=None, repr=False)
+    # This machine's index (SQLite, BM25, vectors, the embedding cache), and the backends
+    # `settings.backend` names (the local one among them), each made once.
+    _local: LocalBackend = field(init=False, repr=False)
+    _backends: dict[str, Backend] = field(default_factory=dict, repr=False)
     _lexical: Lexical | None = field(default=None, repr=False)
     _dense: Dense | None = field(default=None, repr=False)
     _rerank: Rerank | None = field(default=None, repr=False)
@@ -373,15 +347,27 @@ class Engine:
 
     # ---------------------------------------------------------------- the lexical stage
     def __post_init__(self) -> None:
-        # Imported here: the store (SQLite) and lock library are not needed to import the engine.
-        from coderag_tui.core.index.keeper import IndexKeeper
+        from coderag_tui.core.backends.local import LocalBackend
 
-        self._keeper = IndexKeeper(self.explicit, self.clock)
+        self._local = LocalBackend(self.explicit, self.clock)
+
+    def _backend(self, settings: Settings) -> Backend:
+        """Where `settings`' index lives (`settings.backend`), asked for every stage."""
+        from coderag_tui.core.backends import backend_for
+
+        with self._lock:
+            backend = self._backends.get(settings.backend)
+            if backend is None:
+                backend = self._backends[settings.backend] = backend_for(
+                    settings.backend, self._local
+                )
+                logger.debug("index: %s", backend.describe(settings))
+            return backend
 
     def store(self, settings: Settings | None = None) -> Store:
         """The index database of `settings` (default: the engine's), opened once and kept
         (for reading only when it cannot be written; `update_index` then says so)."""
-        return self._keeper.store(settings or self.settings)
+        return self._local.store(settings or self.settings)
 
     def preload(self) -> None:
         """Start opening the saved index in a daemon thread (a start-up beside the first paint).
@@ -417,27 +403,8 @@ class Engine:
 
     def saved_lexical(self, settings: Settings) -> Lexical | None:
         """What the saved index serves at once, before any check for changed files (or None
-        when this chunking has no chunks yet)."""
-        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
-        from coderag_tui.core.index.store import IndexDamaged
-        from coderag_tui.core.rank.lexical import load_or_build_bm25
-
-        if settings.backend != "local":  # a server's collection: `update_index` opens it
-            return None
-        store = self.store(settings)
-        key = settings.chunking_spec.key
-        try:
-            # Texts are read when shown: a file changed behind our back is checked first
-            # (nothing to do when the record left by the last run vouches for it).
-            if store.chunk_count(key) == 0 or store.damage_if_changed() is not None:
-                return None
-            generation = store.generation(key)
-            chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
-        except IndexDamaged:
-            return None  # never served: `update_index` moves the file aside and rebuilds
-        bm25 = load_or_build_bm25(store, settings, chunks)
-        notices = (store.notice,) if store.notice else ()
-        return Lexical(chunks, bm25, generation, report=None, changed=True, notices=notices)
+        when this chunking has no chunks yet, or the index is a server's)."""
+        return self._backend(settings).saved(settings)
 
     def update_index(
         self,
@@ -459,70 +426,10 @@ class Engine:
         cannot be written serves what it holds with a notice saying so (unless `stale_ok` is
         false: then IndexNotWritable). Build settings the user did not give keep the values
         the index was built with; a different given value re-checks every file, said too.
+        With a server's collection (`backend`), nothing is built: the collection is opened.
         """
-        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
-        from coderag_tui.core.index.indexer import IndexProgress
-        from coderag_tui.core.index.store import IndexDamaged
-        from coderag_tui.core.rank.lexical import load_or_build_bm25
-
-        if settings.backend != "local":  # the server's collection is the index: nothing to build
-            return self.open_remote(settings, current)
-        key = settings.chunking_spec.key
-        notices: list[str] = []
-        keeper = self._keeper
-        with keeper.locked(settings, progress, cancel, notices) as locked:
-            if not locked:  # cancelled while another run was indexing
-                return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
-            for attempt in (1, 2):
-                built = keeper.build(settings, progress=progress, cancel=cancel, stale_ok=stale_ok)
-                store, report = built.store, built.report
-                if report is None:  # the index cannot be written: answer from what it holds
-                    return self._as_it_is(settings, current, [*built.notices, *notices])
-                try:
-                    generation = store.generation(key)
-                    unchanged = current is not None and current.generation == generation
-                    chunks = (
-                        current.chunks
-                        if current is not None and unchanged
-                        else ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
-                    )
-                    break
-                except IndexDamaged:  # a row that no longer reads: move it aside, build anew
-                    if attempt == 2:
-                        raise
-                    keeper.discard(store, "a row of it could not be read")
-            assert report is not None  # else returned above
-            notices = [*built.notices, *notices]
-            if report.cancelled:
-                notices.append(INDEX_CANCELLED)
-            said = tuple(dict.fromkeys(notices))
-            if current is not None and unchanged:
-                return Lexical(current.chunks, current.bm25, generation, report, False, said)
-            if progress is not None:
-                progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
-            bm25 = load_or_build_bm25(store, settings, chunks)
-        bm25.warm_up()
-        return Lexical(chunks, bm25, generation, report, True, said)
-
-    def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:
-        """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
-        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
-        from coderag_tui.core.index.store import StoreError
-        from coderag_tui.core.rank.lexical import load_or_build_bm25
-
-        store = self.store(settings)
-        key = settings.chunking_spec.key
-        said = tuple(dict.fromkeys(notices))
-        generation = store.generation(key)
-        if current is not None and current.generation == generation:
-            return Lexical(current.chunks, current.bm25, generation, None, False, said)
-        chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
-        stale = self._keeper.stale
-        if not chunks and stale is not None:
-            why = str(stale).rstrip(".")
-            raise StoreError(f"{why}; it holds no chunks of {key} to answer from.")
-        return Lexical(
-            chunks, load_or_build_bm25(store, settings, chunks), generation, None, True, said
+        return self._backend(settings).update(
+            settings, current=current, progress=progress, cancel=cancel, stale_ok=stale_ok
         )
 
     def lexical_for(
@@ -531,65 +438,19 @@ class Engine:
         """The same chunks with the lexical index of `settings`' tokenizer, built over
         `splitter`'s tokens and scored by `scorer` (eval's grid: `core.rank.splitters`,
         `core.rank.iou`); a server's collection has the one tokenizer it was pushed with."""
-        from coderag_tui.core.rank.iou import IOU, SCORERS, IoUIndex
-        from coderag_tui.core.rank.lexical import load_or_build_bm25
+        from coderag_tui.core.rank.iou import SCORERS
 
         if scorer not in SCORERS:
             raise ValueError(f"unknown scorer {scorer!r}: use one of {', '.join(SCORERS)}")
-        if settings.backend != "local":
-            return lexical
-        bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks, splitter=splitter)
-        index: LexicalIndex = IoUIndex(bm25) if scorer == IOU else bm25
-        return Lexical(lexical.chunks, index, lexical.generation, lexical.report, True, ())
+        return self._backend(settings).retokenized(
+            settings, lexical, splitter=splitter, scorer=scorer
+        )
 
     # ---------------------------------------------------------------- a shared index on a server
-    def open_remote(self, settings: Settings, current: Lexical | None = None) -> Lexical:
-        """The lexical stage of the collection `settings` name on a Qdrant server, which
-        `push` filled (see `core.rank.qdrant_backend`); positions are in its chunk list, the
-        local index's when it is the one pushed, else the collection's own.
-
-        Raises BackendError (a StoreError, one sentence) when the server cannot be reached or
-        the collection is missing or not coderag's; the local index is never changed.
-        """
-        from coderag_tui.core.index.store import StoreError
-        from coderag_tui.core.rank.qdrant_backend import open_remote
-
-        def local_chunks() -> list[Chunk] | None:
-            if not settings.index_path.exists():
-                return None
-            try:
-                return self.store(settings).chunks(settings.chunking_spec.key)
-            except StoreError:
-                return None
-
-        remote = open_remote(settings, local_chunks)
-        if not remote.from_local:  # texts and secrets come from the collection, not this index
-            self._keeper.close()
-        if current is not None and current.generation == remote.generation:
-            return Lexical(current.chunks, current.bm25, remote.generation, None, False, ())
-        remote.lexical.warm_up()
-        return Lexical(remote.chunks, remote.lexical, remote.generation, None, True, remote.notices)
-
-    def _remote_dense(
-        self, lexical: Lexical, embedder: Embedder, notices: tuple[str, ...]
-    ) -> Dense:
-        """The collection's dense list, queried with the local embedder that made its vectors."""
-        from coderag_tui.core.rank.qdrant_backend import RemoteLexical
-
-        if not isinstance(lexical.bm25, RemoteLexical):
-            return Dense(reason="dense search is off: the lexical stage is not the server's.")
-        index, reason = lexical.bm25.dense(embedder.name)
-        if index is None:
-            return Dense(reason=reason)
-        embedder.embed_query("warm up")
-        return Dense(embedder, index, "", notices)
-
     def reach_backend(self, settings: Settings) -> None:
         """Reach the server and check its collection is coderag's (BackendError otherwise), so
         `coderag index` fails before anything local changes."""
-        from coderag_tui.core.rank.qdrant_backend import check
-
-        check(settings)
+        self._backend(settings).reach(settings)
 
     def push(
         self,
@@ -599,14 +460,14 @@ class Engine:
         *,
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
-    ) -> PushReport:
+    ) -> PushReport | None:
         """Make the server's collection hold the chunks of `lexical` (a local stage) and the
-        model vectors of `dense` (never a first pass's); only what changed is written."""
-        from coderag_tui.core.rank.qdrant_backend import push
-
+        model vectors of `dense` (never a first pass's); only what changed is written. None
+        when `settings` name the local index: there is nothing to push."""
         model = dense is not None and dense.available and not dense.first_pass
         index = dense.index if model and dense is not None else None
-        return push(settings, lexical.chunks, index, progress=progress, cancel=cancel)
+        backend = self._backend(settings)
+        return backend.push(settings, lexical, index, progress=progress, cancel=cancel)
 
     # ---------------------------------------------------------------- dense and rerank stages
     def open_dense(
@@ -626,8 +487,6 @@ class Engine:
         and chunking; only new text is embedded. A cancelled build covers what was embedded;
         with `embed_missing` false nothing is embedded and the index covers what is known.
         """
-        from coderag_tui.core.rank.dense import load_or_build_dense
-
         notices: list[str] = []
         if embedder is None:
             from coderag_tui.core.rank.embedders import resolve_embedder
@@ -638,15 +497,11 @@ class Engine:
             embedder = choice.embedder
             if choice.reason:
                 notices.append(choice.reason)
-        if settings.backend != "local":
-            return self._remote_dense(lexical, embedder, tuple(notices))
         try:
-            index = load_or_build_dense(
-                self.store(settings),
+            opened = self._backend(settings).open_dense(
                 settings,
-                lexical.chunks,
+                lexical,
                 embedder,
-                self._embedding_cache(settings),
                 progress=progress,
                 cancel=cancel,
                 embed_missing=embed_missing,
@@ -656,8 +511,10 @@ class Engine:
                 embedder=embedder,
                 reason=f"dense search is off: embedding failed ({exc}) — BM25 still works.",
             )
-        if not index.complete and embed_missing:
-            notices.append(EMBEDDING_CANCELLED)
+        index = opened.ranker
+        if index is None:
+            return Dense(reason=opened.reason)
+        notices += opened.notices
         # The first call pays for lazy model set-up; pay it here, not in the first query's time.
         embedder.embed_query("warm up")
         return Dense(embedder, index, "", tuple(notices), first_pass)
@@ -680,8 +537,9 @@ class Engine:
 
         if settings.dense_first_pass == "off":
             return Dense(reason="the static first pass is off (dense_first_pass = off).")
-        if settings.backend != "local":
-            return Dense(reason="no first pass is needed: the server holds the model's vectors.")
+        off = self._backend(settings).first_pass_off
+        if off:
+            return Dense(reason=off)
         if settings.embed_backend in ("none", "model2vec"):
             return Dense(
                 reason=f"no first pass is needed with embed_backend {settings.embed_backend}."
@@ -813,16 +671,6 @@ class Engine:
                 "embeds the rest.",
             ),
         )
-
-    def _embedding_cache(self, settings: Settings) -> EmbeddingCache:
-        from coderag_tui.core.index.store import EmbeddingCache
-
-        with self._lock:
-            if self._cache is None or self._cache.path != settings.embed_cache_path:
-                if self._cache is not None:
-                    self._cache.close()
-                self._cache = EmbeddingCache.open(settings.embed_cache_path)
-            return self._cache
 
     def open_reranker(self, settings: Settings) -> Rerank:
         """Resolve and warm up the reranker (learned or a cross-encoder), or say why
@@ -966,7 +814,7 @@ class Engine:
         template, counter = prompt_tools(settings, request.template)
         if run.depth < search_depth(settings):
             run = self.search(run.query, settings, run.origin, run.scope)
-        store = self._keeper.opened()
+        store = self._local.opened()
         file_text = store.file_text if store is not None else None
         hits = packing_order(run)
         task, task_secrets = masked_task(request.task, settings.secrets)
@@ -1041,7 +889,7 @@ class Engine:
         index open, the chunks' own texts are scanned, so nothing passes unchecked."""
         from coderag_tui.core.index.secret_scan import scan_text
 
-        store = self._keeper.opened()
+        store = self._local.opened()
         if store is not None:
             return store.secrets({c.path for c in chunks})
         found: dict[str, set[SecretFinding]] = {}
@@ -1087,12 +935,13 @@ class Engine:
 
     # ---------------------------------------------------------------- the end
     def close(self) -> None:
-        """Close the index database and the embedding cache (stages stay usable for reading)."""
+        """Close the index database, the embedding cache and what backends hold open (stages
+        stay usable for reading)."""
         with self._lock:
-            self._keeper.close()
-            if self._cache is not None:
-                self._cache.close()
-                self._cache = None
+            for backend in self._backends.values():
+                if backend is not self._local:
+                    backend.close()
+            self._local.close()
 
     def __enter__(self) -> Engine:
         return self

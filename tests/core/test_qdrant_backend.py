@@ -21,14 +21,10 @@ import pytest
 pytest.importorskip("qdrant_client")
 
 from coderag_tui.cli import main
+from coderag_tui.core.backends import qdrant_points, qdrant_push, qdrant_server
+from coderag_tui.core.backends.qdrant_rank import RemoteDense, RemoteLexical
+from coderag_tui.core.backends.qdrant_server import NEEDS_CLIENT, BackendError
 from coderag_tui.core.engine import Engine
-from coderag_tui.core.rank import qdrant_backend
-from coderag_tui.core.rank.qdrant_backend import (
-    NEEDS_CLIENT,
-    BackendError,
-    RemoteDense,
-    RemoteLexical,
-)
 from coderag_tui.settings import Settings, SettingsError, read_settings
 from tests.fixtures.hashing_embedder import HashingEmbedder
 
@@ -130,7 +126,7 @@ def test_a_re_push_writes_what_changed_and_deletes_what_is_gone(
     (tiny_repo / "shop" / "cart.py").unlink()
     changed = push(remote)
     assert changed.written >= 1 and changed.deleted >= 1  # type: ignore[attr-defined]
-    server = qdrant_backend.connect(remote)
+    server = qdrant_server.connect(remote)
     points = server.client.count(server.collection, exact=True).count
     assert points == changed.chunks + 1  # type: ignore[attr-defined]  # + the marker
     with Engine.open(remote, dense=False) as there:
@@ -143,7 +139,7 @@ def test_a_re_push_writes_what_changed_and_deletes_what_is_gone(
 def test_an_interrupted_push_is_finished_by_the_next(
     tiny_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(qdrant_backend, "BATCH", 4)
+    monkeypatch.setattr(qdrant_push, "BATCH", 4)
     local = local_settings(tiny_repo, tmp_path / "ix")
     remote = shared(local, tmp_path / "qdrant")
     stop = threading.Event()
@@ -168,7 +164,7 @@ def test_a_collection_made_by_hand_or_by_another_schema_is_refused(
 ) -> None:
     local = local_settings(tiny_repo, tmp_path / "ix")
     by_hand = shared(local, tmp_path / "qdrant", backend_collection="by-hand")
-    client = qdrant_backend.connect(by_hand).client
+    client = qdrant_server.connect(by_hand).client
     client.create_collection("by-hand", vectors_config={})
     with pytest.raises(
         BackendError, match=r"^the collection by-hand at .* was not made by coderag"
@@ -179,7 +175,7 @@ def test_a_collection_made_by_hand_or_by_another_schema_is_refused(
 
     other = by_hand.with_(backend_collection="other-schema")
     push(other)
-    client.set_payload("other-schema", {"coderag_schema": 99}, points=[qdrant_backend.MARKER_ID])
+    client.set_payload("other-schema", {"coderag_schema": 99}, points=[qdrant_points.MARKER_ID])
     with pytest.raises(BackendError) as refused:
         Engine.open(other, dense=False)
     message = str(refused.value)
@@ -250,16 +246,16 @@ def test_the_collection_name_follows_the_repository_and_chunking_not_ranking(
     tmp_path: Path,
 ) -> None:
     base = Settings(repo=tmp_path)
-    name = qdrant_backend.collection_name(base)
+    name = qdrant_server.collection_name(base)
     assert re.fullmatch(r"coderag-[0-9a-f]{12}-lines-64-0", name)
-    assert qdrant_backend.collection_name(base.with_(rrf_k=10, signals=False)) == name
-    assert qdrant_backend.collection_name(base.with_(chunk_lines=32)) != name
-    assert qdrant_backend.collection_name(base.with_(repo=tmp_path / "..")) != name
-    assert qdrant_backend.collection_name(base.with_(backend_collection="mine")) == "mine"
+    assert qdrant_server.collection_name(base.with_(rrf_k=10, signals=False)) == name
+    assert qdrant_server.collection_name(base.with_(chunk_lines=32)) != name
+    assert qdrant_server.collection_name(base.with_(repo=tmp_path / "..")) != name
+    assert qdrant_server.collection_name(base.with_(backend_collection="mine")) == "mine"
 
 
 def test_urls_are_shown_without_credentials() -> None:
-    shown = qdrant_backend.shown_url("https://user:secret@host:6333/x?api-key=k\x1b")
+    shown = qdrant_server.shown_url("https://user:secret@host:6333/x?api-key=k\x1b")
     assert shown == "https://host:6333/x"
 
 
@@ -279,7 +275,7 @@ def test_a_url_that_does_not_parse_is_one_sentence_naming_it(
     url: str,
     shown: str,
 ) -> None:
-    assert qdrant_backend.shown_url(url) == shown
+    assert qdrant_server.shown_url(url) == shown
     args = [str(tiny_repo), "--index-dir", str(tmp_path / "ix"), "--embed-backend", "none"]
     assert main(["search", "refund", *args, "--backend", "qdrant", "--url", url]) == 2
     captured = capsys.readouterr()
@@ -290,14 +286,15 @@ def test_a_url_that_does_not_parse_is_one_sentence_naming_it(
 
 
 def test_an_ipv6_host_keeps_its_brackets() -> None:
-    assert qdrant_backend.shown_url("http://[::1]:6333/x") == "http://[::1]:6333/x"
+    assert qdrant_server.shown_url("http://[::1]:6333/x") == "http://[::1]:6333/x"
 
 
 def test_the_package_imports_without_qdrant_client_and_says_how_to_get_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code = (
-        "import sys; import coderag_tui.core.engine, coderag_tui.core.rank.qdrant_backend;"
+        "import sys; import coderag_tui.core.engine, coderag_tui.core.backends.qdrant,"
+        " coderag_tui.core.backends.qdrant_push, coderag_tui.core.backends.qdrant_rank;"
         "print('qdrant_client' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -305,7 +302,7 @@ def test_the_package_imports_without_qdrant_client_and_says_how_to_get_it(
     monkeypatch.setitem(sys.modules, "qdrant_client", None)  # as if it were not installed
     settings = shared(Settings(repo=tmp_path), tmp_path / "qdrant")
     with pytest.raises(BackendError) as missing:
-        qdrant_backend.connect(settings)
+        qdrant_server.connect(settings)
     assert str(missing.value) == NEEDS_CLIENT
 
 
@@ -314,7 +311,7 @@ def test_a_real_server_ranks_as_the_local_index(tiny_repo: Path, tmp_path: Path)
     local = local_settings(tiny_repo, tmp_path / "ix")
     name = f"coderag-test-{os.getpid()}"
     remote = shared(local, os.environ["CODERAG_QDRANT_URL"], backend_collection=name)
-    server = qdrant_backend.connect(remote)
+    server = qdrant_server.connect(remote)
     try:
         push(remote)
         with Engine.open(local, dense=False) as here, Engine.open(remote, dense=False) as there:

@@ -247,7 +247,9 @@ def test_search_equals_a_brute_force_max_over_stripes(
     owner = np.repeat(np.arange(len(stripes_per_chunk)), stripes_per_chunk)
     matrix = rng.normal(size=(len(owner), 8)).astype(np.float32)
     query = rng.normal(size=8).astype(np.float32)
-    stats = DenseBuildStats(len(stripes_per_chunk), len(owner), len(owner), 0, 0, False, 0.0)
+    stats = DenseBuildStats(
+        chunks=len(stripes_per_chunk), stripes=len(owner), unique_stripes=len(owner)
+    )
     index = DenseIndex(matrix, owner, len(stripes_per_chunk), stats)
     raw = matrix @ query
     best = [float(raw[owner == c].max()) for c in range(len(stripes_per_chunk))]

@@ -14,7 +14,7 @@ pytest.importorskip("qdrant_client")
 async def test_the_tui_searches_a_pushed_collection(
     tui_settings: Settings, build_app: AppFactory
 ) -> None:
-    from coderag_tui.core.rank.qdrant_backend import RemoteLexical
+    from coderag_tui.core.backends.qdrant_rank import RemoteLexical
 
     local = tui_settings
     shared = local.with_(backend="qdrant", backend_url=str(local.index_path.parent / "qdrant"))

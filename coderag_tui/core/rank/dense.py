@@ -61,17 +61,17 @@ class Stripes:
     chunk_of: np.ndarray  # (n_stripes,) int64, non-decreasing
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DenseBuildStats:
     """What a build did: stripes re-used, found in the cache, and embedded."""
 
     chunks: int
-    stripes: int
-    unique_stripes: int  # distinct stripe texts that were not re-used from a previous index
-    cached: int
-    embedded: int
-    cancelled: bool
-    seconds: float
+    stripes: int = 0
+    unique_stripes: int = 0  # distinct stripe texts that were not re-used from a previous index
+    cached: int = 0
+    embedded: int = 0
+    cancelled: bool = False
+    seconds: float = 0.0
     reused_chunks: int = 0  # chunks whose rows were copied from the previous index
 
 
@@ -203,6 +203,44 @@ def _lookup(cache: VectorCache, model: str, hashes: list[str]) -> dict[str, np.n
     return vectors
 
 
+class DenseRanker(Protocol):
+    """What ranking asks of a dense list: the local `DenseIndex`, or a server's
+    (`core.backends.qdrant_rank.RemoteDense`). Results are indexes into the chunk list."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def n_chunks(self) -> int: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def covered(self) -> int:
+        """How many chunks have their vectors."""
+        ...
+
+    @property
+    def coverage(self) -> float:
+        """The share of chunks the list can rank, 0..1."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """Does every chunk have its vectors?"""
+        ...
+
+    @property
+    def embedded(self) -> int:
+        """Stripes the build that made this list embedded (0: none were)."""
+        ...
+
+    def search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The k chunks nearest the query by cosine (best stripe), best first."""
+        ...
+
+
 class DenseIndex:
     """One float32 matrix of stripe vectors and the chunk each stripe belongs to."""
 
@@ -264,6 +302,11 @@ class DenseIndex:
     def complete(self) -> bool:
         """Does every chunk have its vectors (False after a cancelled build)?"""
         return not self.stats.cancelled and len(self._chunk_ids) == self.n_chunks
+
+    @property
+    def embedded(self) -> int:
+        """Stripes the build that made this index embedded (0: loaded or all cached)."""
+        return self.stats.embedded
 
     def _rows_by_hash(self) -> dict[bytes, tuple[int, int]]:
         """Each indexed chunk text's hash and its run of rows in the matrix."""
@@ -463,7 +506,9 @@ class DenseIndex:
         ):
             raise ValueError(f"the dense index at {directory} is damaged: bad chunk map")
         n = len(np.unique(owner))
-        stats = DenseBuildStats(n_chunks, len(owner), 0, 0, 0, not meta.get("complete"), 0.0, n)
+        stats = DenseBuildStats(
+            chunks=n_chunks, stripes=len(owner), cancelled=not meta.get("complete"), reused_chunks=n
+        )
         return cls(
             matrix,
             owner,
@@ -574,7 +619,7 @@ def load_or_build_dense(
     if not embed_missing and previous is None and not _holds_any(cache, embedder.name):
         # Nothing of this model anywhere: the answer is "no coverage", without tokenizing
         # every chunk to look each window up (seconds on a large repository).
-        stats = DenseBuildStats(len(chunks), 0, 0, 0, 0, False, 0.0)
+        stats = DenseBuildStats(chunks=len(chunks))
         empty = DenseIndex(np.zeros((0, 0), dtype=np.float32), np.zeros(0), len(chunks), stats)
         empty.model, empty.window, empty.overlap = embedder.name, window, overlap
         empty.max_stripes = settings.stripe_cap

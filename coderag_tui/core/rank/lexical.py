@@ -94,7 +94,7 @@ class BM25Options:
 
 class LexicalIndex(Protocol):
     """What ranking asks of a lexical index: the local `BM25Index`, or a server's
-    (`core.rank.qdrant_backend.RemoteLexical`). Results are indexes into the chunk list."""
+    (`core.backends.qdrant_rank.RemoteLexical`). Results are indexes into the chunk list."""
 
     options: BM25Options
     n_docs: int

@@ -43,7 +43,7 @@ from coderag_tui.core.records import (
 
 if TYPE_CHECKING:
     from coderag_tui.core.rank.definitions import Definitions
-    from coderag_tui.core.rank.dense import DenseIndex
+    from coderag_tui.core.rank.dense import DenseRanker
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.rerank import Reranker
     from coderag_tui.settings import Settings
@@ -70,7 +70,7 @@ class Searcher:
         self,
         chunks: Sequence[Chunk],
         bm25: LexicalIndex,
-        dense: DenseIndex | None = None,
+        dense: DenseRanker | None = None,
         embedder: Embedder | None = None,
         reranker: Reranker | LearnedReranker | None = None,
         dense_reason: str = "",

@@ -1,0 +1,228 @@
+"""The local backend: the index as files beside the repository (SQLite, BM25, vector arrays).
+
+It keeps the index database (`IndexKeeper`: open, checked, locked, built) and the embedding
+cache, brings the index up to date before a search, and loads or builds BM25 and the chunk
+vectors from them. Nothing is pushed anywhere: the files are the index.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.backends.base import DenseOpened, Lexical
+from coderag_tui.core.visible import one_line
+
+if TYPE_CHECKING:
+    from coderag_tui.core.backends.qdrant_push import PushReport
+    from coderag_tui.core.index.indexer import IndexProgress
+    from coderag_tui.core.index.keeper import IndexKeeper
+    from coderag_tui.core.index.store import EmbeddingCache, Store
+    from coderag_tui.core.rank.dense import DenseRanker
+    from coderag_tui.core.rank.embed import Embedder
+    from coderag_tui.core.rank.lexical import LexicalIndex
+    from coderag_tui.settings import Settings
+
+EMBEDDING_CANCELLED = (
+    "embedding was cancelled: dense search covers only the chunks embedded so far."
+)
+INDEX_CANCELLED = "indexing was cancelled: searching the files indexed so far."
+
+
+class LocalBackend:
+    """The index database and embedding cache of one repository, kept open between calls."""
+
+    first_pass_off = ""
+
+    def __init__(
+        self, explicit: frozenset[str] | None = None, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        # Imported here: the store (SQLite) and lock library are not needed to import the engine.
+        from coderag_tui.core.index.keeper import IndexKeeper
+
+        self.keeper: IndexKeeper = IndexKeeper(explicit, clock)
+        self._cache: EmbeddingCache | None = None
+        self._lock = threading.RLock()
+
+    def store(self, settings: Settings) -> Store:
+        """The index database of `settings`, opened once and kept (see `IndexKeeper.store`)."""
+        return self.keeper.store(settings)
+
+    def opened(self) -> Store | None:
+        """The index database if one is open (prompts read texts and secrets from it)."""
+        return self.keeper.opened()
+
+    def embedding_cache(self, settings: Settings) -> EmbeddingCache:
+        """The embedding cache of `settings`, opened once and kept."""
+        from coderag_tui.core.index.store import EmbeddingCache
+
+        with self._lock:
+            if self._cache is None or self._cache.path != settings.embed_cache_path:
+                if self._cache is not None:
+                    self._cache.close()
+                self._cache = EmbeddingCache.open(settings.embed_cache_path)
+            return self._cache
+
+    # ---------------------------------------------------------------- the lexical ranker
+    def saved(self, settings: Settings) -> Lexical | None:
+        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
+        from coderag_tui.core.index.store import IndexDamaged
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        store = self.store(settings)
+        key = settings.chunking_spec.key
+        try:
+            # Texts are read when shown: a file changed behind our back is checked first
+            # (nothing to do when the record left by the last run vouches for it).
+            if store.chunk_count(key) == 0 or store.damage_if_changed() is not None:
+                return None
+            generation = store.generation(key)
+            chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
+        except IndexDamaged:
+            return None  # never served: `update` moves the file aside and rebuilds
+        bm25 = load_or_build_bm25(store, settings, chunks)
+        notices = (store.notice,) if store.notice else ()
+        return Lexical(chunks=chunks, bm25=bm25, generation=generation, notices=notices)
+
+    def update(
+        self,
+        settings: Settings,
+        *,
+        current: Lexical | None = None,
+        progress: Callable[[IndexProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+        stale_ok: bool = True,
+    ) -> Lexical:
+        """Bring the index up to date (only changed files are read) and load or build BM25
+        (see `Engine.update_index`)."""
+        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
+        from coderag_tui.core.index.indexer import IndexProgress
+        from coderag_tui.core.index.store import IndexDamaged
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        key = settings.chunking_spec.key
+        notices: list[str] = []
+        keeper = self.keeper
+        with keeper.locked(settings, progress, cancel, notices) as locked:
+            if not locked:  # cancelled while another run was indexing
+                return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
+            for attempt in (1, 2):
+                built = keeper.build(settings, progress=progress, cancel=cancel, stale_ok=stale_ok)
+                store, report = built.store, built.report
+                if report is None:  # the index cannot be written: answer from what it holds
+                    return self._as_it_is(settings, current, [*built.notices, *notices])
+                try:
+                    generation = store.generation(key)
+                    unchanged = current is not None and current.generation == generation
+                    chunks = (
+                        current.chunks
+                        if current is not None and unchanged
+                        else ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
+                    )
+                    break
+                except IndexDamaged:  # a row that no longer reads: move it aside, build anew
+                    if attempt == 2:
+                        raise
+                    keeper.discard(store, "a row of it could not be read")
+            assert report is not None  # else returned above
+            notices = [*built.notices, *notices]
+            if report.cancelled:
+                notices.append(INDEX_CANCELLED)
+            said = tuple(dict.fromkeys(notices))
+            if current is not None and unchanged:
+                return replace(
+                    current, generation=generation, report=report, changed=False, notices=said
+                )
+            if progress is not None:
+                progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
+            bm25 = load_or_build_bm25(store, settings, chunks)
+        bm25.warm_up()
+        return Lexical(chunks=chunks, bm25=bm25, generation=generation, report=report, notices=said)
+
+    def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:
+        """The index as it is, without a build (it cannot be written, or a wait was cancelled)."""
+        from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
+        from coderag_tui.core.index.store import StoreError
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        store = self.store(settings)
+        key = settings.chunking_spec.key
+        said = tuple(dict.fromkeys(notices))
+        generation = store.generation(key)
+        if current is not None and current.generation == generation:
+            return replace(current, generation=generation, report=None, changed=False, notices=said)
+        chunks = ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
+        stale = self.keeper.stale
+        if not chunks and stale is not None:
+            why = str(stale).rstrip(".")
+            raise StoreError(f"{why}; it holds no chunks of {key} to answer from.")
+        bm25 = load_or_build_bm25(store, settings, chunks)
+        return Lexical(chunks=chunks, bm25=bm25, generation=generation, notices=said)
+
+    def retokenized(
+        self, settings: Settings, lexical: Lexical, *, splitter: str, scorer: str
+    ) -> Lexical:
+        from coderag_tui.core.rank.iou import IOU, IoUIndex
+        from coderag_tui.core.rank.lexical import load_or_build_bm25
+
+        bm25 = load_or_build_bm25(self.store(settings), settings, lexical.chunks, splitter=splitter)
+        index: LexicalIndex = IoUIndex(bm25) if scorer == IOU else bm25
+        return replace(lexical, bm25=index, changed=True, notices=())
+
+    # ---------------------------------------------------------------- the dense ranker
+    def open_dense(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        embedder: Embedder,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+        embed_missing: bool = True,
+    ) -> DenseOpened:
+        """The chunk vectors, loaded or built: vectors of unchanged text come from the
+        embedding cache, only new text is embedded (none without `embed_missing`)."""
+        from coderag_tui.core.rank.dense import load_or_build_dense
+
+        index = load_or_build_dense(
+            self.store(settings),
+            settings,
+            lexical.chunks,
+            embedder,
+            self.embedding_cache(settings),
+            progress=progress,
+            cancel=cancel,
+            embed_missing=embed_missing,
+        )
+        cut = not index.complete and embed_missing
+        return DenseOpened(ranker=index, notices=(EMBEDDING_CANCELLED,) if cut else ())
+
+    # ---------------------------------------------------------------- after indexing
+    def reach(self, settings: Settings) -> None:
+        """Nothing to reach: the index is on this machine."""
+
+    def push(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        dense: DenseRanker | None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> PushReport | None:
+        """Nothing to push: indexing wrote the files that are the index."""
+        return None
+
+    def describe(self, settings: Settings) -> str:
+        return f"the local index {one_line(str(settings.index_path))}"
+
+    def close(self) -> None:
+        """Close the index database and the embedding cache."""
+        with self._lock:
+            self.keeper.close()
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
