@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -116,6 +117,97 @@ def test_the_server_answers_with_what_a_fresh_process_prints(
     code, table, _ = search(capsys, *ask)
     _, local_table, _ = search(capsys, *ask, "--no-server")
     assert table.split("stage timings")[0] == local_table.split("stage timings")[0]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Two terminals: a narrow one in colour, and a wide one that asks for none.
+NARROW_COLOUR = {"FORCE_COLOR": "1", "COLUMNS": "50", "TERM": "xterm-256color"}
+WIDE_PLAIN = {"NO_COLOR": "1", "COLUMNS": "120", "TERM": "xterm-256color"}
+TERMINAL_VARIABLES = ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "TERM", "TTY_COMPATIBLE", "COLORTERM")
+
+
+def as_terminal(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name in TERMINAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def widest(text: str) -> int:
+    """The widest line of the tables in `text` (a note beside them is never wrapped)."""
+    lines = ANSI.sub("", text).splitlines()
+    return max(len(line) for line in lines if line[:1] in tuple("┏┃┡│└"))
+
+
+def test_two_terminals_get_each_their_own_rendering_from_one_server(
+    capsys: pytest.CaptureFixture[str],
+    server: Server,
+    common: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ask = ["refund transaction_id", *common, "--no-dense", "--k", "3"]
+    shown: list[str] = []
+    for env in (NARROW_COLOUR, WIDE_PLAIN):
+        as_terminal(monkeypatch, env)
+        code, table, _ = search(capsys, *ask)
+        assert code == 0
+        _, local_table, _ = search(capsys, *ask, "--no-server")
+        assert table.split("stage timings")[0] == local_table.split("stage timings")[0]
+        shown.append(table)
+    narrow, wide = shown
+    server.wait_for("search 'refund transaction_id': exit 0")
+    assert "\x1b[" in narrow and widest(narrow) <= 50
+    assert "\x1b[" not in wide and widest(wide) > 50
+
+
+def test_a_served_answer_leaves_the_servers_environment_and_streams_alone(
+    monkeypatch: pytest.MonkeyPatch, tiny_repo: Path, index_dir: Path, tmp_path: Path
+) -> None:
+    """The server renders for each client without lending it its own `os.environ` or
+    `sys.stdout`: a thread watching them while two clients are answered sees no change."""
+    from coderag_tui.cli.serve_cmd import _handle
+    from coderag_tui.core.resident import Resident
+
+    settings = Settings(repo=tiny_repo, index_dir=index_dir, chunk_lines=8, embed_backend="none")
+    messages = []
+    for env in (NARROW_COLOUR, WIDE_PLAIN):
+        as_terminal(monkeypatch, env)
+        messages.append(
+            {
+                "protocol": wire.PROTOCOL,
+                "version": __version__,
+                "command": "search",
+                "settings": wire.settings_wire(settings),
+                "request": {"query": "refund transaction_id", "mode": "all", "dense": False},
+                "terminal": wire.terminal(),
+            }
+        )
+    as_terminal(monkeypatch, {"COLUMNS": "77"})  # the server's own terminal
+    before = (dict(os.environ), sys.stdout, sys.stderr)
+    seen: set[bool] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.add((dict(os.environ), sys.stdout, sys.stderr) == before)
+
+    resident, _ = Resident.open(settings, tmp_path / "cookies", dense=False)
+    watcher = threading.Thread(target=watch)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # the watcher looks often while the answers are made
+    try:
+        with resident:
+            watcher.start()
+            replies = [_handle(resident, message)[0] for message in messages]
+    finally:
+        done.set()
+        watcher.join()
+        sys.setswitchinterval(switch)
+    assert seen == {True}
+    narrow, wide = (str(reply["stdout"]) for reply in replies)
+    assert [reply["code"] for reply in replies] == [0, 0]
+    assert "\x1b[" in narrow and widest(narrow) <= 50
+    assert "\x1b[" not in wide and widest(wide) > 50
 
 
 def test_an_edit_is_seen_by_the_next_search(

@@ -26,11 +26,11 @@ from coderag_tui.cli.common import (
     diff_query_from,
     diff_repo_path,
     location_query,
-    print_json,
     scope_from_args,
     settings_from_args,
     valid_text,
 )
+from coderag_tui.cli.output import Output
 from coderag_tui.cli.render import (
     dense_line,
     files_table,
@@ -168,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return answer(args, settings, engine, query, origin, scope)
+        return answer(
+            args, settings, engine, query, origin=origin, scope=scope, output=Output.standard()
+        )
 
 
 def request(args: argparse.Namespace, query: str, dense: bool, scope: Scope) -> dict[str, Any]:
@@ -189,11 +191,14 @@ def answer(
     settings: Settings,
     engine: Engine,
     query: str,
+    *,
     origin: Origin | None = None,
     scope: Scope = EVERY_FILE,
+    output: Output,
 ) -> int:
-    """Search with an open engine and print the result as the command does (`args` gives
-    mode, files, json and, with `origin`, the --from location; `scope` the files ranked)."""
+    """Search with an open engine and render the result to `output` as the command does
+    (`args` gives mode, files, json and, with `origin`, the --from location; `scope` the
+    files ranked)."""
     from coderag_tui.core.index.store import StoreError
 
     # A hit's text is read when shown, and a server answers each query: either may fail.
@@ -214,13 +219,13 @@ def answer(
         raise UserError(str(exc)) from exc
     if origin is not None and result.left_out:
         what = "changed lines" if args.diff is not None else "query lines"
-        say(
+        output.say(
             f"left out {result.left_out} chunk(s) of {origin.describe()} that hold the "
             f"{what} (they would trivially rank first)."
         )
 
     if scope.active:
-        say(
+        output.say(
             f"ranked files in scope only ({scope.describe()}): "
             f"{result.out_of_scope} chunk(s) left out."
         )
@@ -230,10 +235,10 @@ def answer(
     if line is not None and not any(" covers " in note for note in notes):
         notes.append(line)
     for note in notes:
-        say(note)
+        output.say(note)
     names = _shown(result, args.mode)
     if args.mode not in ("all", *names):
-        say(f"showing the {names[0]} ranking, because {args.mode} is unavailable.")
+        output.say(f"showing the {names[0]} ranking, because {args.mode} is unavailable.")
     if args.json:
         record = run_record(
             result,
@@ -248,10 +253,8 @@ def answer(
         record["dense"] = dense
         record["shown"] = list(names)
         record["scope"] = {"include": list(scope.include), "exclude": list(scope.exclude)}
-        print_json(record)
+        output.print_json(record)
         return 0
-
-    from rich.console import Console
 
     if not result.final.hits:
         body: Any = "No chunk matched the query."
@@ -259,10 +262,10 @@ def answer(
         body = files_table(result, names, settings.k)
     else:
         body = rankings_table(result, names, settings.k)
-    console = Console()
+    console = output.console()
     if not console.is_terminal:
         # Piped output is not wrapped at 80 columns: paths stay on one line for grep and diff.
-        console = Console(width=max(80, console.measure(body).maximum))
+        console = output.console(width=max(80, console.measure(body).maximum))
     if args.from_location is not None:
         console.print(
             f"query: the {settings.query_lines} lines before {one_line(args.from_location)}",

@@ -33,10 +33,10 @@ from coderag_tui.cli.common import (
     add_setting_flags,
     settings_from_args,
 )
+from coderag_tui.cli.output import Output, TerminalFacts
 from coderag_tui.cli.render import loading_status, say
 from coderag_tui.cli.server import (
     BadRequest,
-    as_client,
     compatible,
     cookie_dir,
     decline,
@@ -201,9 +201,8 @@ def _stopped_by_term() -> Iterator[threading.Event]:
 
 
 class _Log:
-    """The server's own lines, on the stderr it started with, a whole line at a time: while a
-    request is answered, `sys.stderr` is that request's captured output (`as_client`), and
-    lines come from the accept loop and every connection's thread."""
+    """The server's own lines, on its stderr, a whole line at a time: lines come from the
+    accept loop and every connection's thread."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -245,7 +244,7 @@ def _serve(
 
     Reading is where a client can be slow, so it happens beside the accept loop and every
     other connection, each within its deadline (`read_request`); only a whole request takes a
-    turn on the engine, one at a time (the engine and `as_client` are not for two at once),
+    turn on the engine, one at a time (the engine is not for two at once),
     and its reply is sent after the turn. At most `MAX_CONNECTIONS` are read at once.
     """
     serving = _Serving(resident, stop, _Log(sys.stderr), verbose)
@@ -363,24 +362,27 @@ def _served(
     settings: Settings,
     request: dict[str, Any],
     facts: dict[str, Any],
-    work: Callable[[Engine], tuple[int, dict[str, Any] | None]],
+    work: Callable[[Engine, Output], tuple[int, dict[str, Any] | None]],
 ) -> dict[str, Any]:
     """Run `work` (exit code, data for the client) with the resident engine, holding the
-    stages the request asks for, its output captured as the client's terminal shows it; an
-    error is one sentence on the client's stderr, as the command says it."""
+    stages the request asks for, rendering to buffers that look like the client's terminal
+    (`facts`); an error is one sentence on the client's stderr, as the command says it."""
     from coderag_tui.core.index.store import StoreError
 
+    output = Output.buffered(
+        TerminalFacts.from_wire(facts.get("stdout")), TerminalFacts.from_wire(facts.get("stderr"))
+    )
     data: dict[str, Any] | None = None
-    with as_client(facts) as (out, err):
-        try:
-            with resident.serving(
-                settings, dense=bool(request.get("dense")), rerank=settings.rerank
-            ) as engine:
-                code, data = work(engine)
-        except (UserError, StoreError) as exc:
-            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
-            code = exc.exit_code if isinstance(exc, UserError) else 2
-    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "code": code, "data": data}
+    try:
+        with resident.serving(
+            settings, dense=bool(request.get("dense")), rerank=settings.rerank
+        ) as engine:
+            code, data = work(engine, output)
+    except (UserError, StoreError) as exc:
+        output.say(str(exc))
+        code = exc.exit_code if isinstance(exc, UserError) else 2
+    out, err = output.text()
+    return {"stdout": out, "stderr": err, "code": code, "data": data}
 
 
 def _search(
@@ -404,7 +406,10 @@ def _search(
         settings,
         request,
         facts,
-        lambda engine: (answer(args, settings, engine, query, None, scope), None),
+        lambda engine, output: (
+            answer(args, settings, engine, query, scope=scope, output=output),
+            None,
+        ),
     )
 
 
@@ -427,7 +432,7 @@ def _prompt(
     excluded = [str(p) for p in request.get("exclude_chunks") or []]
     scope = _scope(request)
 
-    def work(engine: Engine) -> tuple[int, dict[str, Any] | None]:
+    def work(engine: Engine, output: Output) -> tuple[int, dict[str, Any] | None]:
         composed = compose(*pack_with(engine, settings, task, pinned, excluded, scope=scope))
         return 0, {"text": composed.text, "record": composed.record, "lines": composed.lines}
 

@@ -19,16 +19,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import io
 import json
 import logging
 import os
-import shutil
 import socket
 import stat
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,7 @@ from coderag_tui.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: the terminal is sent as rich's resolved facts, not variables
 MAX_MESSAGE = 16 * 1024 * 1024  # bytes a request or reply may take (issue text can be long)
 # Levels of lists and objects a request may nest: the protocol needs 3 (the message, its
 # settings or request, a list in them); deeper is refused before anything reads it.
@@ -48,17 +46,6 @@ SEND_TIMEOUT_S = 10.0  # the server's wait for a client to take its whole reply
 # The client's wait for the whole answer, after which it does the work itself: long enough
 # for a re-check after a big change, short enough that a stuck server costs one wait.
 ASK_TIMEOUT_S = 30.0
-# The terminal's variables that decide how rich renders (colour, width, dumb terminals).
-TERMINAL_ENV = (
-    "TERM",
-    "COLORTERM",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "TTY_COMPATIBLE",
-    "TTY_INTERACTIVE",
-    "COLUMNS",
-    "LINES",
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,12 +105,14 @@ def settings_wire(settings: Settings) -> dict[str, Any]:
 
 
 def terminal() -> dict[str, Any]:
-    """How this process's output looks: the facts rich decides colours and width from."""
-    out_tty = sys.stdout.isatty()
-    env = {k: os.environ[k] for k in TERMINAL_ENV if k in os.environ}
-    if out_tty and "COLUMNS" not in env:
-        env["COLUMNS"] = str(shutil.get_terminal_size().columns)
-    return {"stdout_tty": out_tty, "stderr_tty": sys.stderr.isatty(), "env": env}
+    """How this process's output looks: each stream's facts, as rich resolves them here (the
+    server renders with them and never reads its own environment for a client)."""
+    from coderag_tui.cli.output import TerminalFacts
+
+    return {
+        "stdout": TerminalFacts.of(sys.stdout).wire(),
+        "stderr": TerminalFacts.of(sys.stderr).wire(),
+    }
 
 
 # ------------------------------------------------------------------------------- the client
@@ -220,48 +209,6 @@ def _read_all(conn: socket.socket, deadline: float) -> bytes:
 
 
 # ------------------------------------------------------------------------------- the server
-class _Stream(io.StringIO):
-    """Captured output that says it is a terminal when the client's is one."""
-
-    def __init__(self, tty: bool) -> None:
-        super().__init__()
-        self._tty = tty
-
-    def isatty(self) -> bool:
-        return self._tty
-
-
-@contextlib.contextmanager
-def as_client(facts: Mapping[str, Any]) -> Iterator[tuple[io.StringIO, io.StringIO]]:
-    """Capture stdout and stderr as the client's terminal would show them.
-
-    Output goes to buffers that answer `isatty` as the client's streams did, and the
-    terminal's variables (`TERMINAL_ENV`) are the client's while the block runs. Both are
-    process-wide: the server answers one request at a time, and writes its own lines to the
-    stream it started with.
-    """
-    env = facts.get("env") if isinstance(facts.get("env"), dict) else {}
-    assert isinstance(env, dict)
-    saved = {k: os.environ.get(k) for k in TERMINAL_ENV}
-    out = _Stream(bool(facts.get("stdout_tty")))
-    err = _Stream(bool(facts.get("stderr_tty")))
-    try:
-        for key in TERMINAL_ENV:
-            value = env.get(key)
-            if isinstance(value, str) and "\0" not in value:
-                os.environ[key] = value
-            else:
-                os.environ.pop(key, None)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            yield out, err
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 class BadRequest(Exception):
     """A request the server will not read: too slow, too long, too deep or not a JSON object.
     The message says which, for the client (`decline`) and the server's log."""
