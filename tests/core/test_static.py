@@ -6,6 +6,9 @@ ranking every chunk at once while the model embeds, and the faces that answer wi
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +16,13 @@ import pytest
 
 from coderag_tui.cli import main
 from coderag_tui.core.engine import Engine
+from coderag_tui.core.rank import models as mr
 from coderag_tui.core.rank import static
 from coderag_tui.core.rank.dense import DenseIndex, dense_text
 from coderag_tui.core.rank.embedders import resolve_embedder
 from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
+from tests.fixtures.network_guard import install_guard
 from tests.fixtures.tiny_models import tiny_models_dir, tiny_st_embedder  # noqa: F401
 
 pytestmark = pytest.mark.slow  # builds a tiny BERT and distils it (a few seconds)
@@ -218,3 +223,46 @@ def test_a_search_does_not_wait_for_a_model_that_could_not_finish_in_time(
         assert dense is not None and dense.first_pass and dense.coverage == 1.0
         (note,) = [n for n in engine.notices if "a search waits" in n]
         assert "needs about 1 min for the rest, more than the 1 s a search waits" in note
+
+
+DISTIL_AND_TELL = """\
+import os, sys
+from pathlib import Path
+from coderag_tui.core.rank import static
+
+static.distill_folder(Path(sys.argv[1]), Path(sys.argv[2]), pca_dims=16)
+print(sorted(k for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if k in os.environ))
+"""
+
+
+def test_distilling_leaves_the_environment_alone_and_opens_no_connection(
+    tiny_st_embedder: Path, tmp_path: Path
+) -> None:
+    """The offline switch goes to the library calls, not into the process's environment: a
+    fresh interpreter without the hub's variables distils the table, connects nowhere and
+    ends with its environment as it began."""
+    root = Path(__file__).resolve().parents[2]
+    guard = install_guard(tmp_path / "guard")
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+        },
+        "HF_HOME": str(tmp_path / "hf"),  # no cached hub model to fall back on
+        "PYTHONPATH": os.pathsep.join([str(guard), str(root)]),
+        "NETWORK_GUARD_LOG": str(tmp_path / "network.log"),
+    }
+    target = tmp_path / "table"
+    done = subprocess.run(
+        [sys.executable, "-c", DISTIL_AND_TELL, str(tiny_st_embedder), str(target)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert not (tmp_path / "network.log").exists()
+    assert mr.is_static_folder(target)

@@ -112,15 +112,21 @@ def distill_folder(source: Path, target: Path, pca_dims: int = PCA_DIMS) -> Path
     if mr.is_static_folder(target):
         return target
     mr.quiet_progress_bars()
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from model2vec.distill import distill
+    from model2vec.distill import distill_from_model
+    from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerFast
 
     def make(tmp: Path) -> None:
+        # model2vec's `distill` has no offline switch, so the transformer and its tokenizer
+        # are opened here from the folder only (no hub lookup), then distilled.
+        bert = AutoModel.from_pretrained(str(source), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True, use_fast=True)
+        if not isinstance(tokenizer, PreTrainedTokenizerFast):
+            raise RuntimeError(f"distilling needs a fast tokenizer, and {source} has none")
         # model2vec's progress bar has no switch; a terminal UI cannot have it on stderr.
         with contextlib.redirect_stderr(io.StringIO()):
-            model = distill(model_name=str(source), pca_dims=pca_dims, device="cpu")
+            model = distill_from_model(
+                model=bert, tokenizer=tokenizer, pca_dims=pca_dims, device="cpu"
+            )
         model.save_pretrained(str(tmp))
 
     return make_folder_once(target, mr.is_static_folder, make)
