@@ -85,7 +85,7 @@ RELATED_DOC = (
 )
 STATUS_DOC = (
     "What the index holds and how fresh it is: the repository, the chunking, chunks and "
-    "files, the file watch and how often it vouched or a re-check ran, the dense stage "
+    "files, the file watch and how often it answered unchecked or a re-check ran, the dense stage "
     "(model, first pass or model, the share of chunks it covers, or why it is off), the "
     "reranker, the scope the server was started with and the bounds of every answer. "
     "While the index is still being opened, says how far it got."

@@ -4,11 +4,11 @@ A fresh `coderag search` pays for the interpreter, its imports, a check of every
 loading the saved index before BM25's few milliseconds. A resident engine pays that once.
 Before each answer it asks the repository's file watch (`core.index.watch`) whether anything
 changed since the last check: when nothing did, the index is as fresh as a full check would
-make it, and the answer comes from memory; when something did, or the watch cannot vouch
-(it failed, or its cookie did not come back), the index is re-checked exactly as a fresh
-process would (`Engine.update_index`, which re-reads only changed files). Between requests a
-background thread takes changes in once they settle, so a search after an edit usually
-finds the work done.
+make it, and the answer comes from memory; when something did, or the watch cannot confirm it
+saw every change (it failed, or its cookie did not come back), the index is re-checked exactly
+as a fresh process would (`Engine.update_index`, which re-reads only changed files). Between
+requests a background thread takes changes in once they settle, so a search after an edit
+usually finds the work done.
 
 Requests may differ from the resident's settings only in what a search reads at query time
 (`SEARCH_TIME`): k, fusion, signals, rerank, budget… Anything that shapes the index or the
@@ -65,8 +65,8 @@ def differs(mine: Settings, theirs: Settings, *, dense: bool = True) -> str:
 class Checks:
     """What the resident did to stay fresh, for its log and for tests."""
 
-    trusted: int = 0  # answered with no file checked: the watch vouched for the index
-    checked: int = 0  # every file's state checked first (a change, or the watch could not vouch)
+    trusted: int = 0  # answered with no file checked: the watch saw every change and there was none
+    checked: int = 0  # every file's state checked first (a change, or the watch could not sync)
     background: int = 0  # checks the background thread made after changes settled
 
 
@@ -157,8 +157,8 @@ class Resident:
         """Make the index as fresh as a full check would; True when that took a check."""
         with self._lock:
             watch = self.watch
-            vouched = watch is not None and watch.sync()
-            if vouched and not self._stale and watch is not None and not watch.take_changed():
+            in_step = watch is not None and watch.sync()
+            if in_step and not self._stale and watch is not None and not watch.take_changed():
                 self.checks.trusted += 1
                 return False
             self._check()

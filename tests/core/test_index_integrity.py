@@ -18,7 +18,7 @@ from typing import NamedTuple
 import pytest
 
 from coderag_tui.core.engine import Engine
-from coderag_tui.core.index import soundness
+from coderag_tui.core.index import identity_record
 from coderag_tui.core.index.indexer import IndexProgress, IndexReport
 from coderag_tui.core.index.store import IndexDamaged, Store
 from coderag_tui.core.records import Chunk
@@ -181,7 +181,7 @@ def test_an_index_untouched_since_the_last_run_is_not_page_checked(
         run = _run(settings)
         assert run.page_checks == 0
         assert run.report is not None and run.report.files_unchanged == N_FILES
-    soundness.record_path(settings.index_path).unlink()  # no record: checked once, then not
+    identity_record.record_path(settings.index_path).unlink()  # no record: checked once, then not
     assert _run(settings).page_checks == 1
     assert _run(settings).page_checks == 0
 
@@ -191,9 +191,9 @@ def test_an_index_in_the_repositorys_top_folder_keeps_its_record_out_of_the_inde
 ) -> None:
     settings = Settings(repo=tiny_repo, index_dir=tiny_repo)
     first = _run(settings)
-    assert soundness.record_path(settings.index_path).exists()
+    assert identity_record.record_path(settings.index_path).exists()
     again = _run(settings)
-    assert again.page_checks == 0  # vouched for by the record, as anywhere else
+    assert again.page_checks == 0  # matched by the record, as anywhere else
     assert again.report is not None and again.report.files_indexed == 0
     indexed = {c.path for c in again.chunks}
     assert indexed == {c.path for c in first.chunks}
@@ -222,7 +222,7 @@ def test_an_index_changed_by_another_process_is_still_found_and_moved_aside(
 ) -> None:
     settings = _settings(many_files, tmp_path)
     before = _run(settings).chunks
-    assert _run(settings).page_checks == 0  # vouched for by its record
+    assert _run(settings).page_checks == 0  # matched by its record
     db = settings.index_path
     subprocess.run([sys.executable, "-c", _CHANGE_BEHIND_OUR_BACK[change], str(db)], check=True)
 
@@ -235,4 +235,4 @@ def test_an_index_changed_by_another_process_is_still_found_and_moved_aside(
     (notice,) = [n for n in run.notices if "moved it to" in n]
     assert str(db) in notice and moved[0].name in notice and _printable(notice)
     assert notice.endswith(".") and notice.count(". ") == 0  # one sentence
-    assert _run(settings).page_checks == 0  # the rebuilt index is vouched for again
+    assert _run(settings).page_checks == 0  # the rebuilt index is matched by its record again

@@ -158,8 +158,8 @@ def test_drift_maps_unchanged_files_and_lists_changed_ones() -> None:
         return [Chunk(p, i, i, "lines", None, "x") for p, n in spec for i in range(n)]
 
     base = FileTable.of(chunks(("a", 2), ("b", 1), ("c", 3)), {"a": "1", "b": "2", "c": "3"})
-    today = FileTable.of(chunks(("a", 2), ("aa", 1), ("c", 2)), {"a": "1", "aa": "9", "c": "4"})
-    found = drift(base, today)
+    current = FileTable.of(chunks(("a", 2), ("aa", 1), ("c", 2)), {"a": "1", "aa": "9", "c": "4"})
+    found = drift(base, current)
     assert found.remap.tolist() == [0, 1, -1, -1, -1, -1]  # b went, c changed
     assert found.added.tolist() == [2, 3, 4]  # aa is new, c's two chunks changed
     assert found.removed == 4 and not found.none
@@ -169,10 +169,10 @@ def test_drift_maps_unchanged_files_and_lists_changed_ones() -> None:
     assert drift(unknown, unknown).added.tolist() == [0, 1]
 
 
-def _reference_drift(base: FileTable, today: FileTable) -> tuple[list[int], list[int]]:
+def _reference_drift(base: FileTable, current: FileTable) -> tuple[list[int], list[int]]:
     """The drift spelled out file by file: what `drift` computes with arrays."""
     starts, at = 0, {}
-    for path, digest, count in zip(today.paths, today.hashes, today.counts, strict=True):
+    for path, digest, count in zip(current.paths, current.hashes, current.counts, strict=True):
         at[path] = (starts, digest, count)
         starts += count
     remap, kept, first = [], set(), 0
@@ -193,7 +193,7 @@ def _reference_drift(base: FileTable, today: FileTable) -> tuple[list[int], list
     st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from("12 "), st.integers(1, 3))),
 )
 def test_drift_agrees_with_a_file_by_file_reading(
-    base_files: list[tuple[str, str, int]], today_files: list[tuple[str, str, int]]
+    base_files: list[tuple[str, str, int]], current_files: list[tuple[str, str, int]]
 ) -> None:
     def table(files: list[tuple[str, str, int]]) -> FileTable:
         unique = {p: (h.strip(), n) for p, h, n in files}  # one row per path, in path order
@@ -202,8 +202,8 @@ def test_drift_agrees_with_a_file_by_file_reading(
             tuple(paths), tuple(unique[p][0] for p in paths), tuple(unique[p][1] for p in paths)
         )
 
-    base, today = table(base_files), table(today_files)
-    found = drift(base, today)
-    remap, added = _reference_drift(base, today)
+    base, current = table(base_files), table(current_files)
+    found = drift(base, current)
+    remap, added = _reference_drift(base, current)
     assert found.remap.tolist() == remap and found.added.tolist() == added
-    assert found.n_chunks == today.n_chunks
+    assert found.n_chunks == current.n_chunks

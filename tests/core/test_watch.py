@@ -83,7 +83,7 @@ def test_the_index_files_and_gits_bookkeeping_are_not_changes(watch: TreeWatch, 
     assert watch.take_changed()
 
 
-def test_a_stopped_watch_cannot_vouch(repo: Path, tmp_path: Path) -> None:
+def test_a_stopped_watch_cannot_sync(repo: Path, tmp_path: Path) -> None:
     w = TreeWatch(repo, tmp_path / "cookies")
     assert w.sync()
     w.close()

@@ -1,4 +1,4 @@
-"""Today's chunks of one chunking: where each one is, in memory; its text, in the store.
+"""The current chunks of one chunking: where each one is, in memory; its text, in the store.
 
 A search needs every chunk's file and lines (to rank, to group by file, to leave a query's own
 lines out) but the text of only the few it shows or packs. Loading every text made a warm

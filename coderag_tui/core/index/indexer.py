@@ -157,7 +157,7 @@ def index_excludes(settings: Settings) -> list[Path]:
     paths = [index_path.with_suffix(".bm25")]
     for base in (index_path, cache):
         paths.append(base)
-        # ".sound": the record that spares an unchanged index its page check (`soundness`)
+        # ".sound": the record that spares an unchanged index its page check (`identity_record`)
         suffixes = ("-wal", "-shm", "-journal", ".lock", ".sound")
         paths.extend(base.with_name(base.name + s) for s in suffixes)
     return paths

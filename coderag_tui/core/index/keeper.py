@@ -2,7 +2,7 @@
 
 The keeper opens the database once (for reading only when it cannot be written, so searches
 answer from what it holds), runs SQLite's page check before the first build when the file may
-have changed since coderag last knew it sound (`soundness`) and moves a damaged file aside,
+have changed since coderag last knew it sound (`identity_record`) and moves a damaged file aside,
 holds a lock file while a run builds so a second run waits instead of doubling the work, and
 builds with the settings the index remembers unless the user gave others. The engine asks it
 for a store and for a build; nothing here ranks or packs.

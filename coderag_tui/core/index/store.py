@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.hashing import text_hash
-from coderag_tui.core.index import soundness
+from coderag_tui.core.index import identity_record
 from coderag_tui.core.records import Chunk, SecretFinding
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ CACHE_SCHEMA_VERSION = 1
 # SQLite's default limit on host parameters is 32766 (999 in old builds); stay well below it.
 _PARAMS_PER_QUERY = 500
 # How long closing an index waits for the file system's clock to tick past its last write, so
-# the record it leaves vouches for it (a few ms on a coarse clock; longer ticks: not worth it).
+# the record it leaves matches it (a few ms on a coarse clock; longer ticks: not worth it).
 _SETTLE_WAIT_S = 0.025
 
 # Every chunk's place without its text: a start-up lists files and line spans from this index
@@ -222,7 +222,7 @@ def _move_aside(path: Path, label: str) -> Path:
     """Rename the database and its WAL/SHM side files so a fresh one can be created."""
     target = _aside_name(path, label)
     os.replace(path, target)
-    soundness.forget(path)
+    identity_record.forget(path)
     for suffix in ("-wal", "-shm", "-journal"):
         side = Path(str(path) + suffix)
         if side.exists():
@@ -454,8 +454,8 @@ class Store(_Database):
         self._depth = 0
         self._dirty: set[str] = set()
         self.page_checks = 0  # how many times this store ran SQLite's page check
-        self._records = False  # keeps a record of its soundness beside the file (`soundness`)
-        self._sound = False  # made, page-checked or vouched for; written only by us since
+        self._records = False  # keeps the file's last sound identity beside it (`identity_record`)
+        self._sound = False  # made, page-checked or matched by its record; written only by us since
         self._wrote = False  # committed a write since it was opened
         self._db_id = self._ensure_db_id()
         self._ensure_spans_index()
@@ -474,22 +474,22 @@ class Store(_Database):
     def close(self) -> None:
         """Close the file; one known sound is recorded as it is after SQLite's last checkpoint."""
         with self._lock:
-            # Our own writes, or SQLite folding a vouched-for WAL into the file, keep it sound;
-            # a change by anyone else since it was last recorded is left to the next check.
-            keep = self._sound and (self._wrote or soundness.vouches(self.path))
+            # Our own writes, or SQLite folding a WAL its record matches into the file, keep it
+            # sound; a change by anyone else since it was last recorded is left to the next check.
+            keep = self._sound and (self._wrote or identity_record.matches(self.path))
             super().close()
             self._sound = False
-            if keep and not soundness.vouches(self.path):
-                snapshot = soundness.take_settled(self.path, _SETTLE_WAIT_S)
+            if keep and not identity_record.matches(self.path):
+                snapshot = identity_record.take_settled(self.path, _SETTLE_WAIT_S)
                 if snapshot is not None:
-                    soundness.write(self.path, snapshot)
+                    identity_record.write(self.path, snapshot)
 
     def _record_sound(self) -> None:
         """After a committed write: record the file as it is now, when it was known sound."""
         if self._sound:
-            snapshot = soundness.take(self.path)
+            snapshot = identity_record.take(self.path)
             if snapshot is not None:
-                soundness.write(self.path, snapshot)
+                identity_record.write(self.path, snapshot)
 
     # --- transactions -------------------------------------------------------------------
 
@@ -621,10 +621,10 @@ class Store(_Database):
 
         It reads every page once (80 ms for an index of 80,000 chunks), so the engine runs it
         at most once per opened index, and only when `damage_if_changed` finds no record that
-        vouches for the file. A sound file is recorded so, as it was before the check began.
+        matches the file. A sound file is recorded so, as it was before the check began.
         """
         with self._lock:
-            before = soundness.take(self.path) if self._records else None
+            before = identity_record.take(self.path) if self._records else None
             self.page_checks += 1
             try:
                 rows = self._conn.execute("PRAGMA quick_check(5)").fetchall()
@@ -639,7 +639,7 @@ class Store(_Database):
                 return "a stored text is no longer valid UTF-8"
             self._sound = self._records
             if before is not None:
-                soundness.write(self.path, before)
+                identity_record.write(self.path, before)
             return None
 
     def _texts_decode(self) -> bool:
@@ -660,11 +660,11 @@ class Store(_Database):
 
         The check is skipped (None) when this store made the file, or when the record left
         beside it by the last check or the last run's own writes still matches the file and
-        its WAL (`soundness`): another program's write, a truncation or a crash in the middle
+        its WAL (`identity_record`): another program's write, a truncation or a crash in the middle
         of a write all change what the record holds, and then the pages are checked.
         """
         with self._lock:
-            if self._sound or (self._records and soundness.vouches(self.path)):
+            if self._sound or (self._records and identity_record.matches(self.path)):
                 self._sound = self._records
                 return None
             return self.damage()

@@ -47,7 +47,7 @@ from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.languages import parser_for
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.python_definitions import python_definitions
-from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
+from coderag_tui.core.rank.segments import MAX_DRIFT, CurrentTable, Drift, FileTable, delta_fits
 from coderag_tui.core.records import Chunk
 
 logger = logging.getLogger(__name__)
@@ -325,7 +325,7 @@ class Definitions:
     # form -> "kind:chunk:name,…" as saved; parsed on first lookup (a start-up stays fast)
     _raw: Mapping[str, str]
     _parsed: dict[str, tuple[Defined, ...]] = field(default_factory=dict, repr=False)
-    # After an edit: where this base's chunks are today, and the changed files' definitions
+    # After an edit: where this base's chunks are now, and the changed files' definitions
     # (numbered over `drift.added`); see `shifted`.
     _drift: Drift | None = field(default=None, repr=False)
     _delta: Definitions | None = field(default=None, repr=False)
@@ -336,8 +336,8 @@ class Definitions:
         return len(self._raw.keys() | self._delta._raw.keys())
 
     def shifted(self, drift: Drift, delta: Definitions) -> Definitions:
-        """This base's definitions in today's chunk list: chunks of changed files dropped,
-        `delta` (built over today's `drift.added` chunks) added."""
+        """This base's definitions in the current chunk list: chunks of changed files dropped,
+        `delta` (built over the current `drift.added` chunks) added."""
         return Definitions(drift.n_chunks, self._raw, _drift=drift, _delta=delta)
 
     def _own(self, key: str) -> tuple[Defined, ...]:
@@ -707,7 +707,7 @@ def load_or_build_definitions(
     chunks: Sequence[Chunk],
     *,
     scanners: Mapping[str, Scanner] = SCANNERS,
-    today: Today | None = None,
+    current: CurrentTable | None = None,
     max_drift: float = MAX_DRIFT,
 ) -> Definitions:
     """The saved definitions when the store's chunks are unchanged (same generation); after
@@ -720,7 +720,7 @@ def load_or_build_definitions(
         definitions_dir(settings),
         chunks,
         scanners=scanners,
-        today=today,
+        current=current,
         max_drift=max_drift,
     )
 
@@ -733,14 +733,14 @@ def load_or_build_definitions_at(
     *,
     generation: str | None = None,
     scanners: Mapping[str, Scanner] = SCANNERS,
-    today: Today | None = None,
+    current: CurrentTable | None = None,
     max_drift: float = MAX_DRIFT,
 ) -> Definitions:
     """`load_or_build_definitions` of the chunking `spec_key`, saved in `directory`;
     `generation` is the store's generation of the chunks (read now when not given)."""
     if generation is None:
         generation = store.generation(spec_key)
-    today = today if today is not None else Today(store, chunks)
+    current = current if current is not None else CurrentTable(store, chunks)
     cache_path = directory.parent / _FILES_CACHE
     meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
     with contextlib.suppress(ValueError, KeyError, TypeError):
@@ -754,7 +754,7 @@ def load_or_build_definitions_at(
             if delta_fits(saved, meta, generation, len(chunks)):
                 drift = Drift.load(delta_dir, len(chunks), base.n_docs)
                 return base.shifted(drift, Definitions.load(delta_dir))
-            drift = today.drift_from(FileTable.load(directory))
+            drift = current.drift_from(FileTable.load(directory))
             if drift.n_chunks == len(chunks) and drift.worth_a_delta(max_drift):
                 changed = [chunks[int(i)] for i in drift.added]
                 delta = Definitions.build(changed, _read_cache(cache_path), scanners=scanners)
@@ -766,7 +766,7 @@ def load_or_build_definitions_at(
     definitions = Definitions.build(chunks, _read_cache(cache_path), seen, scanners=scanners)
     # A read-only or full cache costs a rebuild next time, never the search.
     with contextlib.suppress(OSError):
-        definitions.save(directory, {"generation": generation}, table=today.table)
+        definitions.save(directory, {"generation": generation}, table=current.table)
         shutil.rmtree(directory.with_name(directory.name + ".delta"), ignore_errors=True)
         _write_cache(cache_path, seen)  # only the files indexed now: the cache never grows
     return definitions

@@ -209,7 +209,7 @@ def main(args: dict[str, Any]) -> int:
         _stop_when_asked()
         from coderag_tui.core.index.store import Store
         from coderag_tui.core.rank.definitions import load_or_build_definitions_at
-        from coderag_tui.core.rank.segments import Today
+        from coderag_tui.core.rank.segments import CurrentTable
 
         spec_key, generation = str(args["spec_key"]), str(args["generation"])
         store = Store.open(Path(args["store"]), read_only=True)
@@ -218,8 +218,8 @@ def main(args: dict[str, Any]) -> int:
                 if store.generation(spec_key) != generation:
                     return CHANGED
                 chunks = store.chunks(spec_key)
-                today = Today(store, chunks)
-                _ = today.table  # read now, in the snapshot
+                current = CurrentTable(store, chunks)
+                _ = current.table  # read now, in the snapshot
             if len(chunks) != int(args["n_chunks"]):
                 return CHANGED
             load_or_build_definitions_at(
@@ -228,7 +228,7 @@ def main(args: dict[str, Any]) -> int:
                 Path(args["directory"]),
                 chunks,
                 generation=generation,
-                today=today,
+                current=current,
                 max_drift=float(args["max_drift"]),
             )
         finally:

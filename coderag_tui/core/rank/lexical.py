@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
-from coderag_tui.core.rank.segments import MAX_DRIFT, Drift, FileTable, Today, delta_fits
+from coderag_tui.core.rank.segments import MAX_DRIFT, CurrentTable, Drift, FileTable, delta_fits
 from coderag_tui.core.rank.splitters import WORD, check_splitter, split_many, split_text
 from coderag_tui.core.rank.words import TOKENIZER_VERSION, split_words, tokenize, word_terms
 from coderag_tui.core.records import Chunk
@@ -388,7 +388,7 @@ class BM25Index:
         return cls(Postings.build(corpus), options)
 
     def _column(self, word: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """Today's chunk indexes holding `word` and its counts there, over both segments."""
+        """The current chunk indexes holding `word` and its counts there, over both segments."""
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         found = self.base.column(word)
         if found is not None:
@@ -439,7 +439,7 @@ class BM25Index:
         }
 
     def holders(self, word: str) -> np.ndarray | None:
-        """The indexes of today's chunks that hold `word` (None: none do), unordered; the
+        """The indexes of the current chunks that hold `word` (None: none do), unordered; the
         learned reranker reads which candidates and files cover the query's words."""
         found = self._column(word)
         return found[0] if found is not None and found[0].size else None
@@ -572,7 +572,7 @@ def load_or_build_bm25(
     a second process builds the definitions meanwhile (`core.rank.definitions_process`);
     whatever becomes of it, they are then loaded, or built here as without it.
     """
-    today = Today(store, chunks)
+    current = CurrentTable(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
     options = BM25Options(
         settings.split_identifiers, settings.path_in_text, method, splitter=splitter
@@ -596,7 +596,7 @@ def load_or_build_bm25(
             options,
             chunks,
             generation,
-            today,
+            current,
             max_drift,
             before_build=before_build if wanted else None,
         )
@@ -609,7 +609,7 @@ def load_or_build_bm25(
         from coderag_tui.core.rank.definitions import load_or_build_definitions
 
         index.definitions = load_or_build_definitions(
-            store, settings, chunks, today=today, max_drift=max_drift
+            store, settings, chunks, current=current, max_drift=max_drift
         )
     return index
 
@@ -619,7 +619,7 @@ def _load_or_build_matrix(
     options: BM25Options,
     chunks: Sequence[Chunk],
     generation: str,
-    today: Today,
+    current: CurrentTable,
     max_drift: float,
     *,
     before_build: Callable[[], None] | None = None,
@@ -633,7 +633,7 @@ def _load_or_build_matrix(
             if meta.get("n_docs") == len(chunks):
                 return BM25Index.load(directory)
         elif meta is not None:
-            return _with_delta(directory, delta_dir, meta, chunks, generation, today, max_drift)
+            return _with_delta(directory, delta_dir, meta, chunks, generation, current, max_drift)
     if before_build is not None:
         before_build()
     index = BM25Index.build(
@@ -645,7 +645,7 @@ def _load_or_build_matrix(
     )
     # A read-only or full cache costs a rebuild next time, never the search.
     with contextlib.suppress(OSError):
-        index.save(directory, extra={"generation": generation}, table=today.table)
+        index.save(directory, extra={"generation": generation}, table=current.table)
         shutil.rmtree(delta_dir, ignore_errors=True)
     return index
 
@@ -656,17 +656,17 @@ def _with_delta(
     meta: dict[str, Any],
     chunks: Sequence[Chunk],
     generation: str,
-    today: Today,
+    current: CurrentTable,
     max_drift: float,
 ) -> BM25Index:
-    """The saved base with the delta of today's generation: saved, or built now when the
+    """The saved base with the delta of the current generation: saved, or built now when the
     drift is small (ValueError when it is not, or something saved is damaged)."""
     options = BM25Options(**meta["options"])
     base = Postings.load(directory)
     if delta_fits(BM25Index.read_meta(delta_dir), meta, generation, len(chunks)):
         drift = Drift.load(delta_dir, len(chunks), base.n_docs)
         return BM25Index(base, options, drift=drift, delta=Postings.load(delta_dir))
-    drift = today.drift_from(FileTable.load(directory))
+    drift = current.drift_from(FileTable.load(directory))
     if drift.n_chunks != len(chunks) or not drift.worth_a_delta(max_drift):
         raise ValueError("the drift is too large for a delta")
     delta = Postings.from_chunks((chunks[int(i)] for i in drift.added), options)

@@ -1,11 +1,12 @@
-"""What changed between a saved search structure's chunks and today's: a base and its drift.
+"""What changed between a saved search structure's chunks and the current ones: a base and its
+drift.
 
 BM25 and the definitions are built over the whole chunk list once (the *base*) and saved with
 the table of files they were built from: each file's path, content hash and chunk count, in
 chunk order. After an edit, the store's chunk list differs from the base's only in the files
 that changed. `drift` compares the two tables and says, for every base chunk, where it sits in
-today's list (or that its file changed or went), and which of today's chunks belong to new or
-changed files. Only those are read again (a small *delta* built beside the base); the base is
+the current list (or that its file changed or went), and which of the current chunks belong to
+new or changed files. Only those are read again (a small *delta* built beside the base); the base is
 rebuilt when the drift grows past a share of the corpus (`worth_a_delta`).
 
 Chunks are ordered by (path, ordinal) in the store, so a file's chunks are one run of
@@ -91,10 +92,10 @@ class FileTable:
 
 @dataclass(frozen=True)
 class Drift:
-    """Where a base's chunks sit in today's list, and today's chunks the base does not hold.
+    """Where a base's chunks sit in the current list, and the current chunks the base does not hold.
 
-    `remap[d]` is today's index of base chunk d, or -1 when its file changed or went; `added`
-    holds today's indexes of the chunks of new and changed files, ascending.
+    `remap[d]` is the current index of base chunk d, or -1 when its file changed or went; `added`
+    holds the current indexes of the chunks of new and changed files, ascending.
     """
 
     remap: np.ndarray
@@ -107,7 +108,7 @@ class Drift:
 
     @property
     def none(self) -> bool:
-        """True when today's list is the base's, chunk for chunk."""
+        """True when the current list is the base's, chunk for chunk."""
         return (
             not self.added.size
             and self.n_chunks == self.remap.size
@@ -142,40 +143,40 @@ class Drift:
         return cls(remap.astype(np.int64), added.astype(np.int64), n_chunks)
 
 
-def drift(base: FileTable, today: FileTable) -> Drift:
-    """Compare a base's file table with today's (see `Drift`); vectorised over chunks, with one
-    dictionary look-up per file."""
+def drift(base: FileTable, current: FileTable) -> Drift:
+    """Compare a base's file table with the current one (see `Drift`); vectorised over chunks,
+    with one dictionary look-up per file."""
     base_counts = np.asarray(base.counts, dtype=np.int64)
-    today_counts = np.asarray(today.counts, dtype=np.int64)
+    current_counts = np.asarray(current.counts, dtype=np.int64)
     remap = np.full(base.n_chunks, -1, dtype=np.int64)
-    if not today.paths:
+    if not current.paths:
         return Drift(remap, np.zeros(0, dtype=np.int64), 0)
-    where = {path: i for i, path in enumerate(today.paths)}
+    where = {path: i for i, path in enumerate(current.paths)}
     found = np.fromiter((where.get(p, -1) for p in base.paths), np.int64, len(base.paths))
-    at = np.maximum(found, 0)  # today's file of each base file (meaningful where `same`)
+    at = np.maximum(found, 0)  # the current file of each base file (meaningful where `same`)
     base_hashes = np.asarray(base.hashes, dtype=object)
     same = (
         (found >= 0)
         & (base_hashes != "")
-        & (base_hashes == np.asarray(today.hashes, dtype=object)[at])
-        & (base_counts == today_counts[at])
+        & (base_hashes == np.asarray(current.hashes, dtype=object)[at])
+        & (base_counts == current_counts[at])
     )
-    # Each base chunk: its file and its place in it; unchanged files keep that place today.
+    # Each base chunk: its file and its place in it; unchanged files keep that place now.
     base_file = np.repeat(np.arange(len(base.paths)), base_counts)
     offset = np.arange(base.n_chunks) - np.repeat(np.cumsum(base_counts) - base_counts, base_counts)
-    today_starts = np.cumsum(today_counts) - today_counts
+    current_starts = np.cumsum(current_counts) - current_counts
     keep = same[base_file]
-    remap[keep] = today_starts[at[base_file[keep]]] + offset[keep]
-    matched = np.zeros(len(today.paths), dtype=bool)
+    remap[keep] = current_starts[at[base_file[keep]]] + offset[keep]
+    matched = np.zeros(len(current.paths), dtype=bool)
     matched[at[same]] = True
-    added = np.flatnonzero(~np.repeat(matched, today_counts)).astype(np.int64)
-    return Drift(remap, added, today.n_chunks)
+    added = np.flatnonzero(~np.repeat(matched, current_counts)).astype(np.int64)
+    return Drift(remap, added, current.n_chunks)
 
 
 def delta_fits(
     saved: Mapping[str, object] | None, base: Mapping[str, object], generation: str, n_chunks: int
 ) -> bool:
-    """Whether a saved delta's metadata says it was built for today's generation on top of
+    """Whether a saved delta's metadata says it was built for the current generation on top of
     this base (its metadata `base`), for a list of `n_chunks` chunks."""
     return (
         saved is not None
@@ -185,8 +186,8 @@ def delta_fits(
     )
 
 
-class Today:
-    """Today's file table of a chunk list, read from the store when first asked for (only a
+class CurrentTable:
+    """The current file table of a chunk list, read from the store when first asked for (only a
     structure whose base is out of date needs it), and its drift from each base asked about."""
 
     def __init__(self, store: Store, chunks: Sequence[Chunk]) -> None:

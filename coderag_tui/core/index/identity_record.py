@@ -13,8 +13,8 @@ The identity holds the change time (ctime), which every write and every `utime` 
 file system's clock and no program can set back, so a program that rewrites the file and
 restores its size and modification time still changes it. A write in the same clock tick as
 the recorded state would not, so the record also keeps a time read from the file system's own
-clock before the identity was taken, and vouches only for files last changed before it (git's
-rule for "racily clean" files): a record taken in the tick of the last write vouches for
+clock before the identity was taken, and matches only files last changed before it (git's
+rule for "racily clean" files): a record taken in the tick of the last write matches
 nothing, and the next run checks.
 """
 
@@ -104,8 +104,8 @@ def write(index: Path, snapshot: Snapshot) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def vouches(index: Path) -> bool:
-    """Does the record beside `index` vouch for the file and its WAL as they are now?"""
+def matches(index: Path) -> bool:
+    """Does the record beside `index` match the file and its WAL as they are now?"""
     try:
         data = json.loads(record_path(index).read_bytes())
         recorded = Snapshot(
