@@ -48,7 +48,7 @@ SEND_TIMEOUT_S = 10.0  # the server's wait for a client to take its whole reply
 ASK_TIMEOUT_S = 30.0
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Reply:
     """What the command printed on the server and its exit code, or (`data`) what it made
     for this process to deliver (a prompt is copied by the asking terminal, not the server)."""
@@ -177,10 +177,10 @@ def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply |
         return None  # declined, or another version's reply
     data = reply.get("data")
     return Reply(
-        str(reply.get("stdout", "")),
-        str(reply.get("stderr", "")),
-        int(reply["code"]),
-        data if isinstance(data, dict) else None,
+        stdout=str(reply.get("stdout", "")),
+        stderr=str(reply.get("stderr", "")),
+        code=int(reply["code"]),
+        data=data if isinstance(data, dict) else None,
     )
 
 

@@ -32,7 +32,7 @@ class SkipReason(str, Enum):
     SECRET_FILE = "a key or credentials file"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SourceFile:
     """A file chosen for indexing; `path` is repository-relative with forward slashes.
 

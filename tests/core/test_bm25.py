@@ -215,7 +215,17 @@ def _store_with(path: Path, chunks: list[Chunk], spec_key: str) -> Store:
     with store.batch():
         for file_path in sorted({c.path for c in chunks}):
             text = FILES.get(file_path, "")
-            store.put_file(FileState(file_path, len(text), 1, text_hash(text), None, None), text)
+            store.put_file(
+                FileState(
+                    path=file_path,
+                    size=len(text),
+                    mtime_ns=1,
+                    content_hash=text_hash(text),
+                    language=None,
+                    skip_reason=None,
+                ),
+                text,
+            )
             store.put_chunks(spec_key, file_path, [c for c in chunks if c.path == file_path])
     return store
 
@@ -234,7 +244,17 @@ def test_load_or_build_reuses_the_saved_index_until_chunks_change(index_dir: Pat
 
     extra = Chunk("shop/ledger.py", 1, 1, "lines", None, "def zzledger(): pass\n")
     with store.batch():
-        store.put_file(FileState(extra.path, 1, 2, text_hash(extra.text), None, None), extra.text)
+        store.put_file(
+            FileState(
+                path=extra.path,
+                size=1,
+                mtime_ns=2,
+                content_hash=text_hash(extra.text),
+                language=None,
+                skip_reason=None,
+            ),
+            extra.text,
+        )
         store.put_chunks(spec_key, extra.path, [extra])
     # max_drift 0: any change rebuilds the base (small drifts add a delta: test_segments.py)
     rebuilt = load_or_build_bm25(store, settings, store.chunks(spec_key), max_drift=0.0)

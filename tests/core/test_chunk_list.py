@@ -25,7 +25,17 @@ FILES = {
 
 def _put(store: Store, path: str, text: str) -> None:
     language = language_for(path)
-    store.put_file(FileState(path, len(text), 1, text_hash(text), language, None), text)
+    store.put_file(
+        FileState(
+            path=path,
+            size=len(text),
+            mtime_ns=1,
+            content_hash=text_hash(text),
+            language=language,
+            skip_reason=None,
+        ),
+        text,
+    )
     store.put_chunks(SPEC.key, path, chunk_file(path, text, language, SPEC))
 
 

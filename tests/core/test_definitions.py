@@ -196,7 +196,17 @@ def _store(settings: Settings, files: dict[str, str]) -> tuple[Store, str]:
     with store.batch():
         for path, text in files.items():
             language = language_for(path)
-            store.put_file(FileState(path, len(text), 1, text_hash(text), language, None), text)
+            store.put_file(
+                FileState(
+                    path=path,
+                    size=len(text),
+                    mtime_ns=1,
+                    content_hash=text_hash(text),
+                    language=language,
+                    skip_reason=None,
+                ),
+                text,
+            )
             store.put_chunks(key, path, chunk_file(path, text, language, settings.chunking_spec))
     return store, key
 
@@ -215,7 +225,17 @@ def test_saved_beside_bm25_and_rebuilt_exactly_when_chunks_change(index_dir: Pat
 
     text = "def gamma():\n    pass\n"
     with store.batch():
-        store.put_file(FileState("c.py", len(text), 1, text_hash(text), "python", None), text)
+        store.put_file(
+            FileState(
+                path="c.py",
+                size=len(text),
+                mtime_ns=1,
+                content_hash=text_hash(text),
+                language="python",
+                skip_reason=None,
+            ),
+            text,
+        )
         store.put_chunks(key, "c.py", [Chunk("c.py", 1, 2, "lines", "python", text.rstrip())])
     rebuilt = load_or_build_definitions(store, settings, store.chunks(key))
     assert rebuilt.lookup("gamma") != () and rebuilt.lookup("alpha") != ()

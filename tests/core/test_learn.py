@@ -197,7 +197,16 @@ def test_a_file_counts_once() -> None:
 
     y = np.array([1, 1, 2, 0, 1], dtype=np.int8)
     files = np.array([7, 7, 7, 3, 4], dtype=np.int32)
-    group = QueryGroup("r", "s", 0, False, np.zeros((5, len(FEATURE_NAMES))), y, files, 2)
+    group = QueryGroup(
+        repo="r",
+        sha="s",
+        variant=0,
+        dense=False,
+        x=np.zeros((5, len(FEATURE_NAMES))),
+        y=y,
+        files=files,
+        gold_files=2,
+    )
     assert ranking_labels(group).tolist() == [1, 0, 2, 0, 1]
     assert file_ndcg(group, np.array([3, 0, 1, 2, 4])) < file_ndcg(group, np.arange(5))
     assert file_ndcg(group, np.array([0, 4, 1, 2, 3])) == pytest.approx(1.0)

@@ -59,7 +59,17 @@ def _files() -> dict[str, str]:
 
 def _put(store: Store, key: str, settings: Settings, path: str, text: str) -> None:
     language = language_for(path)
-    store.put_file(FileState(path, len(text), 1, text_hash(text), language, None), text)
+    store.put_file(
+        FileState(
+            path=path,
+            size=len(text),
+            mtime_ns=1,
+            content_hash=text_hash(text),
+            language=language,
+            skip_reason=None,
+        ),
+        text,
+    )
     store.put_chunks(key, path, chunk_file(path, text, language, settings.chunking_spec))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -20,7 +21,14 @@ from coderag_tui.core.records import Chunk
 
 
 def _state(path: str, content_hash: str = "h1", *, skip: str | None = None) -> FileState:
-    return FileState(path, 10, 1_000, content_hash, "python", skip)
+    return FileState(
+        path=path,
+        size=10,
+        mtime_ns=1_000,
+        content_hash=content_hash,
+        language="python",
+        skip_reason=skip,
+    )
 
 
 def _chunks(path: str, n: int, lines: int = 3) -> list[Chunk]:
@@ -113,12 +121,30 @@ def test_delete_files_removes_files_and_chunks_of_all_settings(tmp_path: Path) -
 
 def test_file_states_keep_stat_hash_and_skip_reason(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "idx.sqlite")
-    store.put_file(FileState("bin.dat", 5, 7, "", None, "BINARY", "NUL at 3"), None)
-    store.put_file(FileState("bad.py", 9, 8, "abc", "python", None, invalid_utf8=True), "t")
+    binary = FileState(
+        path="bin.dat",
+        size=5,
+        mtime_ns=7,
+        content_hash="",
+        language=None,
+        skip_reason="BINARY",
+        skip_detail="NUL at 3",
+    )
+    store.put_file(binary, None)
+    bad = FileState(
+        path="bad.py",
+        size=9,
+        mtime_ns=8,
+        content_hash="abc",
+        language="python",
+        skip_reason=None,
+        invalid_utf8=True,
+    )
+    store.put_file(bad, "t")
     store.update_stat("bad.py", 11, 12)
     states = store.file_states()
-    assert states["bin.dat"] == FileState("bin.dat", 5, 7, "", None, "BINARY", "NUL at 3")
-    assert states["bad.py"] == FileState("bad.py", 11, 12, "abc", "python", None, "", True)
+    assert states["bin.dat"] == binary
+    assert states["bad.py"] == dataclasses.replace(bad, size=11, mtime_ns=12)
 
 
 @pytest.mark.parametrize("exc_type", [RuntimeError, KeyboardInterrupt])

@@ -96,7 +96,7 @@ def test_skip_details_name_the_problem(tmp_path: Path) -> None:
 def test_reading_a_fifo_or_a_directory_named_like_a_file_never_blocks(tmp_path: Path) -> None:
     root = make_hostile_repo(tmp_path / "repo", git=False)
     for rel, words in (("pipe.txt", "FIFO"), ("weird.py", "directory")):
-        out = read_source(root, SourceFile(rel, 0, 0, None))
+        out = read_source(root, SourceFile(path=rel, size=0, mtime_ns=0, language=None))
         assert isinstance(out, SkippedFile)
         assert out.reason is SkipReason.UNREADABLE
         assert words in out.detail

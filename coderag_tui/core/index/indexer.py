@@ -599,13 +599,13 @@ def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
             writes.files.append(
                 (
                     FileState(
-                        file.path,
-                        file.size,
-                        file.mtime_ns,
-                        "",
-                        file.language,
-                        skip.reason.name,
-                        skip.detail,
+                        path=file.path,
+                        size=file.size,
+                        mtime_ns=file.mtime_ns,
+                        content_hash="",
+                        language=file.language,
+                        skip_reason=skip.reason.name,
+                        skip_detail=skip.detail,
                     ),
                     None,
                 )
@@ -619,12 +619,12 @@ def _apply(prepared: _Prepared, writes: _Writes, run: _Run) -> int:
         writes.stats.append((file.path, file.size, file.mtime_ns))
     elif prepared.was_read or (previous is not None and previous.language != file.language):
         state = FileState(
-            file.path,
-            file.size,
-            file.mtime_ns,
-            prepared.digest,
-            file.language,
-            None,
+            path=file.path,
+            size=file.size,
+            mtime_ns=file.mtime_ns,
+            content_hash=prepared.digest,
+            language=file.language,
+            skip_reason=None,
             invalid_utf8=prepared.invalid,
         )
         writes.files.append((state, prepared.text))

@@ -134,7 +134,7 @@ class IndexNotWritable(StoreError):
         self.fix = fix
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FileState:
     """What the index remembers about one file: its stat, content hash, and why it was skipped."""
 
@@ -726,7 +726,19 @@ class Store(_Database):
                 "SELECT path, size, mtime_ns, content_hash, language, skip_reason, "
                 "skip_detail, invalid_utf8 FROM files"
             ).fetchall()
-        return {r[0]: FileState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows}
+        return {
+            r[0]: FileState(
+                path=r[0],
+                size=r[1],
+                mtime_ns=r[2],
+                content_hash=r[3],
+                language=r[4],
+                skip_reason=r[5],
+                skip_detail=r[6],
+                invalid_utf8=bool(r[7]),
+            )
+            for r in rows
+        }
 
     def content_hashes(self) -> dict[str, str]:
         """Each file's content hash (what search structures compare to find changed files)."""

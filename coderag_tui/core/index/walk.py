@@ -750,7 +750,14 @@ class _Collector:
             return
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:  # most files
             self.files.append(
-                SourceFile(rel, st.st_size, st.st_mtime_ns, verdict.language, st.st_dev, st.st_ino)
+                SourceFile(
+                    path=rel,
+                    size=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
+                    language=verdict.language,
+                    device=st.st_dev,
+                    inode=st.st_ino,
+                )
             )
             return
         self._add_stat(rel, st, verdict.language)
@@ -815,7 +822,16 @@ class _Collector:
             detail = f"{size:,} bytes (limit {self.max_file_bytes:,})"
             self.skip(rel, SkipReason.TOO_LARGE, detail)
             return
-        self.files.append(SourceFile(rel, size, st.st_mtime_ns, language, st.st_dev, st.st_ino))
+        self.files.append(
+            SourceFile(
+                path=rel,
+                size=size,
+                mtime_ns=st.st_mtime_ns,
+                language=language,
+                device=st.st_dev,
+                inode=st.st_ino,
+            )
+        )
 
     def _follow_symlink(self, rel: str) -> os.stat_result | None:
         """The target's stat when the link stays inside the repository on a file; else a skip."""

@@ -53,7 +53,7 @@ class FeatureRecorder(LearnedReranker):
         return list(c.fused)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QueryGroup:
     """One query's candidates: features (rows in fused order), labels and file ids."""
 
@@ -139,10 +139,16 @@ def build_groups(
                     y, files = labels(chunks, ids, pair)
                     groups.append(
                         QueryGroup(
-                            repo, pair.sha, variant, dense_on, x.astype(np.float32), y, files,
-                            present,
+                            repo=repo,
+                            sha=pair.sha,
+                            variant=variant,
+                            dense=dense_on,
+                            x=x.astype(np.float32),
+                            y=y,
+                            files=files,
+                            gold_files=present,
                         )
-                    )  # fmt: skip
+                    )
             if progress is not None:
                 progress(BuildProgress(repo, done + 1, len(pairs)))
     finally:
@@ -189,10 +195,15 @@ def load_groups(path: Path) -> tuple[list[QueryGroup], dict[str, Any]]:
     for info, size in zip(meta["groups"], sizes.tolist(), strict=True):
         groups.append(
             QueryGroup(
-                info["repo"], info["sha"], int(info["variant"]), bool(info["dense"]),
-                x[at : at + size], y[at : at + size], files[at : at + size],
-                int(info["gold_files"]),
+                repo=info["repo"],
+                sha=info["sha"],
+                variant=int(info["variant"]),
+                dense=bool(info["dense"]),
+                x=x[at : at + size],
+                y=y[at : at + size],
+                files=files[at : at + size],
+                gold_files=int(info["gold_files"]),
             )
-        )  # fmt: skip
+        )
         at += size
     return groups, meta

@@ -56,7 +56,7 @@ ROUNDS = 400
 EARLY_STOP = 40
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Scores:
     """NDCG@10 (chunk labels, and files once), file MRR and Acc@1 of some groups, with how
     many groups and how many have an answer among the candidates."""
@@ -162,9 +162,13 @@ def measure(
         files.append(file_ndcg(group, order))
     mean = statistics.fmean if groups else (lambda _: 0.0)
     return Scores(
-        mean(ndcg), mean(rr), mean(acc), len(groups), sum(1 for g in groups if g.useful),
-        mean(files),
-    )  # fmt: skip
+        ndcg10=mean(ndcg),
+        mrr=mean(rr),
+        acc1=mean(acc),
+        groups=len(groups),
+        answerable=sum(1 for g in groups if g.useful),
+        file_ndcg10=mean(files),
+    )
 
 
 PENALTIES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)

@@ -76,7 +76,7 @@ _BUILD_FILE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryPair:
     """One commit as a question: its queries (the subject, and the whole message when it has
     a body), the parent it is asked at, and the lines each answering file's hunks touched."""
@@ -194,7 +194,7 @@ def history_pairs(git_dir: Path, options: HistoryOptions = HistoryOptions()) -> 
     pairs = []
     for sha, parent, at, queries, gold in chosen:
         spans = tuple((path, hunks(git_dir, parent, sha, path)) for path in sorted(gold))
-        pairs.append(HistoryPair(sha, parent, at, queries, spans))
+        pairs.append(HistoryPair(sha=sha, parent=parent, time=at, queries=queries, gold=spans))
     pairs.sort(key=lambda p: -position[p.sha])
     return pairs
 
