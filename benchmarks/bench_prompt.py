@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from coderag_tui.core.index.chunk import chunk_file
-from coderag_tui.core.prompt.pack import pack
+from coderag_tui.core.prompt.pack import PackInputs, pack
 from coderag_tui.core.prompt.render import load_template
 from coderag_tui.core.prompt.tokens import TokenCounter, token_counter
 from coderag_tui.core.records import ChunkingSpec, Hit
@@ -62,7 +62,10 @@ def main() -> None:
         counter = fresh_counter()
         t0 = time.perf_counter()
         packed = pack(
-            hits, budget=budget, counter=counter, template=template, task=task, file_text=texts.get
+            hits,
+            PackInputs(
+                budget=budget, counter=counter, template=template, task=task, file_text=texts.get
+            ),
         )
         seconds = time.perf_counter() - t0
         assert counter.count(packed.text) <= budget

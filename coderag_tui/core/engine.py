@@ -805,6 +805,7 @@ class Engine:
         from coderag_tui.core.prompt.pack import (
             CHANGE_SHARE,
             BudgetTooSmall,
+            PackInputs,
             fit_change,
             pack,
             packing_order,
@@ -827,18 +828,20 @@ class Engine:
         try:
             packed = pack(
                 hits,
-                budget=settings.budget,
-                counter=counter,
-                template=template,
-                task=task,
-                pinned=request.pinned,
-                excluded=request.excluded,
-                trim_last=settings.trim_last,
-                file_text=file_text,
-                secrets=self._secrets_of([h.chunk for h in hits]),
-                secret_mode=settings.secrets,
-                admitted=request.admitted,
-                change=change,
+                PackInputs(
+                    budget=settings.budget,
+                    counter=counter,
+                    template=template,
+                    task=task,
+                    pinned=request.pinned,
+                    excluded=request.excluded,
+                    trim_last=settings.trim_last,
+                    file_text=file_text,
+                    secrets=self._secrets_of([h.chunk for h in hits]),
+                    secret_mode=settings.secrets,
+                    admitted=request.admitted,
+                    change=change,
+                ),
             )
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc

@@ -15,6 +15,7 @@ from coderag_tui.core.prompt.pack import (
     OVER_BUDGET,
     PINNED_MISSING,
     BudgetTooSmall,
+    PackInputs,
     advise,
     budget_label,
     pack,
@@ -123,11 +124,13 @@ def test_rendered_prompt_never_exceeds_the_budget(
     root, hits = corpus
     packed = pack(
         hits,
-        budget=budget,
-        counter=counter,
-        template=load_template(template_name),
-        task=TASK,
-        file_text=read_file(root),
+        PackInputs(
+            budget=budget,
+            counter=counter,
+            template=load_template(template_name),
+            task=TASK,
+            file_text=read_file(root),
+        ),
     )
     assert counter.count(packed.text) == packed.tokens <= budget
     assert packed.blocks, "at least the first chunk fits every budget tested"
@@ -153,12 +156,14 @@ def test_any_budget_and_order_stays_within_budget_with_exact_line_ranges(
     ranked = [Hit(h.chunk, h.score, i + 1) for i, h in enumerate(order)]
     packed = pack(
         ranked,
-        budget=budget,
-        counter=counter,
-        template=load_template("markdown"),
-        task=TASK,
-        trim_last=trim_last,
-        file_text=read_file(root),
+        PackInputs(
+            budget=budget,
+            counter=counter,
+            template=load_template("markdown"),
+            task=TASK,
+            trim_last=trim_last,
+            file_text=read_file(root),
+        ),
     )
     assert counter.count(packed.text) <= budget
     first = ranked[0].chunk
@@ -175,11 +180,13 @@ def test_first_block_is_the_top_ranked_chunk_and_blocks_follow_rank(
     root, hits = corpus
     packed = pack(
         hits,
-        budget=8000,
-        counter=counter,
-        template=load_template("markdown"),
-        task=TASK,
-        file_text=read_file(root),
+        PackInputs(
+            budget=8000,
+            counter=counter,
+            template=load_template("markdown"),
+            task=TASK,
+            file_text=read_file(root),
+        ),
     )
     headers = markdown_blocks(packed.text)
     top = hits[0].chunk
@@ -203,11 +210,13 @@ def test_overlapping_and_adjacent_chunks_of_a_file_merge_into_one_block(
     for file_text in (read_file(tmp_path), None):  # from the file, or from the chunks alone
         packed = pack(
             hits,
-            budget=4000,
-            counter=counter,
-            template=load_template("markdown"),
-            task="t",
-            file_text=file_text,
+            PackInputs(
+                budget=4000,
+                counter=counter,
+                template=load_template("markdown"),
+                task="t",
+                file_text=file_text,
+            ),
         )
         spans = [(b.start_line, b.end_line) for b in packed.blocks]
         assert spans == [(1, 20), (30, 40)]
@@ -226,13 +235,15 @@ def test_pinned_go_first_and_excluded_never_appear(
     excluded = [hits[0].chunk.key, hits[2].chunk.key]
     packed = pack(
         hits[:30],
-        budget=6000,
-        counter=counter,
-        template=load_template("markdown"),
-        task=TASK,
-        pinned=pinned,
-        excluded=excluded,
-        file_text=read_file(root),
+        PackInputs(
+            budget=6000,
+            counter=counter,
+            template=load_template("markdown"),
+            task=TASK,
+            pinned=pinned,
+            excluded=excluded,
+            file_text=read_file(root),
+        ),
     )
     included = [k for b in packed.blocks for k in b.chunk_keys]
     assert included[:2] == pinned
@@ -250,11 +261,13 @@ def test_dropped_chunks_are_reported_and_nothing_is_cut_by_default(
     root, hits = corpus
     packed = pack(
         hits[:40],
-        budget=3000,
-        counter=counter,
-        template=load_template("markdown"),
-        task=TASK,
-        file_text=read_file(root),
+        PackInputs(
+            budget=3000,
+            counter=counter,
+            template=load_template("markdown"),
+            task=TASK,
+            file_text=read_file(root),
+        ),
     )
     by_key = {h.chunk.key: h.chunk for h in hits}
     for block in packed.blocks:
@@ -277,8 +290,8 @@ def test_trim_last_cuts_the_last_chunk_at_a_line_boundary_to_fill_the_budget(
         "task": TASK,
         "file_text": read_file(root),
     }
-    whole = pack(hits, **kwargs)
-    trimmed = pack(hits, trim_last=True, **kwargs)
+    whole = pack(hits, PackInputs(**kwargs))
+    trimmed = pack(hits, PackInputs(trim_last=True, **kwargs))
     assert whole.tokens <= trimmed.tokens <= 3000
     assert trimmed.tokens >= 3000 - 40, "a trimmed prompt fills the budget to within a line"
     last = trimmed.blocks[-1]
@@ -294,19 +307,23 @@ def test_same_inputs_give_byte_identical_prompts(
     root, hits = corpus
     a = pack(
         hits,
-        budget=8000,
-        counter=counter,
-        template=load_template("xml"),
-        task=TASK,
-        file_text=read_file(root),
+        PackInputs(
+            budget=8000,
+            counter=counter,
+            template=load_template("xml"),
+            task=TASK,
+            file_text=read_file(root),
+        ),
     )
     b = pack(
         hits,
-        budget=8000,
-        counter=token_counter("cl100k_base", env={}),
-        template=load_template("xml"),
-        task=TASK,
-        file_text=read_file(root),
+        PackInputs(
+            budget=8000,
+            counter=token_counter("cl100k_base", env={}),
+            template=load_template("xml"),
+            task=TASK,
+            file_text=read_file(root),
+        ),
     )
     assert a.text.encode() == b.text.encode()
     assert a == b
@@ -314,13 +331,20 @@ def test_same_inputs_give_byte_identical_prompts(
 
 def test_a_budget_smaller_than_the_task_says_so(counter: TokenCounter) -> None:
     with pytest.raises(BudgetTooSmall, match="raise the budget"):
-        pack([], budget=20, counter=counter, template=load_template("markdown"), task=TASK * 3)
+        pack(
+            [],
+            PackInputs(
+                budget=20, counter=counter, template=load_template("markdown"), task=TASK * 3
+            ),
+        )
 
 
 def test_code_with_backtick_fences_gets_a_longer_fence(counter: TokenCounter) -> None:
     code = 'doc = """\n```python\nprint(1)\n```\n"""\n'
     hit = Hit(Chunk("d.py", 1, 5, "lines", "python", code), 1.0, 1)
-    packed = pack([hit], budget=500, counter=counter, template=load_template("markdown"), task="t")
+    packed = pack(
+        [hit], PackInputs(budget=500, counter=counter, template=load_template("markdown"), task="t")
+    )
     assert "\n````python\n" + code + "````\n" in packed.text
     assert markdown_blocks(packed.text)[0][3] == code.rstrip("\n")
 
@@ -363,11 +387,13 @@ def test_a_pinned_chunk_missing_from_the_results_is_reported(counter: TokenCount
     hit = Hit(Chunk("a.py", 1, 2, "lines", "python", "x = 1\ny = 2"), 1.0, 1)
     packed = pack(
         [hit],
-        budget=500,
-        counter=counter,
-        template=load_template("markdown"),
-        task="t",
-        pinned=["gone.py:1-9"],
+        PackInputs(
+            budget=500,
+            counter=counter,
+            template=load_template("markdown"),
+            task="t",
+            pinned=["gone.py:1-9"],
+        ),
     )
     assert [b.chunk_keys for b in packed.blocks] == [("a.py:1-2",)]
     assert [(d.key, d.reason) for d in packed.dropped] == [("gone.py:1-9", PINNED_MISSING)]
@@ -382,11 +408,13 @@ def test_an_estimating_counter_marks_the_prompt_as_approximate(
     )
     packed = pack(
         hits[:40],
-        budget=3000,
-        counter=estimate,
-        template=load_template("markdown"),
-        task=TASK,
-        file_text=read_file(root),
+        PackInputs(
+            budget=3000,
+            counter=estimate,
+            template=load_template("markdown"),
+            task=TASK,
+            file_text=read_file(root),
+        ),
     )
     assert (packed.exact, packed.encoding) == (False, "estimate")
     assert estimate.count(packed.text) == packed.tokens <= 3000

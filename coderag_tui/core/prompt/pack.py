@@ -248,33 +248,42 @@ def _order_hits(
     return cands, missing
 
 
-def pack(
-    hits: Sequence[Hit],
-    *,
-    budget: int,
-    counter: TokenCounter,
-    template: Template,
-    task: str,
-    pinned: Sequence[str] = (),
-    excluded: Sequence[str] = (),
-    trim_last: bool = False,
-    file_text: Callable[[str], str | None] | None = None,
-    secrets: Mapping[str, Sequence[SecretFinding]] | None = None,
-    secret_mode: str = "hold",
-    admitted: Sequence[str] = (),
-    change: str = "",
-) -> PackedPrompt:
-    """The prompt for `task` with as many hits as fit in `budget` tokens, most relevant first.
+@dataclass(frozen=True, kw_only=True)
+class PackInputs:
+    """Everything `pack` packs the hits with: the budget and how tokens are counted, the
+    template and the task, the user's choices of chunks, and the suspected secrets.
 
     `change` (a unified diff, `--diff`) is a section of its own, counted like the task: fit
-    it first (`fit_change`).
-
-    `secrets` holds the suspected secrets of the hits' files (by path); `secret_mode` says
-    what happens to chunks that touch one: "hold" leaves them out (reason "secret", pinned
-    or not), "redact" masks each secret, "allow" lets them in as they are. `admitted` chunk
-    keys are let in as they are in "hold" mode too: the user chose them one by one.
-    Raises BudgetTooSmall when the template and the task alone exceed the budget.
+    it first (`fit_change`). `secrets` holds the suspected secrets of the hits' files (by
+    path); `secret_mode` says what happens to chunks that touch one: "hold" leaves them out
+    (reason "secret", pinned or not), "redact" masks each secret, "allow" lets them in as
+    they are. `admitted` chunk keys are let in as they are in "hold" mode too: the user chose
+    them one by one. `trim_last` fills the budget with the part of the last chunk that fits.
     """
+
+    budget: int
+    counter: TokenCounter
+    template: Template
+    task: str
+    pinned: Sequence[str] = ()
+    excluded: Sequence[str] = ()
+    trim_last: bool = False
+    file_text: Callable[[str], str | None] | None = None
+    secrets: Mapping[str, Sequence[SecretFinding]] | None = None
+    secret_mode: str = "hold"
+    admitted: Sequence[str] = ()
+    change: str = ""
+
+
+def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
+    """The prompt for `inputs.task` with as many hits as fit in its budget, most relevant
+    first (see `PackInputs` for the rest). Raises BudgetTooSmall when the template and the
+    task alone exceed the budget.
+    """
+    budget, counter, template = inputs.budget, inputs.counter, inputs.template
+    task, change, secret_mode = inputs.task, inputs.change, inputs.secret_mode
+    pinned, excluded, admitted = inputs.pinned, inputs.excluded, inputs.admitted
+    trim_last, file_text, secrets = inputs.trim_last, inputs.file_text, inputs.secrets
     if secret_mode not in SECRET_MODES:
         raise ValueError(f"secret_mode must be one of {', '.join(SECRET_MODES)}: {secret_mode!r}")
     fixed = counter.count(template.render([], task, change))
