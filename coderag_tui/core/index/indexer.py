@@ -213,6 +213,39 @@ class _Job:
     from_store: bool
 
 
+@dataclass
+class _Build:
+    """What every phase of one build shares: the settings, the store, the counters, the clock,
+    and the progress callback with the time it was last called."""
+
+    settings: Settings
+    store: Store
+    run: _Run
+    clock: Callable[[], float]
+    progress: Callable[[IndexProgress], None] | None
+    last_emit: float = float("-inf")
+
+    def emit(self, stage: str, *, force: bool = False) -> None:
+        """Report progress, at most every `_PROGRESS_INTERVAL_S` unless `force`."""
+        if self.progress is None:
+            return
+        now = self.clock()
+        if not force and now - self.last_emit < _PROGRESS_INTERVAL_S:
+            return
+        self.last_emit = now
+        run = self.run
+        self.progress(
+            IndexProgress(
+                stage,
+                run.done,
+                run.files_total,
+                run.chunks_written,
+                run.bytes_read,
+                now - run.started,
+            )
+        )
+
+
 def build_index(
     settings: Settings,
     store: Store,
@@ -232,53 +265,29 @@ def build_index(
     Reading and chunking run on `workers` threads (default: up to 4, one per core) while
     this thread writes, so `stage_seconds` for read and chunk are summed over threads and
     may add up to more than `elapsed_s`.
+
+    The phases: the fingerprint (an unchanged tree ends here), the walk, the plan (which
+    files to read or chunk again, which are gone), then the batches that index them.
     """
-    root = settings.repo_root
     spec = settings.chunking_spec
     run = _Run(started=clock())
-    last_emit = [float("-inf")]
-
-    def emit(stage: str, *, force: bool = False) -> None:
-        if progress is None:
-            return
-        now = clock()
-        if not force and now - last_emit[0] < _PROGRESS_INTERVAL_S:
-            return
-        last_emit[0] = now
-        progress(
-            IndexProgress(
-                stage,
-                run.done,
-                run.files_total,
-                run.chunks_written,
-                run.bytes_read,
-                now - run.started,
-            )
-        )
-
-    emit("walk", force=True)
+    build = _Build(settings, store, run, clock, progress)
+    build.emit("walk", force=True)
     t = clock()
     excludes = index_excludes(settings)
     fresh_key = FRESH_META_PREFIX + spec.key
     chunker_key = CHUNKER_META_PREFIX + spec.key
     cut_by_this_chunker = store.get_meta(chunker_key) == CHUNKER_VERSION
-    digest = fingerprint(
-        root,
-        max_file_bytes=settings.max_file_bytes,
-        exclude=excludes,
-        include_secret_files=settings.include_secret_files,
-    )
-    if digest is not None:  # reading rules decide what is indexed too
-        digest += f":{settings.max_line_chars}"
+    digest = _tree_digest(settings, excludes)
     if digest is not None and cut_by_this_chunker:
         unchanged = _unchanged_report(store, settings, fresh_key, digest, run, clock)
         if unchanged is not None:
-            emit("done", force=True)
+            build.emit("done", force=True)
             return unchanged
     if store.get_meta(fresh_key):
         store.set_meta(fresh_key, "")  # forgotten until this build completes
     result = walk(
-        root,
+        settings.repo_root,
         max_file_bytes=settings.max_file_bytes,
         exclude=excludes,
         include_secret_files=settings.include_secret_files,
@@ -287,18 +296,87 @@ def build_index(
     run.files_total = len(result.files)
     run.skipped.extend(result.skipped)
 
+    jobs, chunked, cut_by_this_chunker = _plan(
+        build, result.files, chunker_key, cut_by_this_chunker
+    )
+    build.emit("index", force=True)
+    if any(not job.from_store for job in jobs):
+        # Files will be read and scanned: import the detectors (~0.08 s) beside the reading.
+        threading.Thread(target=secret_scan.warm, name="coderag-secret-scan", daemon=True).start()
+    position, cancelled, interrupted = _index_jobs(
+        build,
+        jobs,
+        chunked,
+        cancel=cancel,
+        batch_files=batch_files,
+        batch_bytes=batch_bytes,
+        workers=workers,
+    )
+
+    left = len(jobs) - position
+    run.done = run.files_total - left
+    if not interrupted:  # after Ctrl-C, call nothing of the caller's again
+        build.emit("done", force=True)
+    report = _report(run, settings, store, result.is_git, cancelled or interrupted, left, clock)
+    if interrupted:
+        raise IndexInterrupted(report)
+    if not report.cancelled and not cut_by_this_chunker:
+        store.set_meta(chunker_key, CHUNKER_VERSION)
+    if digest is not None and not report.cancelled:
+        _remember_fresh(store, fresh_key, digest, report)
+    return report
+
+
+def _tree_digest(settings: Settings, excludes: Sequence[Path]) -> str | None:
+    """The fingerprint of the tree and of the reading rules (None: the tree has none)."""
+    digest = fingerprint(
+        settings.repo_root,
+        max_file_bytes=settings.max_file_bytes,
+        exclude=excludes,
+        include_secret_files=settings.include_secret_files,
+    )
+    if digest is None:
+        return None
+    return digest + f":{settings.max_line_chars}"  # reading rules decide what is indexed too
+
+
+def _plan(
+    build: _Build, files: Sequence[SourceFile], chunker_key: str, cut_by_this_chunker: bool
+) -> tuple[list[_Job], set[str], bool]:
+    """Compare the walk with what the store holds: the files to read or to chunk again (the
+    jobs), the files already cut by this chunker, and whether every chunk is this chunker's
+    from now on. Files gone from the repository are deleted, and stored files are scanned
+    again when the secret scanner changed."""
+    store, run, clock = build.store, build.run, build.clock
     t = clock()
     states = store.file_states()
-    chunked = store.chunked_paths(spec.key)
+    chunked = store.chunked_paths(build.settings.chunking_spec.key)
     if not cut_by_this_chunker and chunked:
         chunked = set()  # cut by another chunker version: cut every file again
     elif not cut_by_this_chunker:  # nothing cut yet: every chunk from now on is this version's
         store.set_meta(chunker_key, CHUNKER_VERSION)
         cut_by_this_chunker = True
-    current = {f.path for f in result.files}
+    current = {f.path for f in files}
     gone = sorted(p for p in states if p not in current)
+    jobs = _jobs(files, states, chunked, run)
+    run.done = run.unchanged
+    if gone:
+        store.delete_files(gone)
+        run.removed = len(gone)
+    run.seconds["store"] += clock() - t
+    if store.get_meta(secret_scan.SCANNER_META_KEY) != secret_scan.SCANNER_VERSION:
+        _rescan_stored(store, states, {j.file.path for j in jobs if not j.from_store}, run, clock)
+    return jobs, chunked, cut_by_this_chunker
+
+
+def _jobs(
+    files: Sequence[SourceFile], states: dict[str, FileState], chunked: set[str], run: _Run
+) -> list[_Job]:
+    """The files that need work: read again when their stat changed (or they could not be
+    read), chunked again from the stored text when this chunking lacks them; the rest count
+    as unchanged."""
     jobs: list[_Job] = []
-    for file in result.files:
+    for file in files:
         state = states.get(file.path)
         if (
             state is None
@@ -315,18 +393,24 @@ def build_index(
             run.unchanged += 1
         else:
             jobs.append(_Job(file, state, from_store=True))
-    run.done = run.unchanged
-    if gone:
-        store.delete_files(gone)
-        run.removed = len(gone)
-    run.seconds["store"] += clock() - t
-    if store.get_meta(secret_scan.SCANNER_META_KEY) != secret_scan.SCANNER_VERSION:
-        _rescan_stored(store, states, {j.file.path for j in jobs if not j.from_store}, run, clock)
-    emit("index", force=True)
-    if any(not job.from_store for job in jobs):
-        # Files will be read and scanned: import the detectors (~0.08 s) beside the reading.
-        threading.Thread(target=secret_scan.warm, name="coderag-secret-scan", daemon=True).start()
+    return jobs
 
+
+def _index_jobs(
+    build: _Build,
+    jobs: Sequence[_Job],
+    chunked: set[str],
+    *,
+    cancel: threading.Event | None,
+    batch_files: int,
+    batch_bytes: int,
+    workers: int | None,
+) -> tuple[int, bool, bool]:
+    """Read, chunk and write the jobs in batches of at most `batch_files` files or
+    `batch_bytes` read, each committed whole: (how many jobs are done, whether `cancel`
+    stopped it, whether Ctrl-C did)."""
+    settings, store, run, clock = build.settings, build.store, build.run, build.clock
+    root, spec = settings.repo_root, settings.chunking_spec
     cancelled = False
     interrupted = False
     position = 0
@@ -359,7 +443,7 @@ def build_index(
                             read_in_batch += _apply(feed.next(), writes, run)
                             position += 1
                             run.done += 1
-                            emit("index")
+                            build.emit("index")
                     except KeyboardInterrupt:
                         # The files finished so far are written and committed; every write
                         # leaves a consistent state, so a half-done one is redone next run.
@@ -373,19 +457,7 @@ def build_index(
                 interrupted = True
     finally:
         feed.close()
-
-    left = len(jobs) - position
-    run.done = run.files_total - left
-    if not interrupted:  # after Ctrl-C, call nothing of the caller's again
-        emit("done", force=True)
-    report = _report(run, settings, store, result.is_git, cancelled or interrupted, left, clock)
-    if interrupted:
-        raise IndexInterrupted(report)
-    if not report.cancelled and not cut_by_this_chunker:
-        store.set_meta(chunker_key, CHUNKER_VERSION)
-    if digest is not None and not report.cancelled:
-        _remember_fresh(store, fresh_key, digest, report)
-    return report
+    return position, cancelled, interrupted
 
 
 def _remember_fresh(store: Store, key: str, digest: str, report: IndexReport) -> None:
