@@ -37,7 +37,7 @@ def stdlib() -> Path:
     return Path(os.__file__).resolve().parent
 
 
-def one_run(repo: Path, mode: str, cold_models: bool) -> tuple[float, dict[str, object]]:
+def one_run(repo: Path, mode: str, *, cold_models: bool) -> tuple[float, dict[str, object]]:
     """Wall seconds of one fresh `coderag search`, and its JSON's dense record."""
     scratch = Path(tempfile.mkdtemp(prefix="coderag-first-answer-"))
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -93,7 +93,7 @@ def main() -> int:
             times: list[float] = []
             dense: dict[str, object] = {}
             for _ in range(max(1, args.runs)):
-                seconds, dense = one_run(repo, mode, args.cold_models)
+                seconds, dense = one_run(repo, mode, cold_models=args.cold_models)
                 times.append(seconds)
             share = float(dense.get("coverage", 0.0) or 0.0)  # type: ignore[arg-type]
             what = (

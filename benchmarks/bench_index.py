@@ -225,7 +225,7 @@ def lexical_summary(
 
 
 def run_strategy(
-    repo: Path, index_root: Path, strategy: str, corpus_bytes: int, runs: int, compare: bool
+    repo: Path, index_root: Path, strategy: str, corpus_bytes: int, runs: int, *, compare: bool
 ) -> bool:
     print(f"\n== chunking {Settings(chunking=strategy).chunking_spec.key} ==")
     colds: list[tuple[float, float]] = []  # (wall, process CPU) seconds
@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 strategy.strip(),
                 n_bytes,
                 max(args.runs, 1),
-                args.compare_tree_sitter,
+                compare=args.compare_tree_sitter,
             )
             for strategy in args.chunking.split(",")
         ]

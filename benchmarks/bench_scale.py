@@ -205,7 +205,7 @@ def _size(folder: Path) -> int:
 
 
 def measure(
-    name: str, repo: Path, files: int, lines: int, index_dir: Path, runs: int, serve: bool
+    name: str, repo: Path, files: int, lines: int, index_dir: Path, runs: int, *, serve: bool
 ) -> Row:
     row = Row(name, files, lines)
     print(f"[{name}] cold index of {files:,} files ...", file=sys.stderr, flush=True)
@@ -265,7 +265,7 @@ def main() -> int:
             shutil.rmtree(index_dir, ignore_errors=True)
             print(f"[{name}] building the corpus ...", file=sys.stderr, flush=True)
             files, lines = make(repo)
-            rows.append(measure(name, repo, files, lines, index_dir, args.runs, args.serve))
+            rows.append(measure(name, repo, files, lines, index_dir, args.runs, serve=args.serve))
     finally:
         if args.keep is None:
             shutil.rmtree(scratch, ignore_errors=True)

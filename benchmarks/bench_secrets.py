@@ -66,7 +66,7 @@ def recall(seed: int) -> None:
         print(f"  flagged {line}")
 
 
-def folder(root: Path, show: bool) -> None:
+def folder(root: Path, *, show: bool) -> None:
     listed = walk(root, exclude=[root / "site-packages"])  # installed code: not the stdlib
     texts = []
     for file in listed.files:
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     recall(args.seed)
     here = Path(__file__).resolve().parent.parent
     for root in args.folder or [Path(sysconfig.get_paths()["stdlib"]), here]:
-        folder(root, args.list)
+        folder(root, show=args.list)
     return 0
 
 

@@ -32,7 +32,7 @@ def texts(source: Path) -> list[str]:
     return found
 
 
-def cpu(split: Callable[..., list[str]], corpus: list[str], identifiers: bool) -> float:
+def cpu(split: Callable[..., list[str]], corpus: list[str], *, identifiers: bool) -> float:
     started = time.process_time()
     for text in corpus:
         split(text, split_identifiers=identifiers)
@@ -57,8 +57,8 @@ def main() -> int:
         words = sum(len(tokenize(t, split_identifiers=identifiers)) for t in corpus)
         ours, theirs = [], []
         for _ in range(max(1, args.runs)):
-            theirs.append(cpu(reference_words.tokenize, corpus, identifiers))
-            ours.append(cpu(tokenize, corpus, identifiers))
+            theirs.append(cpu(reference_words.tokenize, corpus, identifiers=identifiers))
+            ours.append(cpu(tokenize, corpus, identifiers=identifiers))
         a, b = statistics.median(theirs), statistics.median(ours)
         print(
             f"split_identifiers={identifiers!s:<5} reference {a:5.2f} s  now {b:5.2f} s  "

@@ -1036,7 +1036,7 @@ def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> st
     )
 
 
-def read_settings(
+def read_settings(  # noqa: C901
     overrides: Mapping[str, Any] | None = None,
     *,
     environ: Mapping[str, str] | None = None,

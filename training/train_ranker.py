@@ -79,7 +79,7 @@ def list_digest(entries: list[dict[str, str]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def group_file(out: Path, repo: str, dense: bool) -> Path:
+def group_file(out: Path, repo: str, *, dense: bool) -> Path:
     return out / "groups" / (repo.replace("/", "+") + (".dense" if dense else "") + ".npz")
 
 
@@ -104,7 +104,7 @@ def build(args: argparse.Namespace) -> int:
         embedder = choice.embedder
     for entry in entries:
         repo = entry["repo"]
-        target = group_file(out, repo, args.dense)
+        target = group_file(out, repo, dense=args.dense)
         if target.is_file():
             print(f"{repo}: built already ({target})")
             continue
@@ -159,12 +159,12 @@ def split(
     return set(order[n_test + n_valid :]), val, test
 
 
-def load_all(out: Path, dense: bool) -> dict[str, list[QueryGroup]]:
+def load_all(out: Path, *, dense: bool) -> dict[str, list[QueryGroup]]:
     by_repo: dict[str, list[QueryGroup]] = defaultdict(list)
     for entry in training_list():
-        path = group_file(out, entry["repo"], True)  # dense on and off
+        path = group_file(out, entry["repo"], dense=True)  # dense on and off
         if not dense or not path.is_file():
-            path = group_file(out, entry["repo"], False)
+            path = group_file(out, entry["repo"], dense=False)
         if path.is_file():
             groups, _ = load_groups(path)
             by_repo[entry["repo"]] += [g for g in groups if dense or not g.dense]
@@ -174,7 +174,7 @@ def load_all(out: Path, dense: bool) -> dict[str, list[QueryGroup]]:
 def train(args: argparse.Namespace) -> int:
     entries = training_list()
     language = {e["repo"]: e["language"] for e in entries}
-    by_repo = load_all(args.out, args.dense)
+    by_repo = load_all(args.out, dense=args.dense)
     if not by_repo:
         print(f"no groups under {args.out}/groups: run `build` first", file=sys.stderr)
         return 1

@@ -75,7 +75,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:  # noqa: C901
     from coderag_tui.core.eval.bench import run_bench
     from coderag_tui.core.eval.evaluation import TOKENIZERS
     from coderag_tui.core.records import ChunkingSpec

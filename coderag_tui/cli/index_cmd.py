@@ -66,7 +66,7 @@ def register(subparsers: Any) -> None:
 
 
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[IndexProgress], None] | None]:
+def _progress_bar(*, enabled: bool) -> Iterator[Callable[[IndexProgress], None] | None]:
     """A rich progress bar on stderr (files, chunks, MB/s) when it is a terminal, else nothing."""
     if not enabled:
         yield None
@@ -154,14 +154,14 @@ def _summary(settings: Settings, report: IndexReport, *, verbose: bool) -> list[
 
 
 def _embed(
-    engine: Engine, settings: Settings, lexical: Lexical, show_bar: bool
+    engine: Engine, settings: Settings, lexical: Lexical, *, show_bar: bool
 ) -> tuple[Dense, dict[str, Any]]:
     """Embed every chunk with the dense model; what the dense list now covers, and why not
     when it is off."""
     import time
 
     started = time.perf_counter()
-    with loading_status(show_bar) as (_, progress):
+    with loading_status(interactive=show_bar) as (_, progress):
         dense = engine.open_dense(settings, lexical, progress=progress)
     index = dense.index
     return dense, {
@@ -224,11 +224,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         if shared.backend != "local":  # a server that cannot take the push: stop before indexing
             engine.reach_backend(shared)
-        with _progress_bar(show_bar) as progress:
+        with _progress_bar(enabled=show_bar) as progress:
             # BM25 is built too, so the next search or TUI start answers at once. An index
             # that cannot be written is an error here: updating it is all this command does.
             lexical = engine.update_index(settings, progress=progress, stale_ok=False)
-        stage, dense = _embed(engine, settings, lexical, show_bar) if args.dense else (None, None)
+        stage, dense = (
+            _embed(engine, settings, lexical, show_bar=show_bar) if args.dense else (None, None)
+        )
         if shared.backend != "local":
             pushed = _push(engine, shared, lexical, stage, show_bar)
     except IndexInterrupted as stop:

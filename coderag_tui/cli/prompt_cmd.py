@@ -277,7 +277,7 @@ def _secrets_record(account: SecretAccount) -> dict[str, Any]:
     }
 
 
-def build_prompt(
+def build_prompt(  # noqa: PLR0913
     settings: Settings,
     task: str,
     *,
@@ -316,7 +316,7 @@ def build_prompt(
         return pack_with(engine, settings, task, pinned, excluded, query, origin, scope, change)
 
 
-def pack_with(
+def pack_with(  # noqa: PLR0913
     engine: Engine,
     settings: Settings,
     task: str,
@@ -445,7 +445,10 @@ def run(args: argparse.Namespace) -> int:
         query, change = (f"{given}\n{code}" if given else code), changed.text
         given = given if given is not None else DIFF_TASK
     task = given if given is not None else query or ""
-    with loading_status(not args.json and sys.stderr.isatty()) as (progress, embed_progress):
+    with loading_status(interactive=not args.json and sys.stderr.isatty()) as (
+        progress,
+        embed_progress,
+    ):
         result, notes, dense = build_prompt(
             settings,
             task,

@@ -47,7 +47,7 @@ QUIET_SECONDS = 2.0  # off a terminal, an embedding run this short prints no pro
 
 
 @contextmanager
-def loading_status(interactive: bool) -> Iterator[tuple[IndexCallback | None, EmbedCallback]]:
+def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None, EmbedCallback]]:
     """Progress on stderr while the index and the dense vectors load: yields the index and
     embedding callbacks to hand `Engine.open`.
 

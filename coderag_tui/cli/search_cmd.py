@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         say(undecodable)
 
     want_dense = args.dense and args.mode != "bm25"
-    reply = ask_first(args, settings, "search", request(args, query, want_dense, scope))
+    reply = ask_first(args, settings, "search", request(args, query, dense=want_dense, scope=scope))
     if reply is not None:  # a resident server (`coderag serve`) answered
         return reply.emit()
     from coderag_tui.core.engine import Engine
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
     interactive = not args.json and sys.stderr.isatty()
     try:
-        with loading_status(interactive) as (progress, embed_progress):
+        with loading_status(interactive=interactive) as (progress, embed_progress):
             engine = Engine.open(
                 settings,
                 progress=progress,
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
 
-def request(args: argparse.Namespace, query: str, dense: bool, scope: Scope) -> dict[str, Any]:
+def request(args: argparse.Namespace, query: str, *, dense: bool, scope: Scope) -> dict[str, Any]:
     """What a resident server needs, beside the settings, to answer as `answer` would."""
     return {
         "query": query,
@@ -256,6 +256,20 @@ def answer(
         output.print_json(record)
         return 0
 
+    _print_tables(args, settings, result, names, notes, output)
+    return 0
+
+
+def _print_tables(
+    args: argparse.Namespace,
+    settings: Settings,
+    result: SearchRun,
+    names: list[RankingName],
+    notes: list[str],
+    output: Output,
+) -> None:
+    """The rankings (or files) side by side, the reasons of unavailable ones not said yet
+    (`notes`), and the stage timings, as rich tables on `output`."""
     if not result.final.hits:
         body: Any = "No chunk matched the query."
     elif args.files:
@@ -280,4 +294,3 @@ def answer(
             if not any(detail in note for note in notes):  # already said on stderr
                 console.print(visible(reason), style="dim", soft_wrap=True, markup=False)
     console.print(timings_table(result))
-    return 0

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     interactive = sys.stderr.isatty()
     try:
-        with loading_status(interactive) as (progress, embed_progress):
+        with loading_status(interactive=interactive) as (progress, embed_progress):
             resident, note = Resident.open(
                 settings,
                 cookie_dir(settings),
@@ -326,7 +326,7 @@ def _handle(resident: Resident, message: dict[str, Any]) -> tuple[dict[str, Any]
     settings: Settings | None = None
     if not reason:
         dense = bool(message["request"].get("dense"))
-        settings, reason = _request_settings(resident, message["settings"], dense)
+        settings, reason = _request_settings(resident, message["settings"], dense=dense)
     if reason or settings is None or handler is None:
         return decline(reason), f"left a request to its own process: {reason}."
     request = message["request"]
@@ -343,7 +343,7 @@ def _handle(resident: Resident, message: dict[str, Any]) -> tuple[dict[str, Any]
 
 
 def _request_settings(
-    resident: Resident, wire: dict[str, Any], dense: bool
+    resident: Resident, wire: dict[str, Any], *, dense: bool
 ) -> tuple[Settings | None, str]:
     from coderag_tui.core.resident import differs
 

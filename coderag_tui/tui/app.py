@@ -458,7 +458,7 @@ class CoderagApp(App[None]):
     def _refresh_when_dense_ready(self) -> None:
         """Keep the last results on screen, marked refreshing, until a dense list of the new
         chunks is installed (or REFRESH_WAIT_S passed): then search again."""
-        self.main.board.set_refreshing(True)
+        self.main.board.set_refreshing(refreshing=True)
         if self.refresh_timer is not None:
             self.refresh_timer.stop()
         self.refresh_timer = self.set_timer(REFRESH_WAIT_S, self._refresh_now)
@@ -495,7 +495,7 @@ class CoderagApp(App[None]):
             self._search_again()
 
     def column_hints(self) -> dict[RankingName, str]:
-        return column_hints(self.engine.ready, self.engine.dense, self.engine.rerank)
+        return column_hints(self.engine.dense, self.engine.rerank, ready=self.engine.ready)
 
     # ----------------------------------------------------------------- search
     def search(self, text: str) -> None:
@@ -614,7 +614,7 @@ class CoderagApp(App[None]):
             )
             self.start_indexing()
         elif name == "rerank":
-            self.main.board.set_rerank_visible(bool(value))
+            self.main.board.set_rerank_visible(visible=bool(value))
             if value:
                 self.ensure_reranker()
             self._search_again()
@@ -683,7 +683,7 @@ class CoderagApp(App[None]):
 
     def action_toggle_code_mode(self) -> None:
         self.session.code_mode = not self.session.code_mode
-        self.main.set_code_mode(self.session.code_mode)
+        self.main.set_code_mode(code=self.session.code_mode)
 
     def action_reindex(self) -> None:
         self.notify("Re-indexing: changed files are read again, the rest is kept.")

@@ -282,7 +282,9 @@ def why_line(why: tuple[tuple[str, float], ...]) -> str:
     return "why: " + " · ".join(parts)
 
 
-def column_hints(ready: bool, dense: Dense | None, rerank: Rerank | None) -> dict[RankingName, str]:
+def column_hints(
+    dense: Dense | None, rerank: Rerank | None, *, ready: bool
+) -> dict[RankingName, str]:
     """What each ranking column says before the first search, or why its stage is off."""
     hint = "type a question and press Enter" if ready else "indexing… BM25 is ready in a moment"
     dense_hint = (

@@ -255,7 +255,8 @@ def warm_up(settings: Settings, template: str) -> None:
         prompt_tools(settings, template)
 
 
-def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:
+# App._work passes a worker's arguments in order, the message poster last.
+def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:  # noqa: FBT001
     """Add a system clipboard tool to the OSC 52 copy Textual already sent; say which."""
     from coderag_tui.core.prompt.clipboard import copy_text
 

@@ -288,7 +288,9 @@ def test_walk_decides_by_extension_exactly_as_by_the_whole_name(
     from coderag_tui.core.index import walk as walk_module
 
     for order in (_TRICKY_NAMES, _TRICKY_NAMES[::-1]):
-        collector = walk_module._Collector("/nowhere", 1 << 20, include_secret_files)
+        collector = walk_module._Collector(
+            "/nowhere", 1 << 20, include_secret_files=include_secret_files
+        )
         for name in order:
             verdict = collector._by_name(name, name)
             full = collector._name_verdict(name.lower())

@@ -57,7 +57,7 @@ def test_the_fused_title_says_what_was_fused_and_whether_signals_rescored_it() -
     from coderag_tui.settings import Settings
     from coderag_tui.tui.session import fused_labels
 
-    def run(dense_on: bool, query: str = "parse config") -> SearchRun:
+    def run(*, dense_on: bool, query: str = "parse config") -> SearchRun:
         rankings = {
             "bm25": Ranking("bm25", ()),
             "dense": Ranking("dense", (), available=dense_on, reason="" if dense_on else "off"),
@@ -65,7 +65,10 @@ def test_the_fused_title_says_what_was_fused_and_whether_signals_rescored_it() -
         return SearchRun(query=query, rankings=rankings, timings=(), notes=())  # type: ignore[arg-type]
 
     settings = Settings(repo=Path("."))
-    assert fused_labels(run(True), settings) == ("RRF + signals", "RRF")
-    assert fused_labels(run(False), settings) == ("BM25 + signals", "BM25")
-    assert fused_labels(run(True), settings.with_(signals=False)) == ("RRF",)
-    assert fused_labels(run(True), settings.with_(fusion="weighted"))[0] == "weighted + signals"
+    assert fused_labels(run(dense_on=True), settings) == ("RRF + signals", "RRF")
+    assert fused_labels(run(dense_on=False), settings) == ("BM25 + signals", "BM25")
+    assert fused_labels(run(dense_on=True), settings.with_(signals=False)) == ("RRF",)
+    assert (
+        fused_labels(run(dense_on=True), settings.with_(fusion="weighted"))[0]
+        == "weighted + signals"
+    )

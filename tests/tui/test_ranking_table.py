@@ -24,7 +24,7 @@ class TableApp(App[None]):
         rows = [Row(str(i), f"pkg/mod_{i}.py:1-50", f"{30 - i:.2f}", f"k{i}") for i in range(1, 31)]
         table = self.query_one(RankingTable)
         table.set_rows(rows)
-        table.set_show_cursor(True)
+        table.set_show_cursor(show=True)
         table.focus()
 
     def on_ranking_table_highlighted(self, message: RankingTable.Highlighted) -> None:

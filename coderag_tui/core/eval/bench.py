@@ -247,15 +247,21 @@ def run_bench(
     if fresh:
         with tempfile.TemporaryDirectory(prefix="coderag-bench-") as tmp:
             return _bench(
-                settings.with_(index_dir=Path(tmp)), queries, n_queries, dense, compare, tokenizer
+                settings.with_(index_dir=Path(tmp)),
+                queries,
+                n_queries,
+                dense=dense,
+                compare=compare,
+                tokenizer=tokenizer,
             )
-    return _bench(settings, queries, n_queries, dense, compare, tokenizer)
+    return _bench(settings, queries, n_queries, dense=dense, compare=compare, tokenizer=tokenizer)
 
 
 def _bench(
     settings: Settings,
     queries: Sequence[str] | None,
     n_queries: int,
+    *,
     dense: bool,
     compare: bool,
     tokenizer: str,

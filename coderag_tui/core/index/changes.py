@@ -154,7 +154,7 @@ def working_change(settings: Settings, ref: str = "HEAD") -> Change:
         path, deleted = _path_of(section)
         if path is None:
             continue
-        why = _why_not(settings, path, deleted)
+        why = _why_not(settings, path, deleted=deleted)
         if why:
             left_out.append((path, why))
             continue
@@ -186,7 +186,7 @@ def _path_of(section: str) -> tuple[str | None, bool]:
     return None, False  # a binary file, a mode change or a quoted name: no lines to show
 
 
-def _why_not(settings: Settings, path: str, deleted: bool) -> str:
+def _why_not(settings: Settings, path: str, *, deleted: bool) -> str:
     """Why a changed file does not take part ("" when it does): the walk's rules."""
     from coderag_tui.core.index.indexer import index_excludes
 
@@ -206,7 +206,7 @@ def _why_not(settings: Settings, path: str, deleted: bool) -> str:
     return f"{vetted.reason.value}: {vetted.detail}" if vetted.detail else vetted.reason.value
 
 
-def _file_change(path: str, section: str) -> FileChange:
+def _file_change(path: str, section: str) -> FileChange:  # noqa: C901
     """A file's diff and its changed lines: each run of added lines is a span; a deletion
     with nothing added is the lines either side of it."""
     spans: list[LineSpan] = []

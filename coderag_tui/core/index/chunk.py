@@ -359,7 +359,7 @@ class _Layout:
             cs, ce = _rows(child)
             # A one-line definition (`typedef int (*fn)(void);`, `def f(): pass`) is not worth
             # a chunk of its own: it stays with the code around it.
-            found = self._unit(child, cs, ce, in_class) if ce > cs else None
+            found = self._unit(child, cs, ce, in_class=in_class) if ce > cs else None
             if found is None:
                 others.append(child)
                 if child.type in self.rules.attach and cs > prev_end:
@@ -392,7 +392,7 @@ class _Layout:
             self._gap(cur, hi, first_gap if cur == lo else later_gap, cuts, scope)
         return bool(units)
 
-    def _unit(self, node: Node, cs: int, ce: int, in_class: bool) -> tuple[str, Node] | None:
+    def _unit(self, node: Node, cs: int, ce: int, *, in_class: bool) -> tuple[str, Node] | None:
         """(kind, the definition node) when `node` is a unit at this level, else None."""
         rules = self.rules
         node_type = node.type
@@ -400,7 +400,7 @@ class _Layout:
         if kind is None:
             if node_type in rules.wrappers:
                 for child in node.named_children:
-                    inner = self._unit(child, cs, ce, in_class)
+                    inner = self._unit(child, cs, ce, in_class=in_class)
                     if inner is not None:
                         return inner
                 return None

@@ -246,7 +246,7 @@ class _Build:
         )
 
 
-def build_index(
+def build_index(  # noqa: PLR0913
     settings: Settings,
     store: Store,
     *,
@@ -297,7 +297,7 @@ def build_index(
     run.skipped.extend(result.skipped)
 
     jobs, chunked, cut_by_this_chunker = _plan(
-        build, result.files, chunker_key, cut_by_this_chunker
+        build, result.files, chunker_key, cut_by_this_chunker=cut_by_this_chunker
     )
     build.emit("index", force=True)
     if any(not job.from_store for job in jobs):
@@ -317,7 +317,15 @@ def build_index(
     run.done = run.files_total - left
     if not interrupted:  # after Ctrl-C, call nothing of the caller's again
         build.emit("done", force=True)
-    report = _report(run, settings, store, result.is_git, cancelled or interrupted, left, clock)
+    report = _report(
+        run,
+        settings,
+        store,
+        is_git=result.is_git,
+        cancelled=cancelled or interrupted,
+        left=left,
+        clock=clock,
+    )
     if interrupted:
         raise IndexInterrupted(report)
     if not report.cancelled and not cut_by_this_chunker:
@@ -341,7 +349,7 @@ def _tree_digest(settings: Settings, excludes: Sequence[Path]) -> str | None:
 
 
 def _plan(
-    build: _Build, files: Sequence[SourceFile], chunker_key: str, cut_by_this_chunker: bool
+    build: _Build, files: Sequence[SourceFile], chunker_key: str, *, cut_by_this_chunker: bool
 ) -> tuple[list[_Job], set[str], bool]:
     """Compare the walk with what the store holds: the files to read or to chunk again (the
     jobs), the files already cut by this chunker, and whether every chunk is this chunker's
@@ -498,7 +506,7 @@ def _unchanged_report(
     except (ValueError, KeyError, TypeError):
         return None
     run.seconds["walk"] += clock() - run.started
-    return _report(run, settings, store, True, False, 0, clock)
+    return _report(run, settings, store, is_git=True, cancelled=False, left=0, clock=clock)
 
 
 def _worker_count(requested: int | None) -> int:
@@ -773,6 +781,7 @@ def _report(
     run: _Run,
     settings: Settings,
     store: Store,
+    *,
     is_git: bool,
     cancelled: bool,
     left: int,

@@ -190,13 +190,13 @@ def _trie(entries: list[tuple[bytes, bytes]]) -> bytes:
 def _needles(value: bytes) -> list[tuple[str, bytes]]:
     """(needle, what must follow it on the mapped text) for everything the prefilter passes."""
 
-    def tail(count: int, hex_digits: bool) -> bytes:
+    def tail(count: int, *, hex_digits: bool) -> bytes:
         return (_HEX_BYTE if hex_digits else _TOKEN_BYTE) + b"{%d}" % count if count else b""
 
     needles = [(k, _NAME_AND_OPERATOR + value) for k in KEYWORDS]
-    needles += [(n, tail(count, hex_digits)) for n, count, hex_digits in LIBRARY_NEEDLES]
+    needles += [(n, tail(count, hex_digits=hex_digits)) for n, count, hex_digits in LIBRARY_NEEDLES]
     for fmt in TOKEN_FORMATS:
-        needles += [(n, tail(fmt.tail, fmt.tail_hex)) for n in fmt.needles]
+        needles += [(n, tail(fmt.tail, hex_digits=fmt.tail_hex)) for n in fmt.needles]
     needles.append((_URL_NEEDLE, _URL_CREDENTIALS))
     needles += [("'", follow) for follow in _QUOTED_TOKENS]
     # A needle with no anchor character counts right after a quote.

@@ -381,7 +381,7 @@ class _Database:
     what: str
 
     def __init__(
-        self, path: Path, conn: sqlite3.Connection, notice: str | None, created: bool = False
+        self, path: Path, conn: sqlite3.Connection, notice: str | None, *, created: bool = False
     ) -> None:
         self.path = path
         self.notice = notice
@@ -408,7 +408,7 @@ class _Database:
             path, app_id=cls.app_id, version=cls.version, schema=cls.schema, what=cls.what
         )
         try:
-            return cls(path, conn, notice, created)
+            return cls(path, conn, notice, created=created)
         except BaseException:
             conn.close()
             raise
@@ -448,9 +448,9 @@ class Store(_Database):
     what = "index"
 
     def __init__(
-        self, path: Path, conn: sqlite3.Connection, notice: str | None, created: bool = False
+        self, path: Path, conn: sqlite3.Connection, notice: str | None, *, created: bool = False
     ) -> None:
-        super().__init__(path, conn, notice, created)
+        super().__init__(path, conn, notice, created=created)
         self._depth = 0
         self._dirty: set[str] = set()
         self.page_checks = 0  # how many times this store ran SQLite's page check

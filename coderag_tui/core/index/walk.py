@@ -186,7 +186,7 @@ def walk(
     excluded = _excluded_prefixes(root_real, exclude)
     listed = _git_ls_files(root_real)
     is_git = listed is not None
-    collector = _Collector(root_real, max_file_bytes, include_secret_files)
+    collector = _Collector(root_real, max_file_bytes, include_secret_files=include_secret_files)
     if listed is not None:
         collector.virtualenvs = {
             rel[: -len(VIRTUALENV_MARKER) - 1]
@@ -241,7 +241,7 @@ def vet(
     ignored_by = _ignored_by(root_real, parts)
     if ignored_by:
         return SkippedFile(rel, SkipReason.NOT_A_FILE, f"ignored by {ignored_by}")
-    collector = _Collector(root_real, max_file_bytes, include_secret_files)
+    collector = _Collector(root_real, max_file_bytes, include_secret_files=include_secret_files)
     collector.add_git_path(rel)
     if collector.files:
         return collector.files[0]
@@ -314,9 +314,9 @@ def _ignored_along(root_real: str, parts: Sequence[str], name: str) -> bool:
         loaded = _IgnoreRules.load(ignore_file, base) if _regular(ignore_file) else None
         if loaded is not None:
             rules = (*rules, loaded)
-        if depth and _ignored(rules, base.rstrip("/"), True):
+        if depth and _ignored(rules, base.rstrip("/"), is_dir=True):
             return True
-    return _ignored(rules, rel, False)
+    return _ignored(rules, rel, is_dir=False)
 
 
 class _OwnIgnores:
@@ -353,7 +353,7 @@ class _OwnIgnores:
         if folder:
             parent, _, _ = folder.rpartition("/")
             ignored, rules = self._folder(parent)
-            ignored = ignored or _ignored(rules, folder, True)
+            ignored = ignored or _ignored(rules, folder, is_dir=True)
         else:
             ignored, rules = False, ()
         own = self.by_base.get(folder + "/" if folder else "")
@@ -365,7 +365,7 @@ class _OwnIgnores:
     def ignored(self, rel: str) -> bool:
         folder, _, _ = rel.rpartition("/")
         ignored, rules = self._folder(folder)
-        return ignored or _ignored(rules, rel, False)
+        return ignored or _ignored(rules, rel, is_dir=False)
 
 
 # Bump when the rules above change which files are listed or how they are classified: a
@@ -548,7 +548,7 @@ def _git_ls_files(root_real: str) -> list[str] | None:
     return list(dict.fromkeys(name for name in names if name))
 
 
-def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector) -> None:
+def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector) -> None:  # noqa: C901
     """Walk the tree without git: scandir, nested .gitignore files, never into symlinked dirs."""
     # Each folder carries the .gitignore rules and the .coderagignore rules above it: a
     # path is left out when either set ignores it (one cannot re-include what the other hides).
@@ -585,9 +585,9 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
                 is_dir = False
             if name == ".git" or (is_dir and name in ALWAYS_SKIPPED_DIRS):  # .git: dir or file
                 continue
-            if rules and _ignored(rules, rel, is_dir):
+            if rules and _ignored(rules, rel, is_dir=is_dir):
                 continue
-            if own and _ignored(own, rel, is_dir):
+            if own and _ignored(own, rel, is_dir=is_dir):
                 continue
             if excluded and _is_excluded(rel, excluded):
                 continue
@@ -624,7 +624,7 @@ class _IgnoreRules:
             spec = GitIgnoreSpec.from_lines([line for line in lines if _readable(line)])
         return cls(base, spec) if spec.patterns else None
 
-    def check(self, rel: str, is_dir: bool) -> bool | None:
+    def check(self, rel: str, *, is_dir: bool) -> bool | None:
         """True: ignored, False: re-included by a `!pattern`, None: no pattern matched."""
         sub = rel[len(self.base) :] + ("/" if is_dir else "")
         result: bool | None = self.spec.check_file(sub).include  # type: ignore[attr-defined]
@@ -642,10 +642,10 @@ def _readable(line: str) -> bool:
     return True
 
 
-def _ignored(rules: tuple[_IgnoreRules, ...], rel: str, is_dir: bool) -> bool:
+def _ignored(rules: tuple[_IgnoreRules, ...], rel: str, *, is_dir: bool) -> bool:
     """Git semantics across files: the deepest .gitignore with a matching pattern decides."""
     for rule in reversed(rules):
-        verdict = rule.check(rel, is_dir)
+        verdict = rule.check(rel, is_dir=is_dir)
         if verdict is not None:
             return verdict
     return False
@@ -688,7 +688,7 @@ class _Collector:
     """Turns candidate paths into SourceFiles or SkippedFiles using names and stat only."""
 
     def __init__(
-        self, root_real: str, max_file_bytes: int, include_secret_files: bool = False
+        self, root_real: str, max_file_bytes: int, *, include_secret_files: bool = False
     ) -> None:
         self.root_real = root_real
         self.max_file_bytes = max_file_bytes

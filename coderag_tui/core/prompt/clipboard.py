@@ -217,7 +217,9 @@ def copy_text(
             methods.append("file")
             messages.append(f"saved to {out}")
     if not methods and not failures:
-        return CopyResult(False, "none", "nothing to do: no clipboard and no file")
+        return CopyResult(
+            ok=False, method="none", message="nothing to do: no clipboard and no file"
+        )
     return CopyResult(
         ok=bool(methods),
         method="+".join(methods) if methods else "none",

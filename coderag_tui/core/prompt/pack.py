@@ -295,13 +295,7 @@ def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
     findings = {path: found for path, found in (secrets or {}).items() if found}
     cands, dropped = _order_hits(hits, pinned)
     excluded_keys = set(excluded)
-    held: dict[str, tuple[str, ...]] = {}
-    if secret_mode == "hold":
-        let_in = set(admitted)
-        for cand in cands:
-            kinds = _kinds(findings, cand.chunk.path, cand.chunk.start_line, cand.chunk.end_line)
-            if kinds and cand.key not in excluded_keys and cand.key not in let_in:
-                held[cand.key] = kinds
+    held = _held_back(cands, findings, excluded_keys, admitted) if secret_mode == "hold" else {}
     packer = _Packer(counter, template, file_text, findings if secret_mode == "redact" else None)
     room = budget - fixed
     packer.prefetch([c for c in cands if c.key not in excluded_keys and c.key not in held])
@@ -376,6 +370,23 @@ def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
         dropped=tuple(dropped),
         secret_mode=secret_mode,
     )
+
+
+def _held_back(
+    cands: Sequence[_Candidate],
+    findings: Mapping[str, Sequence[SecretFinding]],
+    excluded: set[str],
+    admitted: Sequence[str],
+) -> dict[str, tuple[str, ...]]:
+    """The candidates "hold" mode leaves out, with the kinds of secret each touches: all that
+    touch one, but the excluded (they are out anyway) and the ones the user let in."""
+    let_in = set(admitted)
+    held: dict[str, tuple[str, ...]] = {}
+    for cand in cands:
+        kinds = _kinds(findings, cand.chunk.path, cand.chunk.start_line, cand.chunk.end_line)
+        if kinds and cand.key not in excluded and cand.key not in let_in:
+            held[cand.key] = kinds
+    return held
 
 
 CHANGE_SHARE = 0.5  # of the budget the change may take at most: the code needs the rest

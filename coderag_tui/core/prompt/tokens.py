@@ -234,7 +234,13 @@ def token_counter(
         with _COUNTERS_LOCK:
             if cache_key in _COUNTERS:
                 return _COUNTERS[cache_key]
-    counter = _resolve(encoding, allow_download, download_timeout, env, offline_encoding)
+    counter = _resolve(
+        encoding,
+        allow_download=allow_download,
+        download_timeout=download_timeout,
+        env=env,
+        offline_encoding=offline_encoding,
+    )
     if use_shared:
         with _COUNTERS_LOCK:
             counter = _COUNTERS.setdefault(cache_key, counter)
@@ -243,6 +249,7 @@ def token_counter(
 
 def _resolve(
     encoding: str,
+    *,
     allow_download: bool,
     download_timeout: float,
     env: Mapping[str, str] | None,

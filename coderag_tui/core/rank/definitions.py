@@ -725,7 +725,7 @@ def load_or_build_definitions(
     )
 
 
-def load_or_build_definitions_at(
+def load_or_build_definitions_at(  # noqa: PLR0913
     store: Store,
     spec_key: str,
     directory: Path,

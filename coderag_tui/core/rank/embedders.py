@@ -61,7 +61,9 @@ _HOW_TO = (
 )
 
 
-def _load(backend: str, name: str, allow_download: bool, folder: Path | None) -> WindowedEmbedder:
+def _load(
+    backend: str, name: str, *, allow_download: bool, folder: Path | None
+) -> WindowedEmbedder:
     if backend == mr.MODEL2VEC:
         if folder is None:
             raise ValueError("a model2vec model is loaded from a local folder only")

@@ -258,7 +258,7 @@ def _coverage(
     return chunk_cov / total, file_cov / total
 
 
-def candidate_features(c: Candidates, n: int) -> tuple[np.ndarray, np.ndarray]:
+def candidate_features(c: Candidates, n: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: C901
     """The fused top `n` (chunk indexes, best first) and their feature matrix (`FEATURES`)."""
     top = c.fused[: max(n, 0)]
     ids = np.fromiter((i for i, _, _ in top), dtype=np.int64, count=len(top))
@@ -400,7 +400,7 @@ class TreeEnsemble:
     depth: int
 
     @classmethod
-    def from_text(cls, text: str) -> TreeEnsemble:
+    def from_text(cls, text: str) -> TreeEnsemble:  # noqa: C901
         """Parse LightGBM's `model_to_string` (numerical splits only); ValueError otherwise."""
         header, _, rest = text.partition("\nTree=")
         names: tuple[str, ...] = ()
@@ -478,7 +478,7 @@ class TreeEnsemble:
     def n_trees(self) -> int:
         return int(self.roots.size)
 
-    def _step(self, x: np.ndarray, node: np.ndarray, at: np.ndarray, plain: bool) -> np.ndarray:
+    def _step(self, x: np.ndarray, node: np.ndarray, at: np.ndarray, *, plain: bool) -> np.ndarray:
         """The child each (node, row) pair goes to, as LightGBM decides it; `at` is each
         pair's row offset in the flattened `x`, `plain` says no value can be missing."""
         value = x[at + self.split_feature[node]]
@@ -495,7 +495,7 @@ class TreeEnsemble:
             go_left = np.where(is_missing, (kind & 2) != 0, value <= self.threshold[node])
         return np.asarray(np.where(go_left, self.left[node], self.right[node]))
 
-    def _walk(self, x: np.ndarray, explain: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def _walk(self, x: np.ndarray, *, explain: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """Every tree's leaf for every row (trees x rows), and with `explain` each row's
         score change per feature along its paths (rows x features)."""
         n = x.shape[0]
@@ -507,7 +507,7 @@ class TreeEnsemble:
         plain = not self._zero_missing and not bool(np.isnan(flat).any())
         contrib = np.zeros(n * n_features) if explain else None
         for _ in range(self.depth):
-            child = self._step(flat, state, at, plain)
+            child = self._step(flat, state, at, plain=plain)
             if contrib is not None:
                 contrib += np.bincount(
                     at + self.split_feature[state],

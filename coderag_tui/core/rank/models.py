@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 FASTEMBED = "fastembed"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
@@ -153,11 +153,20 @@ M = TypeVar("M")
 M_co = TypeVar("M_co", covariant=True)
 
 
+class Loader(Protocol[M_co]):
+    """How a kind loads one model with `backend`: the hub name `name`, or the model in
+    `folder`; downloading only when `allow_download`."""
+
+    def __call__(
+        self, backend: str, name: str, *, allow_download: bool, folder: Path | None
+    ) -> M_co: ...
+
+
 @dataclass(frozen=True)
 class ModelKind(Generic[M_co]):
     """How to find and load one kind of model (an embedder or a cross-encoder) with each backend.
 
-    `load(backend, name, allow_download, folder)` loads a hub name (folder None) or a local
+    `load(backend, name, allow_download=…, folder=…)` loads a hub name (folder None) or a local
     folder; `fastembed_models()` is fastembed's table of supported models for this kind;
     `st_markers` are files whose presence in the Hugging Face cache means sentence-transformers
     can load the model offline; `defaults` are (backend, name) tried in order when no model is
@@ -165,7 +174,7 @@ class ModelKind(Generic[M_co]):
     """
 
     noun: str
-    load: Callable[[str, str, bool, Path | None], M_co]
+    load: Loader[M_co]
     fastembed_models: Callable[[], list[dict[str, Any]]]
     st_markers: tuple[str, ...]
     defaults: tuple[tuple[str, str], ...]
@@ -203,7 +212,7 @@ def resolve_model(
     Every check before loading looks at files on disk; nothing here waits on a network.
     """
     if name:
-        return _named(kind, backend, name, allow_download)
+        return _named(kind, backend, name, allow_download=allow_download)
     defaults: Sequence[tuple[str, str]] = [
         (use, default)
         for use, default in kind.defaults
@@ -212,26 +221,26 @@ def resolve_model(
     for use, default in defaults:
         try:
             if kind.cached(use, default):
-                return kind.load(use, default, False, None), ""
+                return kind.load(use, default, allow_download=False, folder=None), ""
         except Exception:  # a broken cache entry: try the next source
             continue
     if allow_download and defaults:
         use, default = defaults[0]
         try:
-            return kind.load(use, default, True, None), ""
+            return kind.load(use, default, allow_download=True, folder=None), ""
         except Exception as exc:
             return None, f"downloading {default} failed ({describe_error(exc)})"
     return None, ""
 
 
 def _named(
-    kind: ModelKind[M], backend: str, name: str, allow_download: bool
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
 ) -> tuple[M | None, str]:
     folder = local_folder(name)
     try:
         if folder is not None:
             use = backend_for_folder(folder) if backend == "auto" else backend
-            return kind.load(use, name, False, folder), ""
+            return kind.load(use, name, allow_download=False, folder=folder), ""
         if Path(name).expanduser().exists():
             return None, f"the {kind.noun} path {name} is not a folder"
         candidates = kind.backends_for(backend, name)
@@ -239,7 +248,7 @@ def _named(
             return None, f"no installed backend can load the {kind.noun} {name}"
         for use in candidates:
             if kind.cached(use, name) or allow_download:
-                return kind.load(use, name, allow_download, None), ""
+                return kind.load(use, name, allow_download=allow_download, folder=None), ""
         return None, f"the {kind.noun} {name} is not in the local cache and downloads are off"
     except Exception as exc:  # a library error while loading: report it, never crash the search
         return None, f"the {kind.noun} {name} could not be loaded ({describe_error(exc)})"

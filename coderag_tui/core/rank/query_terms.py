@@ -119,7 +119,7 @@ class QueryTerms:
     dotted: tuple[tuple[str, ...], ...] = ()  # dotted names in issue text, split
 
 
-def analyse(query: str) -> QueryTerms:
+def analyse(query: str) -> QueryTerms:  # noqa: C901
     """Read words, names, paths and frames from a query (see the module docstring)."""
     raw_words = _WORD.findall(query)
     words = tuple(w.lower() for w in raw_words if w.lower() not in STOPWORDS)

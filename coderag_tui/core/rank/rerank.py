@@ -173,7 +173,7 @@ _HOW_TO = (
 )
 
 
-def _load(backend: str, name: str, allow_download: bool, folder: Path | None) -> StripedReranker:
+def _load(backend: str, name: str, *, allow_download: bool, folder: Path | None) -> StripedReranker:
     if backend == mr.FASTEMBED:
         return FastembedReranker.load(name, allow_download=allow_download, folder=folder)
     source = str(folder) if folder is not None else name

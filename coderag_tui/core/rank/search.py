@@ -153,7 +153,7 @@ class Searcher:
                 verdicts[c.path] = scope.accepts(c.path)
         return frozenset(i for i, c in enumerate(chunks) if not verdicts[c.path])
 
-    def run(
+    def run(  # noqa: C901
         self, query: str, settings: Settings, *, exclude: AbstractSet[int] = frozenset()
     ) -> SearchRun:
         """Rank the chunks for `query` with every available method; see the module docstring.

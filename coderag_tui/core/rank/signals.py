@@ -234,7 +234,7 @@ _Add = Callable[[int, str, float], None]
 _Boosts = dict[int, dict[str, float]]  # file -> label -> value, for the file's best chunk
 
 
-def rescore(
+def rescore(  # noqa: PLR0913
     query: str,
     fused: Sequence[tuple[int, float]],
     facts: CodeFacts,
@@ -348,7 +348,7 @@ def _same_words(word: str, stems: list[str]) -> list[str]:
     return found
 
 
-def _issue_terms(
+def _issue_terms(  # noqa: PLR0913
     terms: QueryTerms, facts: CodeFacts, weight: float, bm25: LexicalIndex | None, depth: int,
     add: _Add, parts: dict[int, dict[str, float]], boosts: _Boosts, base: str,
 ) -> None:  # fmt: skip

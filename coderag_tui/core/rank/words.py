@@ -38,7 +38,8 @@ def _single_digit(word: str) -> bool:
     return len(word) == 1 and word.isdigit()
 
 
-def word_terms(word: str, split_identifiers: bool) -> tuple[str, ...]:
+# split_identifiers stays positional: BM25's hot loops (rank/lexical.py) pass it so.
+def word_terms(word: str, split_identifiers: bool) -> tuple[str, ...]:  # noqa: FBT001
     """The BM25 words of one word `split_words` gave: none for a single digit; with
     `split_identifiers`, the lowercased word followed by its identifier parts when it has
     more than one."""
@@ -71,7 +72,7 @@ _ASCII_ALNUM_LOWER = str.maketrans(
 )
 
 
-def split_words(text: str, split_identifiers: bool) -> list[str]:
+def split_words(text: str, split_identifiers: bool) -> list[str]:  # noqa: FBT001 (as above)
     """The words of `text` before `word_terms` expands them: whole identifiers (underscores
     included) with `split_identifiers`, else lowercased runs of letters and digits."""
     if split_identifiers:
@@ -85,7 +86,7 @@ class WordTerms(dict[str, tuple[str, ...]]):
     """`word_terms` of each word, worked out the first time it is looked up: `map(get, words)`
     then runs in C for every word seen before (nearly all of them)."""
 
-    def __init__(self, split_identifiers: bool) -> None:
+    def __init__(self, *, split_identifiers: bool) -> None:
         super().__init__()
         self.split_identifiers = split_identifiers
 
@@ -96,7 +97,7 @@ class WordTerms(dict[str, tuple[str, ...]]):
         return terms
 
 
-_TERMS = {False: WordTerms(False), True: WordTerms(True)}
+_TERMS = {flag: WordTerms(split_identifiers=flag) for flag in (False, True)}
 
 
 def tokenize(text: str, *, split_identifiers: bool = False) -> list[str]:

@@ -173,7 +173,7 @@ class MainScreen(Screen[None]):
         if self.app.is_headless:
             query.cursor_blink = False  # stable snapshots
         query.focus()
-        self.board.set_rerank_visible(self.host.settings.rerank)
+        self.board.set_rerank_visible(visible=self.host.settings.rerank)
         self.show_hints()
         self.show_prompt_line()
         # Syntax colours and the query words' mark follow the theme: draw them again.
@@ -220,7 +220,7 @@ class MainScreen(Screen[None]):
         pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
         self.board.show_run(run, {}, secrets=host.session.secrets, pending=pending)
         self.board.column("fused").set_stage(*fused_labels(run, settings))
-        self.board.set_rerank_visible(settings.rerank)
+        self.board.set_rerank_visible(visible=settings.rerank)
         self.latency.show_run(run)
         self.show_selection()
         self.latency.show_notes(run.notes)
@@ -349,9 +349,9 @@ class MainScreen(Screen[None]):
         detail = f"{p.done:,}/{p.total:,} stripes (model windows)"
         self.embed_progress.advance_to(p.done, p.total, detail)
 
-    def set_code_mode(self, code: bool) -> None:
+    def set_code_mode(self, *, code: bool) -> None:
         self.query_one("#mode-label", Label).update("Code ›" if code else "Ask ›")
-        self.query_one(QueryInput).set_code_mode(code)
+        self.query_one(QueryInput).set_code_mode(code=code)
         self.set_class(code, "code-mode")
         self.query_one(QueryInput).focus()
 

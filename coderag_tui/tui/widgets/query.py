@@ -41,7 +41,7 @@ class QueryInput(Input):
         """A pasted control character (an escape sequence) is written out, never echoed raw."""
         return visible(value)
 
-    def set_code_mode(self, code: bool) -> None:
+    def set_code_mode(self, *, code: bool) -> None:
         self.placeholder = CODE_PLACEHOLDER if code else ASK_PLACEHOLDER
 
     def remember(self, query: str) -> None:

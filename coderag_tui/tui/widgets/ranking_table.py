@@ -295,7 +295,7 @@ class RankingTable(ScrollView, can_focus=True):
         elif row >= top + in_view:
             self.scroll_to(y=row - in_view + 1, animate=False, immediate=True)
 
-    def set_show_cursor(self, show: bool) -> None:
+    def set_show_cursor(self, *, show: bool) -> None:
         if show != self.show_cursor:
             self.show_cursor = show
             self.refresh()

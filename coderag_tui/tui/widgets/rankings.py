@@ -189,7 +189,7 @@ class RankingColumn(Vertical):
         if str(self.border_title) != title:
             self.border_title = Content(one_line(title))  # model names are plain text
 
-    def set_refreshing(self, refreshing: bool) -> None:
+    def set_refreshing(self, *, refreshing: bool) -> None:
         """Keep the rows on screen, marked, while a new ranking is on its way."""
         if self.refreshing != refreshing:
             self.set_class(refreshing, "refreshing")
@@ -232,7 +232,7 @@ class RankingColumn(Vertical):
         """
         table = self.table
         if self.refreshing:
-            self.set_class(False, "refreshing")
+            self.set_class(False, "refreshing")  # noqa: FBT003 (Textual's signature)
         # Only touch classes and display when they change: each change restyles the screen.
         if ranking is None:
             table.set_rows([])
@@ -252,7 +252,7 @@ class RankingColumn(Vertical):
         table.set_rows(rows, keys=rows.keys, shape=rows.shape())
         self._count = f"{len(rows):,} hits"
         self._show_subtitle()
-        table.set_show_cursor(bool(rows))
+        table.set_show_cursor(show=bool(rows))
 
     @property
     def note(self) -> str:
@@ -273,9 +273,9 @@ class RankingColumn(Vertical):
         table = self.table
         row = table.index_of(key)
         if row is None:
-            table.set_show_cursor(False)
+            table.set_show_cursor(show=False)
             return
-        table.set_show_cursor(True)
+        table.set_show_cursor(show=True)
         table.move_cursor(row)
 
     @on(RankingTable.Highlighted)
@@ -312,7 +312,7 @@ class RankingsBoard(Vertical):
     def column(self, name: RankingName) -> RankingColumn:
         return self.query_one(f"#column-{name}", RankingColumn)
 
-    def set_rerank_visible(self, visible: bool) -> None:
+    def set_rerank_visible(self, *, visible: bool) -> None:
         column = self.column("rerank")
         if column.has_class("hidden") == visible:
             column.set_class(not visible, "hidden")
@@ -340,10 +340,10 @@ class RankingsBoard(Vertical):
             )
         self._show_off_note()
 
-    def set_refreshing(self, refreshing: bool) -> None:
+    def set_refreshing(self, *, refreshing: bool) -> None:
         """Mark every list as the last good one, kept on screen until new rankings arrive."""
         for col in self.query(RankingColumn):
-            col.set_refreshing(refreshing)
+            col.set_refreshing(refreshing=refreshing)
 
     @property
     def refreshing(self) -> bool:
