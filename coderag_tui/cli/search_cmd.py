@@ -105,10 +105,8 @@ def _shown(run: SearchRun, mode: str) -> list[RankingName]:
     """The rankings to print: all available ones, or the chosen one (else the best fallback)."""
     if mode == "all":
         return [n for n in RANKING_NAMES if run.rankings[n].available]
-    name: RankingName = mode  # type: ignore[assignment]
-    if run.rankings[name].available:
-        return [name]
-    return [run.final.name]
+    chosen = [n for n in RANKING_NAMES if n == mode and run.rankings[n].available]
+    return chosen or [run.final.name]
 
 
 def run(args: argparse.Namespace) -> int:

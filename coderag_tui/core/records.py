@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Literal
 
 ChunkStrategy = Literal["lines", "ast", "file"]
+CHUNK_STRATEGIES: dict[str, ChunkStrategy] = {"lines": "lines", "ast": "ast", "file": "file"}
 RankingName = Literal["bm25", "dense", "fused", "rerank"]
 RANKING_NAMES: tuple[RankingName, ...] = ("bm25", "dense", "fused", "rerank")
 
@@ -89,14 +90,14 @@ class ChunkingSpec:
     def parse(cls, text: str) -> ChunkingSpec:
         """Parse `lines`, `lines:64`, `lines:64:8`, `ast`, `ast:80` or `file`."""
         parts = text.strip().split(":")
-        strategy = parts[0]
-        if strategy not in ("lines", "ast", "file"):
+        strategy = CHUNK_STRATEGIES.get(parts[0])
+        if strategy is None:
             raise ValueError(f"unknown chunking {text!r}: use lines[:N[:OVERLAP]], ast[:N] or file")
         lines = int(parts[1]) if len(parts) > 1 else 64
         overlap = int(parts[2]) if len(parts) > 2 else 0
         if lines < 1 or overlap < 0 or overlap >= lines:
             raise ValueError(f"bad chunking {text!r}: need N >= 1 and 0 <= OVERLAP < N")
-        return cls(strategy=strategy, lines=lines, overlap=overlap)  # type: ignore[arg-type]
+        return cls(strategy=strategy, lines=lines, overlap=overlap)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -88,7 +90,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Hit]]:
     return root, hits
 
 
-def read_file(root: Path):  # type: ignore[no-untyped-def]
+def read_file(root: Path) -> Callable[[str], str | None]:
     def file_text(path: str) -> str | None:
         target = root / path
         return target.read_text(encoding="utf-8") if target.is_file() else None
@@ -283,15 +285,15 @@ def test_trim_last_cuts_the_last_chunk_at_a_line_boundary_to_fill_the_budget(
     corpus: tuple[Path, list[Hit]], counter: TokenCounter
 ) -> None:
     root, hits = corpus
-    kwargs = {
-        "budget": 3000,
-        "counter": counter,
-        "template": load_template("markdown"),
-        "task": TASK,
-        "file_text": read_file(root),
-    }
-    whole = pack(hits, PackInputs(**kwargs))
-    trimmed = pack(hits, PackInputs(trim_last=True, **kwargs))
+    inputs = PackInputs(
+        budget=3000,
+        counter=counter,
+        template=load_template("markdown"),
+        task=TASK,
+        file_text=read_file(root),
+    )
+    whole = pack(hits, inputs)
+    trimmed = pack(hits, dataclasses.replace(inputs, trim_last=True))
     assert whole.tokens <= trimmed.tokens <= 3000
     assert trimmed.tokens >= 3000 - 40, "a trimmed prompt fills the budget to within a line"
     last = trimmed.blocks[-1]

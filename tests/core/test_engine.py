@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,8 @@ from coderag_tui.core.records import LineSpan
 from coderag_tui.settings import Settings
 
 
-def settings_for(repo: Path, index_dir: Path, **kw: object) -> Settings:
-    return Settings(repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=8, **kw)  # type: ignore[arg-type]
+def settings_for(repo: Path, index_dir: Path, **kw: Any) -> Settings:
+    return Settings(repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=8, **kw)
 
 
 def test_open_indexes_the_repo_and_explains_missing_dense(tiny_repo: Path, index_dir: Path) -> None:

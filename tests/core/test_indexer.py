@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,8 +207,8 @@ def make_many_files(root: Path, n: int) -> Path:
     return root
 
 
-def clean_index(repo: Path, tmp_path: Path, **kw: object) -> list[ChunkRow]:
-    settings = Settings(repo=repo, index_dir=tmp_path / "clean", **kw)  # type: ignore[arg-type]
+def clean_index(repo: Path, tmp_path: Path, **kw: Any) -> list[ChunkRow]:
+    settings = Settings(repo=repo, index_dir=tmp_path / "clean", **kw)
     store, _ = open_index(settings)
     with store:
         return snapshot(store, settings.chunking_spec.key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -51,8 +52,8 @@ def test_key_files_are_skipped_with_a_reason_unless_included(tmp_path: Path, git
     assert {".env", "id_rsa", "certs/server.pem"} <= {f.path for f in included.files}
 
 
-def _settings(root: Path, tmp_path: Path, **extra: object) -> Settings:
-    return Settings(repo=root, index_dir=tmp_path / "index", **extra)  # type: ignore[arg-type]
+def _settings(root: Path, tmp_path: Path, **extra: Any) -> Settings:
+    return Settings(repo=root, index_dir=tmp_path / "index", **extra)
 
 
 def test_findings_are_stored_per_file_and_only_changed_files_are_scanned(tmp_path: Path) -> None:

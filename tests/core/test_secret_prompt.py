@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from coderag_tui.core.engine import Engine, PromptRequest
+from coderag_tui.core.engine import Engine, PromptRequest, PromptResult
 from coderag_tui.core.prompt.pack import SECRET, secret_account
 from coderag_tui.settings import Settings
 from tests.fixtures.secrets_repo import (
@@ -23,8 +24,8 @@ def repo(tmp_path: Path) -> Path:
     return make_secrets_repo(tmp_path / "repo")
 
 
-def _prompt(repo: Path, tmp_path: Path, **extra: object) -> tuple[Engine, object]:
-    settings = Settings(repo=repo, index_dir=tmp_path / "index", **extra)  # type: ignore[arg-type]
+def _prompt(repo: Path, tmp_path: Path, **extra: Any) -> tuple[Engine, PromptResult]:
+    settings = Settings(repo=repo, index_dir=tmp_path / "index", **extra)
     engine = Engine.open(settings, dense=False)
     run = engine.search(TASK, settings)
     return engine, engine.prompt(run, PromptRequest(TASK), settings)
@@ -33,7 +34,7 @@ def _prompt(repo: Path, tmp_path: Path, **extra: object) -> tuple[Engine, object
 def test_chunks_with_secrets_are_held_back_with_their_kinds(repo: Path, tmp_path: Path) -> None:
     engine, result = _prompt(repo, tmp_path)
     engine.close()
-    packed = result.packed  # type: ignore[attr-defined]
+    packed = result.packed
     assert not any(value in packed.text for value in SECRET_VALUES)
     assert [b.path for b in packed.blocks] == ["app/db.py"]
     (held,) = [d for d in packed.dropped if d.reason == SECRET]
@@ -57,7 +58,7 @@ def test_a_pinned_chunk_with_a_secret_is_still_held_back(repo: Path, tmp_path: P
 def test_redact_masks_each_secret_and_keeps_the_rest(repo: Path, tmp_path: Path) -> None:
     engine, result = _prompt(repo, tmp_path, secrets="redact")
     engine.close()
-    packed = result.packed  # type: ignore[attr-defined]
+    packed = result.packed
     assert not any(value in packed.text for value in SECRET_VALUES)
     assert 'STRIPE_API_KEY = "<redacted:Stripe Access Key>"' in packed.text
     assert "DEBUG = False" in packed.text
@@ -70,7 +71,7 @@ def test_redact_masks_each_secret_and_keeps_the_rest(repo: Path, tmp_path: Path)
 def test_allow_lets_them_in_and_still_names_them(repo: Path, tmp_path: Path) -> None:
     engine, result = _prompt(repo, tmp_path, secrets="allow")
     engine.close()
-    packed = result.packed  # type: ignore[attr-defined]
+    packed = result.packed
     assert STRIPE_KEY in packed.text and GITHUB_TOKEN in packed.text
     account = secret_account(packed)
     assert account.mode == "allow" and account.included[0][0] == "settings.py"

@@ -7,11 +7,12 @@ is BM25 plus the signals, and the raw BM25 list beside it shows what the signals
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from coderag_tui.core.engine import Engine
-from coderag_tui.core.records import SearchRun
+from coderag_tui.core.records import RankingName, SearchRun
 from coderag_tui.settings import Settings
 
 PYTHON_REPO: dict[str, str] = {
@@ -167,13 +168,13 @@ end
 }
 
 
-def index_and_search(repo: Path, index_dir: Path, query: str, **kw: object) -> SearchRun:
+def index_and_search(repo: Path, index_dir: Path, query: str, **kw: Any) -> SearchRun:
     settings = Settings(
         repo=repo,
         index_dir=index_dir,
         embed_backend="none",
         chunk_lines=12,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
     with Engine.open(settings) as engine:
         return engine.search(query, settings)
@@ -192,8 +193,8 @@ def python_repo(tmp_path: Path) -> Path:
     return write(tmp_path / "webapp", PYTHON_REPO)
 
 
-def files(run: SearchRun, name: str = "fused") -> list[str]:
-    return [f.path for f in run.files(name)]  # type: ignore[arg-type]
+def files(run: SearchRun, name: RankingName = "fused") -> list[str]:
+    return [f.path for f in run.files(name)]
 
 
 def test_a_class_name_puts_its_definition_first_and_a_test_using_it_lower(

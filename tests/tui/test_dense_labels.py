@@ -53,16 +53,16 @@ def test_a_narrow_top_bar_keeps_the_dense_progress_and_drops_the_chunking() -> N
 def test_the_fused_title_says_what_was_fused_and_whether_signals_rescored_it() -> None:
     from pathlib import Path
 
-    from coderag_tui.core.records import Ranking, SearchRun
+    from coderag_tui.core.records import Ranking, RankingName, SearchRun
     from coderag_tui.settings import Settings
     from coderag_tui.tui.session import fused_labels
 
     def run(*, dense_on: bool, query: str = "parse config") -> SearchRun:
-        rankings = {
+        rankings: dict[RankingName, Ranking] = {
             "bm25": Ranking("bm25", ()),
             "dense": Ranking("dense", (), available=dense_on, reason="" if dense_on else "off"),
         }
-        return SearchRun(query=query, rankings=rankings, timings=(), notes=())  # type: ignore[arg-type]
+        return SearchRun(query=query, rankings=rankings, timings=(), notes=())
 
     settings = Settings(repo=Path("."))
     assert fused_labels(run(dense_on=True), settings) == ("RRF + signals", "RRF")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from coderag_tui.core.records import Chunk
@@ -17,7 +19,7 @@ def chunks(path: str, size: int, lines: int) -> list[Chunk]:
     ]
 
 
-def session(pinned: list[str], excluded: list[str] = ()) -> Session:  # type: ignore[assignment]
+def session(pinned: Sequence[str], excluded: Sequence[str] = ()) -> Session:
     return Session("markdown", pinned=list(pinned), excluded=list(excluded))
 
 

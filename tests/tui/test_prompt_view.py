@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from textual.widgets import DataTable
 
@@ -10,7 +12,7 @@ from coderag_tui.tui.screens.prompt import PromptScreen
 from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle, text_of
 
 
-def table_lines(table: DataTable) -> list[str]:  # type: ignore[type-arg]
+def table_lines(table: DataTable[Any]) -> list[str]:
     """The table's rows as drawn, header first."""
     return [table.render_line(y).text for y in range(table.size.height)]
 
