@@ -92,13 +92,7 @@ def build_index(
     served = current
     try:
         if current is None:
-            preloaded = engine.take_preload(settings)
-            if preloaded is not None:
-                served, start = preloaded  # loading since start-up: count from then
-            else:
-                served = engine.saved_lexical(settings)
-            if served is not None:
-                post(IndexBuilt(serial, served, chunking, (clock() - start) * 1000))
+            served, start = _serve_saved(engine, serial, settings, start, post)
         lexical = engine.update_index(settings, current=served, progress=progress, cancel=cancel)
     except (CoderagError, OSError) as exc:  # StoreError, a full disk ...: one sentence
         post(IndexFailed(serial, str(exc)))
@@ -110,6 +104,22 @@ def build_index(
         post(IndexBuilt(serial, lexical, chunking, elapsed))
     else:
         post(IndexChecked(serial, lexical, elapsed))
+
+
+def _serve_saved(
+    engine: Engine, serial: int, settings: Settings, start: float, post: Post
+) -> tuple[Lexical | None, float]:
+    """The saved index of this chunking (preloaded since start-up, or opened now), posted
+    at once (IndexBuilt) so it answers while it is checked; with when its loading began."""
+    preloaded = engine.take_preload(settings)
+    if preloaded is not None:
+        served, start = preloaded  # loading since start-up: count from then
+    else:
+        served = engine.saved_lexical(settings)
+    if served is not None:
+        elapsed = (engine.clock() - start) * 1000
+        post(IndexBuilt(serial, served, settings.chunking_spec.key, elapsed))
+    return served, start
 
 
 def open_dense(
