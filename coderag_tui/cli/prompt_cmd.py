@@ -53,7 +53,7 @@ from coderag_tui.core.visible import control_count, one_line, visible
 from coderag_tui.settings import Settings
 
 if TYPE_CHECKING:
-    from coderag_tui.core.engine import Engine
+    from coderag_tui.core.engine import Engine, PromptRequest
 
 
 def register(subparsers: Any) -> None:
@@ -279,21 +279,18 @@ def _secrets_record(account: SecretAccount) -> dict[str, Any]:
 
 def build_prompt(  # noqa: PLR0913
     settings: Settings,
-    task: str,
+    asked: PromptRequest,
     *,
     dense: bool = True,
-    pinned: Sequence[str] = (),
-    excluded: Sequence[str] = (),
     progress: Callable[[Any], None] | None = None,
     embed_progress: Callable[[int, int], None] | None = None,
     query: str | None = None,
     origin: Origin | None = None,
     explicit: frozenset[str] | None = None,
     scope: Scope = EVERY_FILE,
-    change: str = "",
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
-    """Search the repository for `query` (default: the task) and pack the prompt for `task`;
-    (the result, notes to show once, what the dense list covered). With `origin`, the
+    """Search the repository for `query` (default: the task) and pack the prompt `asked`
+    for; (the result, notes to show once, what the dense list covered). With `origin`, the
     query's own chunk is left out."""
     from coderag_tui.core.engine import Engine, PromptError, prompt_tools
     from coderag_tui.core.index.store import StoreError
@@ -313,28 +310,25 @@ def build_prompt(  # noqa: PLR0913
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return pack_with(engine, settings, task, pinned, excluded, query, origin, scope, change)
+        return pack_with(engine, settings, asked, query=query, origin=origin, scope=scope)
 
 
-def pack_with(  # noqa: PLR0913
+def pack_with(
     engine: Engine,
     settings: Settings,
-    task: str,
-    pinned: Sequence[str] = (),
-    excluded: Sequence[str] = (),
+    asked: PromptRequest,
+    *,
     query: str | None = None,
     origin: Origin | None = None,
     scope: Scope = EVERY_FILE,
-    change: str = "",
 ) -> tuple[PromptResult, tuple[str, ...], dict[str, object] | None]:
-    """`build_prompt` with an open engine (a resident server's); `change` (a diff) is the
-    prompt's "The change" section."""
-    from coderag_tui.core.engine import PromptError, PromptRequest
+    """`build_prompt` with an open engine (a resident server's); `asked.change` (a diff) is
+    the prompt's "The change" section."""
+    from coderag_tui.core.engine import PromptError
     from coderag_tui.core.index.store import StoreError
 
     try:  # a chunk's text is read when packed; a server answers each query
-        run = engine.search(task if query is None else query, settings, origin, scope)
-        asked = PromptRequest(task, pinned=tuple(pinned), excluded=tuple(excluded), change=change)
+        run = engine.search(asked.task if query is None else query, settings, origin, scope)
         result = engine.prompt(run, asked, settings)
     except (PromptError, StoreError) as exc:
         raise UserError(str(exc)) from exc
@@ -444,23 +438,23 @@ def run(args: argparse.Namespace) -> int:
         code, origin, changed = diff_query_from(settings, args)
         query, change = (f"{given}\n{code}" if given else code), changed.text
         given = given if given is not None else DIFF_TASK
+    from coderag_tui.core.engine import PromptRequest
+
     task = given if given is not None else query or ""
+    asked = PromptRequest(task, pinned=tuple(args.pin), excluded=tuple(excluded), change=change)
     with loading_status(interactive=not args.json and sys.stderr.isatty()) as (
         progress,
         embed_progress,
     ):
         result, notes, dense = build_prompt(
             settings,
-            task,
+            asked,
             dense=args.dense,
-            pinned=args.pin,
-            excluded=excluded,
             progress=progress,
             embed_progress=embed_progress,
             query=query,
             origin=origin,
             explicit=frozenset(explicit),
             scope=scope,
-            change=change,
         )
     return deliver(args, compose(result, notes, dense), settings.repo_root)

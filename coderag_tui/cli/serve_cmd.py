@@ -426,14 +426,17 @@ def _prompt(
 ) -> dict[str, Any]:
     """Pack the prompt; the asking process copies, saves or prints it (`prompt_cmd.deliver`)."""
     from coderag_tui.cli.prompt_cmd import compose, pack_with
+    from coderag_tui.core.engine import PromptRequest
 
-    task = str(request.get("task") or "")
-    pinned = [str(p) for p in request.get("pin") or []]
-    excluded = [str(p) for p in request.get("exclude_chunks") or []]
+    asked = PromptRequest(
+        str(request.get("task") or ""),
+        pinned=tuple(str(p) for p in request.get("pin") or []),
+        excluded=tuple(str(p) for p in request.get("exclude_chunks") or []),
+    )
     scope = _scope(request)
 
     def work(engine: Engine, output: Output) -> tuple[int, dict[str, Any] | None]:
-        composed = compose(*pack_with(engine, settings, task, pinned, excluded, scope=scope))
+        composed = compose(*pack_with(engine, settings, asked, scope=scope))
         return 0, {"text": composed.text, "record": composed.record, "lines": composed.lines}
 
     return _served(resident, settings, request, facts, work)
