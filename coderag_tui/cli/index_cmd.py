@@ -174,7 +174,7 @@ def _embed(
 
 
 def _push(
-    engine: Engine, settings: Settings, lexical: Lexical, dense: Dense | None, show_bar: bool
+    engine: Engine, settings: Settings, lexical: Lexical, dense: Dense | None, *, show_bar: bool
 ) -> PushReport | None:
     """Push the chunks, and the model vectors that exist, to the server's collection."""
     local = settings.with_(backend="local")
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             _embed(engine, settings, lexical, show_bar=show_bar) if args.dense else (None, None)
         )
         if shared.backend != "local":
-            pushed = _push(engine, shared, lexical, stage, show_bar)
+            pushed = _push(engine, shared, lexical, stage, show_bar=show_bar)
     except IndexInterrupted as stop:
         kept = stop.report.files_indexed + stop.report.files_unchanged
         print(f"coderag: interrupted; {kept} files kept; run again to finish.", file=sys.stderr)

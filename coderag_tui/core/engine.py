@@ -292,7 +292,7 @@ class Engine:
 
     # ---------------------------------------------------------------- one call for one-shot faces
     @classmethod
-    def open(
+    def open(  # noqa: PLR0913
         cls,
         settings: Settings,
         *,

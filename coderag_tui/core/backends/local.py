@@ -76,7 +76,7 @@ class LocalBackend:
         key = settings.chunking_spec.key
         try:
             # Texts are read when shown: a file changed behind our back is checked first
-            # (nothing to do when the record left by the last run vouches for it).
+            # (nothing to do when the record left by the last run matches it).
             if store.chunk_count(key) == 0 or store.damage_if_changed() is not None:
                 return None
             generation = store.generation(key)

@@ -139,16 +139,15 @@ def open_remote(settings: Settings, local: Callable[[], list[Chunk] | None]) -> 
     if {k: marker.tokenizer.get(k) for k in wanted} != wanted:
         notices.append(
             "BM25 reads the query as the collection was pushed "
-            f"(split_identifiers {_onoff(marker.options.split_identifiers)}, path_in_text "
-            f"{_onoff(marker.options.path_in_text)}), not as the settings say."
+            f"(split_identifiers {_ON_OFF[marker.options.split_identifiers]}, path_in_text "
+            f"{_ON_OFF[marker.options.path_in_text]}), not as the settings say."
         )
     generation = marker.digest if from_local else f"{marker.digest or 'pushing'}:{len(ids)}"
     lexical = RemoteLexical(server, ids, marker, dense_points)
     return Remote(chunks, lexical, generation, from_local, tuple(notices))
 
 
-def _onoff(flag: bool) -> str:
-    return "on" if flag else "off"
+_ON_OFF = {True: "on", False: "off"}
 
 
 def _ranked(

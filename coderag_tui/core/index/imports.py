@@ -122,7 +122,7 @@ def _rust_paths(node: tree_sitter.Node) -> list[str]:
     return [_text(node)]
 
 
-def file_imports(data: bytes, language: str | None) -> list[str]:
+def file_imports(data: bytes, language: str | None) -> list[str]:  # noqa: C901
     """The modules one file imports, as written (`a.b`, `./x`, `crate::m::T`, `mod:name`),
     in order of appearance without repeats; [] for a language this module does not read."""
     if language not in QUERIES:

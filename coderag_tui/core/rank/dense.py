@@ -244,7 +244,7 @@ class DenseRanker(Protocol):
 class DenseIndex:
     """One float32 matrix of stripe vectors and the chunk each stripe belongs to."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
         matrix: np.ndarray,
         stripe_chunk: np.ndarray,
@@ -319,7 +319,7 @@ class DenseIndex:
         return out
 
     @classmethod
-    def build(
+    def build(  # noqa: PLR0913
         cls,
         chunks: Sequence[Chunk],
         embedder: Embedder,
@@ -416,7 +416,7 @@ class DenseIndex:
         return index
 
     @classmethod
-    def _assemble(
+    def _assemble(  # noqa: PLR0913
         cls,
         chunk_hashes: list[bytes],
         fresh: list[int],
@@ -572,7 +572,7 @@ def dense_dir(settings: Settings, model: str) -> Path:
     return settings.index_path.with_suffix(".dense") / f"{spec}-{digest}"
 
 
-def load_or_build_dense(
+def load_or_build_dense(  # noqa: PLR0913
     store: Store,
     settings: Settings,
     chunks: Sequence[Chunk],

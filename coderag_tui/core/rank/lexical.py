@@ -119,12 +119,17 @@ def chunk_tokens(chunk: Chunk, options: BM25Options) -> list[str]:
     else:
         tokens = split_text(chunk.text, options.splitter)
     if options.path_in_text:
-        return [*_path_words(chunk.path, options.split_identifiers, options.splitter), *tokens]
+        return [
+            *_path_words(
+                chunk.path, split_identifiers=options.split_identifiers, splitter=options.splitter
+            ),
+            *tokens,
+        ]
     return tokens
 
 
 @functools.lru_cache(maxsize=4096)
-def _path_words(path: str, split_identifiers: bool, splitter: str = WORD) -> tuple[str, ...]:
+def _path_words(path: str, *, split_identifiers: bool, splitter: str = WORD) -> tuple[str, ...]:
     """A path's words (its tokens under the splitter), worked out once for all its chunks."""
     return tuple(split_text(path, splitter, split_identifiers=split_identifiers))
 
@@ -135,7 +140,9 @@ def _other_tokens(chunks: Iterable[Chunk], options: BM25Options) -> Iterator[lis
     texts = split_many((c.text for c in it1), options.splitter)
     for chunk, tokens in zip(it2, texts, strict=True):
         if options.path_in_text:
-            path = _path_words(chunk.path, options.split_identifiers, options.splitter)
+            path = _path_words(
+                chunk.path, split_identifiers=options.split_identifiers, splitter=options.splitter
+            )
             yield [*path, *tokens]
         else:
             yield tokens
@@ -155,7 +162,7 @@ class _Vocabulary(dict[str, int]):
 class _TermNumbers(dict[str, tuple[int, ...]]):
     """A word of `split_words` -> the vocabulary numbers of its `word_terms`, worked out once."""
 
-    def __init__(self, vocab: _Vocabulary, split_identifiers: bool) -> None:
+    def __init__(self, vocab: _Vocabulary, *, split_identifiers: bool) -> None:
         super().__init__()
         self.vocab = vocab
         self.split_identifiers = split_identifiers
@@ -197,7 +204,7 @@ class Postings:
         if options.splitter != WORD:
             return cls.build(_other_tokens(chunks, options))
         vocab = _Vocabulary()
-        terms = _TermNumbers(vocab, options.split_identifiers)
+        terms = _TermNumbers(vocab, split_identifiers=options.split_identifiers)
         paths: dict[str, tuple[int, ...]] = {}
         split = options.split_identifiers
 

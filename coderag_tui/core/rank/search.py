@@ -66,7 +66,7 @@ def _strip_dense_prefix(reason: str) -> str:
 class Searcher:
     """Ranks a fixed list of chunks for queries; holds the BM25 index and optional models."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
         chunks: Sequence[Chunk],
         bm25: LexicalIndex,
