@@ -80,12 +80,30 @@ MODEL_FIXTURES = frozenset(
 )
 
 
+# Modules whose tests start coderag processes, each paying an interpreter's start-up: a
+# server and its clients, an MCP session, another process racing for the index, the CLI run
+# several times per test. Slow as a whole; the full suite and CI run them.
+SPAWNING_MODULES = frozenset(
+    {
+        "test_cli_serve.py",
+        "test_mcp.py",
+        "test_cli_tune.py",
+        "test_cli_safety.py",
+        "test_trust.py",
+        "test_index_integrity.py",
+    }
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`slow` on every test that builds a model; `tui` on every Pilot and snapshot test, so
-    the fast loop (`-m "not slow and not tui"`) is the core and the CLI alone."""
+    """`slow` on every test that builds a model or starts coderag processes; `tui` on every
+    Pilot and snapshot test, so the fast loop (`-m "not slow and not tui"`) is the core and
+    the CLI's quick paths."""
     tui_folder = Path(__file__).parent / "tui"
     for item in items:
         if MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if Path(str(item.fspath)).name in SPAWNING_MODULES:
             item.add_marker(pytest.mark.slow)
         if tui_folder in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.tui)
