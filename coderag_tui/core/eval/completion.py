@@ -436,6 +436,8 @@ def run_completion(
             engine.close()
         if cancelled:
             break
+        if progress is not None:
+            progress(EvalProgress(step + per_chunking, total, chunking, "done"))
     summaries = summarise(results, grid)
     return EvalReport(
         k=grid.k,
