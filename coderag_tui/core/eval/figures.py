@@ -215,7 +215,9 @@ def svg(figure: Figure) -> str:
     index = {x: i for i, x in enumerate(figure.xs)}
     for c_index, curve in enumerate(figure.curves):
         colour = PALETTE[c_index % len(PALETTE)]
-        coords = [(x_at(index[p.x]), p) for p in curve.points]
+        # curves side by side by a few pixels, so their interval bars do not hide each other
+        dodge = 4 * (c_index - (len(figure.curves) - 1) / 2)
+        coords = [(x_at(index[p.x]) + dodge, p) for p in curve.points]
         path = " ".join(f"{x:.1f},{y_at(p.value):.1f}" for x, p in coords)
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for x, p in coords:
