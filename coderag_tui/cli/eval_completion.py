@@ -22,7 +22,8 @@ def completion_task(
     args: argparse.Namespace, settings: Settings, grid: Grid
 ) -> tuple[Settings, CompletionTask]:
     """The rows of `--completion N` and the settings to search them with: a bare repository
-    (a mirror) is read at its HEAD, extracted once into the tree cache."""
+    (a mirror) is read at its HEAD, its candidate files (`--include`, `--exclude-tests`)
+    extracted once into the tree cache."""
     from coderag_tui.core.eval.completion import completion_task as build
     from coderag_tui.core.eval.datasets import DatasetError, materialise_tree
 
@@ -33,7 +34,9 @@ def completion_task(
     if (root / "HEAD").is_file() and (root / "objects").is_dir() and not (root / ".git").exists():
         label = root.parent.name if root.name == "repo" else root.name
         try:
-            tree = materialise_tree(root, "HEAD", cache_dir=args.tree_cache, label=label)
+            tree = materialise_tree(
+                root, "HEAD", cache_dir=args.tree_cache, label=label, candidates=grid.candidates
+            )
         except DatasetError as exc:
             raise UserError(str(exc)) from exc
         settings = settings.with_(repo=tree)
