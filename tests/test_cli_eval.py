@@ -218,10 +218,19 @@ def test_eval_semble_format_reports_ndcg_per_repository_category_language(
             "split+path",
             "--baseline",
             "lines:8",
+            "--report",
+            str(tmp_path / "report.html"),
         ]
     )
     text = capsys.readouterr().out
     assert code == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    # a dataset with categories: Acc@5 against chunk size per category, with its intervals
+    assert "file Acc@5 per category</figcaption>" in page
+    assert (
+        "bm25 split+path · architecture at lines:8: " in page
+    )  # a point's title: value, interval, n
+    assert "Definition packed" not in page  # no completion rows, no packing figure
     for title in (
         "NDCG@10 (semble) per repository",
         "NDCG@10 (semble) per category",
