@@ -32,7 +32,7 @@ def completion_task(
         raise UserError("--completion needs N >= 1.")
     root = settings.repo_root
     if (root / "HEAD").is_file() and (root / "objects").is_dir() and not (root / ".git").exists():
-        label = root.parent.name if root.name == "repo" else root.name
+        label = root.parent.name if root.name in ("repo", ".git") else root.name
         try:
             tree = materialise_tree(
                 root, "HEAD", cache_dir=args.tree_cache, label=label, candidates=grid.candidates

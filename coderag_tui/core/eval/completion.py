@@ -182,7 +182,8 @@ def _reaches(before: str, found: _Defined) -> bool:
         return False
     word = receiver.group()
     stem = found.path.rsplit("/", 1)[-1].split(".", 1)[0]
-    return word in (stem, "self", "this", "cls") or word[:1].isupper()
+    # `Widget.render`: a class; `ALLOWED.update`: a constant, which is no class of the repository
+    return word in (stem, "self", "this", "cls") or (word[:1].isupper() and not word.isupper())
 
 
 @dataclass(frozen=True, slots=True)
