@@ -122,3 +122,29 @@ def test_the_report_escapes_hostile_file_names_and_code(tmp_path: Path, index_di
 def test_no_rows_for_no_n(tmp_path: Path, index_dir: Path, n: int) -> None:
     repo = make_repo(tmp_path / "repo")
     assert completion_rows(_settings(repo, index_dir), n) == []
+
+
+def test_a_method_reached_through_this_or_a_variable_is_no_row(
+    tmp_path: Path, index_dir: Path
+) -> None:
+    """`this.get(` in one file and `res.get = function` in another are unrelated; `Circle.of(`
+    reaches the class's method; `text.split(` is a string's."""
+    repo = tmp_path / "repo"
+    (repo / "lib").mkdir(parents=True)
+    (repo / "lib" / "response.js").write_text(
+        "const res = {};\nres.get = function get(field) {\n  return field;\n};\n"
+    )
+    (repo / "lib" / "app.js").write_text(
+        "function route(path) {\n  return path;\n}\n\nexports.mount = function () {\n"
+        "  this.get('/');\n  route('/');\n};\n"
+    )
+    (repo / "shapes.py").write_text(
+        "class Circle:\n    @classmethod\n    def unit_circle(cls):\n        return cls()\n\n\n"
+        "def split_words(text):\n    return text.split()\n"
+    )
+    (repo / "main.py").write_text(
+        "import shapes\n\n\ndef run(text):\n    words = text.split_words()\n"
+        "    return shapes.Circle.unit_circle()\n"
+    )
+    rows = completion_rows(_settings(repo, index_dir), 10, query_lines=5)
+    assert {(r.id, r.name) for r in rows} == {("main.py:6", "Circle")}

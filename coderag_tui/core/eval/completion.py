@@ -175,15 +175,16 @@ def _uses(line_text: str, defined: dict[str, _Defined], path: str) -> str | None
 
 
 def _reaches(before: str, found: _Defined) -> bool:
-    """Whether `receiver.name` reaches the definition: through its module (the file's stem),
-    a class, or the object itself (an inherited method)."""
+    """Whether `receiver.name` reaches the definition: through its module (the file's stem)
+    or a class. Not through `self` or `this`: what they are is not written on the line (in
+    `this.get(` of an Express app, `get` is not the response's)."""
     receiver = re.search(r"[\w$]+$", before)
     if receiver is None:
         return False
     word = receiver.group()
     stem = found.path.rsplit("/", 1)[-1].split(".", 1)[0]
     # `Widget.render`: a class; `ALLOWED.update`: a constant, which is no class of the repository
-    return word in (stem, "self", "this", "cls") or (word[:1].isupper() and not word.isupper())
+    return word == stem or (word[:1].isupper() and not word.isupper())
 
 
 @dataclass(frozen=True, slots=True)
