@@ -148,3 +148,20 @@ def test_a_method_reached_through_this_or_a_variable_is_no_row(
     )
     rows = completion_rows(_settings(repo, index_dir), 10, query_lines=5)
     assert {(r.id, r.name) for r in rows} == {("main.py:6", "Circle")}
+
+
+def test_a_bare_call_of_a_name_only_a_method_defines_is_no_row(
+    tmp_path: Path, index_dir: Path
+) -> None:
+    """requests' `setup()` in setup.py is setuptools', not a test class's `def setup(self)`."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_things.py").write_text(
+        "class TestThings:\n    def setup_things(self):\n        self.things = []\n"
+    )
+    (repo / "tests" / "helpers.py").write_text("def make_thing():\n    return 1\n")
+    (repo / "setup.py").write_text(
+        "from setuptools import setup_things\n\nsetup_things()\nmake_thing()\n"
+    )
+    rows = completion_rows(_settings(repo, index_dir), 10)
+    assert {(r.id, r.name) for r in rows} == {("setup.py:4", "make_thing")}

@@ -135,6 +135,7 @@ class _Defined:
     path: str
     line: int
     kind: str
+    nested: bool  # indented: a method (or a function inside one), reached through a receiver
 
 
 def _definitions(
@@ -145,12 +146,14 @@ def _definitions(
 
     where: dict[str, dict[str, _Defined]] = defaultdict(dict)
     for path, (text, language) in texts.items():
+        lines = text.splitlines()
         for line, name, kind in file_definitions(text.encode("utf-8"), language):
             if kind not in USED_KINDS or len(name) < MIN_NAME or name.startswith("__"):
                 continue
             if name in _BUILTINS:
                 continue
-            where[name].setdefault(path, _Defined(path, line, kind))
+            nested = line <= len(lines) and lines[line - 1][:1].isspace()
+            where[name].setdefault(path, _Defined(path, line, kind, nested))
     return {name: next(iter(files.values())) for name, files in where.items() if len(files) == 1}
 
 
@@ -170,6 +173,8 @@ def _uses(line_text: str, defined: dict[str, _Defined], path: str) -> str | None
                 continue  # a definition of its own, not a use
             if before.endswith(".") and not _reaches(before[:-1], found):
                 continue  # `text.split(`: a method of something else with the same name
+            if not before.endswith(".") and found.nested:
+                continue  # `setup()` calls no method `setup` (a test's, say): an import's
             return name
     return None
 
