@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.cli import main
+from tests.fixtures.completion_repo import make_repo
 from tests.fixtures.semble import make_semble_fixture
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
@@ -132,7 +133,7 @@ def test_eval_table_from_git_history(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "give a DATASET.jsonl or --from-git-history N"),
+        ([], "give a DATASET.jsonl, --from-git-history N or --completion N"),
         (["missing.jsonl"], "cannot read the dataset"),
         (["DATA", "--modes", "bm25,sparkle"], "unknown mode 'sparkle'"),
         (["DATA", "--chunking", "lines:0"], "bad chunking"),
@@ -217,10 +218,19 @@ def test_eval_semble_format_reports_ndcg_per_repository_category_language(
             "split+path",
             "--baseline",
             "lines:8",
+            "--report",
+            str(tmp_path / "report.html"),
         ]
     )
     text = capsys.readouterr().out
     assert code == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    # a dataset with categories: Acc@5 against chunk size per category, with its intervals
+    assert "file Acc@5 per category</figcaption>" in page
+    assert (
+        "bm25 split+path · architecture at lines:8: " in page
+    )  # a point's title: value, interval, n
+    assert "Definition packed" not in page  # no completion rows, no packing figure
     for title in (
         "NDCG@10 (semble) per repository",
         "NDCG@10 (semble) per category",
@@ -292,3 +302,72 @@ def test_a_swe_bench_grid_compares_on_mrr_and_has_no_semble_scores(
     assert all("semble" not in c for c in out["configs"])
     assert all("ndcg10_semble" not in i for i in out["instances"])
     assert [c["metric"] for c in out["comparisons"]] == ["mrr"]
+
+
+def test_eval_completion_prints_the_task_the_table_and_the_packing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    argv = [
+        "eval",
+        "--completion",
+        "5",
+        "--seed",
+        "3",
+        "--repo",
+        str(repo),
+        "--modes",
+        "bm25",
+        "--chunking",
+        "lines:8,lines:16",
+        "--index-dir",
+        str(tmp_path / "index"),
+    ]
+    code = main([*argv, "--report", str(tmp_path / "report.html"), "--plot"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "completion task on repo: 3 rows (seed 3) of 3 target lines in 2 files" in out
+    assert "sample row app/main.py:15: uses type Circle, defined in geometry/shapes.py:6" in out
+    assert "definition packed in the prompt within each budget" in out
+    assert "Definition packed in the prompt, by budget: bm25" in out  # the terminal plot
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") >= 4
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["gold"] for r in data["completion"]["rows"]] == [
+        "geometry/shapes.py",
+        "geometry/shapes.py",
+        "web/widgets.js",
+    ]
+    packed = {(c["chunking"]): c["packed"] for c in data["configs"]}
+    assert packed["lines:8"]["16000"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--completion", "0"], "--completion needs N >= 1."),
+        (["--completion", "2", "--from-git-history", "2"], "one of the three"),
+    ],
+)
+def test_bad_completion_input_is_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    code = main(["eval", *extra, "--repo", str(repo), "--index-dir", str(tmp_path / "i")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_a_repository_without_uses_across_files_is_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "alone"
+    repo.mkdir()
+    (repo / "one.py").write_text("def alone():\n    return alone()\n", encoding="utf-8")
+    code = main(["eval", "--completion", "3", "--repo", str(repo), "--index-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "uses a class or function defined in another of its files" in err

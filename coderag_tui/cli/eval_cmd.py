@@ -67,6 +67,35 @@ def register(sub: Any) -> None:
         help="use the last N non-merge commits touching 1-5 source files instead",
     )
     parser.add_argument(
+        "--completion",
+        type=int,
+        metavar="N",
+        default=None,
+        help="use N code-completion rows built from the repository instead: a line using a "
+        "class or function defined in another file, the lines before it as a code query, the "
+        "defining file as gold; also says whether the definition is packed at each budget",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="the seed that draws the --completion rows (default: 0)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        metavar="FILE.html",
+        help="also write the figures (Acc@k and packed-at-budget against chunk size, per "
+        "category and language, with bootstrap intervals) as one self-contained HTML file",
+    )
+    parser.add_argument(
+        "--plot",
+        action="store_true",
+        help="also draw those curves in the terminal",
+    )
+    parser.add_argument(
         "--save-dataset",
         type=Path,
         metavar="FILE",
@@ -146,7 +175,9 @@ def register(sub: Any) -> None:
         help="where trees at base_commit are extracted (default: user cache)",
     )
     # The settings run() reads from the flags (the rest come from config files and CODERAG_*).
-    add_setting_flags(parser, ["embed_model", "embed_backend", "dense_stripes", "rerank_model"])
+    add_setting_flags(
+        parser, ["embed_model", "embed_backend", "dense_stripes", "rerank_model", "query_lines"]
+    )
     add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
@@ -211,13 +242,20 @@ def run(args: argparse.Namespace) -> int:
         "embed_backend": args.embed_backend,
         "rerank_model": args.rerank_model,
         "dense_stripes": args.dense_stripes,
+        "query_lines": getattr(args, "query_lines", None),
         **{name: getattr(args, name) for name in BACKEND_SETTINGS},
     }
     settings = settings_from_args(argparse.Namespace(**values))
-    if (args.dataset is None) == (args.from_git_history is None):
-        raise UserError("give a DATASET.jsonl or --from-git-history N (one of the two).")
+    completion = getattr(args, "completion", None)
+    sources = [args.dataset, args.from_git_history, completion]
+    if sum(source is not None for source in sources) != 1:
+        raise UserError(
+            "give a DATASET.jsonl, --from-git-history N or --completion N (one of the three)."
+        )
     try:
-        if args.dataset is not None:
+        if completion is not None:
+            rows = []
+        elif args.dataset is not None:
             rows = load_dataset(args.dataset)
         else:
             if args.from_git_history < 1:
@@ -271,18 +309,35 @@ def run(args: argparse.Namespace) -> int:
     baseline = _baseline(getattr(args, "baseline", None), grid, settings.dense_stripes)
 
     cancel = threading.Event()
+    task = None
     try:
+        if completion is not None:
+            from coderag_tui.cli.eval_completion import completion_task
+
+            settings, task = completion_task(args, settings, grid)
         with _ProgressView(enabled=True) as view:
-            report = run_eval(
-                rows,
-                settings,
-                grid,
-                repos_dir=args.repos,
-                tree_cache=args.tree_cache,
-                progress=view.update,
-                cancel=cancel,
-                baseline=baseline,
-            )
+            if task is not None:
+                from coderag_tui.core.eval.completion import run_completion
+
+                report = run_completion(
+                    task.rows,
+                    settings,
+                    grid,
+                    progress=view.update,
+                    cancel=cancel,
+                    baseline=baseline,
+                )
+            else:
+                report = run_eval(
+                    rows,
+                    settings,
+                    grid,
+                    repos_dir=args.repos,
+                    tree_cache=args.tree_cache,
+                    progress=view.update,
+                    cancel=cancel,
+                    baseline=baseline,
+                )
     except KeyboardInterrupt:
         cancel.set()
         raise
@@ -294,13 +349,28 @@ def run(args: argparse.Namespace) -> int:
         _write_text(args.csv, _csv_text(report), "--csv", repo)
     if args.markdown is not None:
         _write_text(args.markdown, markdown_table(report), "--markdown", repo)
+    report_json = report.to_json()
+    if task is not None:
+        report_json["completion"] = task.to_json()
     if args.json_file is not None:
-        text = json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+        text = json.dumps(report_json, indent=2, ensure_ascii=False)
         _write_text(args.json_file, text, "--json-file", repo)
+    if getattr(args, "report", None) is not None:
+        from coderag_tui.core.eval.figures import html_report
+
+        _write_text(args.report, html_report(report, task), "--report", repo)
     if args.json:
-        print_json(report.to_json())
+        print_json(report_json)
     else:
+        if task is not None:
+            from coderag_tui.cli.eval_completion import print_task
+
+            print_task(task)
         _print_report(report)
+        if getattr(args, "plot", False):
+            from coderag_tui.cli.eval_completion import print_plots
+
+            print_plots(report)
     if not report.instances:
         print("coderag: no row could be evaluated (see the notes above).", file=sys.stderr)
         return 1
@@ -456,6 +526,33 @@ def _semble_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[s
     return tables
 
 
+def _packed_table(report: EvalReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The completion task's packing, as (title, header, rows): per configuration, the share
+    of rows whose definition is in the prompt packed within each budget (none: no table)."""
+    from coderag_tui.core.eval.figures import budget_name
+
+    summaries = [s for s in report.summaries if s.packed is not None]
+    if not summaries:
+        return []
+    budgets = sorted({b for s in summaries for b in s.packed or {}})
+    head = ["mode", "chunking", "tokenizer", "n", *(budget_name(b) for b in budgets)]
+    rows = [
+        [
+            s.mode,
+            s.chunking,
+            s.tokenizer,
+            str(s.n),
+            *(_pct((s.packed or {}).get(b, 0.0)) for b in budgets),
+        ]
+        for s in summaries
+    ]
+    title = (
+        "definition packed in the prompt within each budget (% of rows; the retrieval side "
+        "of exact match, no generator offline)"
+    )
+    return [(title, head, rows)]
+
+
 def _comparison_rows(report: EvalReport) -> tuple[str, list[str], list[list[str]]] | None:
     """The bootstrap comparisons as (title, header, rows), or None when there are none."""
     if not report.comparisons:
@@ -544,7 +641,11 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
             )
         console.print(table)
     comparison = _comparison_rows(report)
-    for title, head, rows in [*_semble_tables(report), *([comparison] if comparison else [])]:
+    for title, head, rows in [
+        *_packed_table(report),
+        *_semble_tables(report),
+        *([comparison] if comparison else []),
+    ]:
         table = Table(title=title)
         for i, col in enumerate(head):
             table.add_column(col, justify="left" if i == 0 or col == "language" else "right")
@@ -592,6 +693,7 @@ def markdown_table(report: EvalReport) -> str:
         lines += ["", SEMBLE_NOTE]
     comparison = _comparison_rows(report)
     for title, table_head, rows in [
+        *_packed_table(report),
         *_semble_tables(report),
         *([comparison] if comparison else []),
     ]:

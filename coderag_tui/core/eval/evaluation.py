@@ -50,6 +50,7 @@ from coderag_tui.core.records import RANKING_NAMES, ChunkingSpec, Origin, Rankin
 from coderag_tui.settings import DENSE_STRIPES_AUTO, Settings
 
 if TYPE_CHECKING:
+    from coderag_tui.core.engine import Engine, Lexical
     from coderag_tui.core.index.imports import ImportGraph
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.learned import LearnedReranker
@@ -163,6 +164,8 @@ class InstanceResult:
     target_ranks: tuple[int | None, ...] = ()  # per target of the row, its rank in the top 10
     category: str | None = None
     language: str | None = None
+    # completion rows: per budget (tokens), whether the packed prompt holds the definition
+    packed: Mapping[int, bool] | None = None
 
     @property
     def config(self) -> tuple[str, str, str]:
@@ -256,6 +259,7 @@ class ConfigSummary:
     search_ms: float  # median of the mode's stage sum
     prepare_s: float  # median preparation seconds per row
     semble: SembleSummary | None = None
+    packed: Mapping[int, float] | None = None  # completion: share of rows packed, per budget
 
     @property
     def config(self) -> tuple[str, str, str]:
@@ -333,6 +337,8 @@ class EvalReport:
             }
             if s.semble is not None:
                 config["semble"] = s.semble.to_json()
+            if s.packed is not None:
+                config["packed"] = {str(b): round(v, 4) for b, v in s.packed.items()}
             configs.append(config)
         instances = []
         for r in self.instances:
@@ -354,6 +360,14 @@ class EvalReport:
                     {
                         SEMBLE_NDCG: round(r.ndcg10_semble, 4),
                         "target_ranks": list(r.target_ranks),
+                        "category": r.category,
+                        "language": r.language,
+                    }
+                )
+            if r.packed is not None:
+                instance.update(
+                    {
+                        "packed": {str(b): v for b, v in r.packed.items()},
                         "category": r.category,
                         "language": r.language,
                     }
@@ -388,6 +402,8 @@ class EvalReport:
                 row.update({f"chunk_{k}": round(v, 4) for k, v in s.chunk_scores.items()})
             if s.semble is not None:
                 row[SEMBLE_NDCG] = round(s.semble.overall.ndcg10, 4)
+            if s.packed is not None:
+                row.update({f"packed@{b}": round(v, 4) for b, v in s.packed.items()})
             row["search_ms_median"] = round(s.search_ms, 3)
             row["prepare_s_median"] = round(s.prepare_s, 3)
             row.update(
@@ -465,6 +481,61 @@ def _mode_ms(run: SearchRun, mode: str) -> tuple[dict[str, float], float]:
     return per_stage, sum(per_stage.values())
 
 
+def chunking_settings(
+    settings: Settings, tree: Path, chunking: str, grid: Grid, reranked: bool
+) -> Settings:
+    """The settings one chunking of the grid is searched with on `tree`: lists deep enough for
+    the grid's file metrics, the reranker on when the grid asks for it and one loaded."""
+    spec = ChunkingSpec.parse(chunking)
+    return settings.with_(
+        repo=tree,
+        chunking=spec.strategy,
+        chunk_lines=spec.lines,
+        chunk_overlap=spec.overlap,
+        k=max(settings.k, grid.depth),
+        depth=max(settings.depth, grid.depth),
+        rerank="rerank" in grid.modes and reranked,
+        rerank_keep=max(settings.rerank_keep, settings.rerank_candidates),
+    )
+
+
+def prepare_engine(
+    engine: Engine,
+    base: Settings,
+    *,
+    embedder: Embedder | None,
+    dense_reason: str,
+    reranker: Reranker | LearnedReranker | None,
+    embed_progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> Lexical:
+    """Index `base`'s tree into `engine` and install its stages: the lexical one, dense (or
+    why it is off) and the reranker; a server backend gets this tree pushed first."""
+    from coderag_tui.core.engine import Dense, Rerank
+
+    if base.backend != "local":  # the server's copy of this tree: indexed, pushed
+        local = base.with_(backend="local")
+        pushed = engine.update_index(local, cancel=cancel)
+        vectors = None
+        if embedder is not None and pushed.chunks:
+            vectors = engine.open_dense(local, pushed, embedder=embedder)
+        engine.push(base, pushed, vectors, cancel=cancel)
+    lexical = engine.update_index(base, cancel=cancel)
+    engine.use(lexical)
+    if embedder is not None and lexical.chunks:
+        # `base`: the stripe cap depends on the chunking
+        engine.use(
+            engine.open_dense(
+                base, lexical, embedder=embedder, progress=embed_progress, cancel=cancel
+            )
+        )
+    else:
+        engine.use(Dense(reason=dense_reason))
+    if reranker is not None:
+        engine.use(Rerank(reranker))
+    return lexical
+
+
 def run_eval(
     rows: Sequence[EvalRow],
     settings: Settings,
@@ -485,7 +556,7 @@ def run_eval(
     settings would resolve (e.g. one already loaded). Every other configuration is compared
     with `baseline` (default: the first) by a paired bootstrap with `resamples` draws.
     """
-    from coderag_tui.core.engine import Dense, Engine, Rerank
+    from coderag_tui.core.engine import Engine
 
     grid.validate()
     started = time.perf_counter()
@@ -533,44 +604,19 @@ def run_eval(
             label = f"{row.id} · {chunking}"
             if progress is not None:
                 progress(EvalProgress(step, total, label, "indexing"))
-            spec = ChunkingSpec.parse(chunking)
-            base = settings.with_(
-                repo=tree,
-                chunking=spec.strategy,
-                chunk_lines=spec.lines,
-                chunk_overlap=spec.overlap,
-                k=max(settings.k, grid.depth),
-                depth=max(settings.depth, grid.depth),
-                rerank="rerank" in grid.modes and reranker is not None,
-                rerank_keep=max(settings.rerank_keep, settings.rerank_candidates),
-            )
+            base = chunking_settings(settings, tree, chunking, grid, reranker is not None)
             prep_start = time.perf_counter()
             engine = Engine(base)
             try:
-                if base.backend != "local":  # the server's copy of this tree: indexed, pushed
-                    local = base.with_(backend="local")
-                    pushed = engine.update_index(local, cancel=cancel)
-                    vectors = None
-                    if embedder is not None and pushed.chunks:
-                        vectors = engine.open_dense(local, pushed, embedder=embedder)
-                    engine.push(base, pushed, vectors, cancel=cancel)
-                lexical = engine.update_index(base, cancel=cancel)
-                engine.use(lexical)
-                if embedder is not None and lexical.chunks:
-                    # `base`: the stripe cap depends on the chunking
-                    engine.use(
-                        engine.open_dense(
-                            base,
-                            lexical,
-                            embedder=embedder,
-                            progress=_embed_progress(progress, step, total, label),
-                            cancel=cancel,
-                        )
-                    )
-                else:
-                    engine.use(Dense(reason=dense_reason))
-                if reranker is not None:
-                    engine.use(Rerank(reranker))
+                lexical = prepare_engine(
+                    engine,
+                    base,
+                    embedder=embedder,
+                    dense_reason=dense_reason,
+                    reranker=reranker,
+                    embed_progress=_embed_progress(progress, step, total, label),
+                    cancel=cancel,
+                )
                 dense_prep = time.perf_counter() - prep_start
                 structure = StructureLists(tree, lexical.chunks, graphs, notes)
                 o = row.origin
@@ -807,9 +853,19 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
                 search_ms=statistics.median(r.search_ms for r in items),
                 prepare_s=statistics.median(r.prepare_s for r in items),
                 semble=summarise_semble(items),
+                packed=packed_shares(items),
             )
         )
     return tuple(out)
+
+
+def packed_shares(items: Sequence[InstanceResult]) -> dict[int, float] | None:
+    """The share of rows whose definition was packed, per budget (None: no completion rows)."""
+    with_packing = [r.packed for r in items if r.packed is not None]
+    if not with_packing:
+        return None
+    budgets = sorted({b for packed in with_packing for b in packed})
+    return {b: statistics.fmean(float(p.get(b, False)) for p in with_packing) for b in budgets}
 
 
 def main_metric(items: Sequence[InstanceResult]) -> str:

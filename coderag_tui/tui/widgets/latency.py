@@ -1,8 +1,9 @@
-"""Latency: a bar per stage of the last search, a sparkline of recent totals, index statistics."""
+"""Latency: a bar per stage of the last search, a sparkline of recent totals, each stage's
+recent times as a line of its own, index statistics."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 BLOCKS = " ▏▎▍▌▋▊▉█"
 HISTORY = 40  # searches remembered by the sparkline
+STAGE_HISTORY = 24  # searches each stage's line shows
+TICKS = "▁▂▃▄▅▆▇█"
 
 
 def bar(fraction: float, width: int) -> str:
@@ -70,6 +73,41 @@ def stage_lines(timings: Sequence[StageTiming], width: int = 18) -> Content:
     return Content("\n").join(lines)
 
 
+def spark(values: Sequence[float | None], high: float) -> str:
+    """One character per value, its height a share of `high`; a blank where a search had no
+    such stage (dense off, no reranker)."""
+    top = len(TICKS) - 1
+    return "".join(
+        " " if v is None else TICKS[min(top, round(top * v / high)) if high > 0 else 0]
+        for v in values
+    )
+
+
+def stage_history(runs: Sequence[Mapping[str, float]], width: int = STAGE_HISTORY) -> Content:
+    """Each stage's time over the last searches (oldest first), one line a stage, each scaled
+    to its own slowest, with its latest time: which stage grew, and when."""
+    runs = list(runs)[-width:]
+    stages = list(dict.fromkeys(stage for run in runs for stage in run))
+    if len(runs) < 2 or not stages:
+        return Content("")
+    name_width = max(len(stage) for stage in stages)
+    lines = [Content.styled(f"stage times, last {len(runs)} searches", "$text-muted")]
+    for stage in stages:
+        values = [run.get(stage) for run in runs]
+        high = max((v for v in values if v is not None), default=0.0)
+        last = next((v for v in reversed(values) if v is not None), 0.0)
+        lines.append(
+            Content.assemble(
+                (stage.ljust(name_width), "$text-muted"),
+                " ",
+                (spark(values, high).ljust(width), "$accent"),
+                " ",
+                format_ms(last).rjust(10),
+            )
+        )
+    return Content("\n").join(lines)
+
+
 def index_rows(
     files: int, chunks: int, chunking: str, report: IndexReport | None, elapsed_ms: float
 ) -> list[tuple[str, str]]:
@@ -98,6 +136,7 @@ class LatencyPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.totals: list[float] = []
+        self.stage_runs: list[dict[str, float]] = []  # per search: each stage's milliseconds
         self._stage_count = -1
         self._notes: tuple[str, ...] = ()
         self._index_rows: list[tuple[str, str]] = []
@@ -107,11 +146,20 @@ class LatencyPanel(Vertical):
         yield Static(stage_lines(()), id="stage-bars")
         yield Static("recent searches (total ms)", classes="caption")
         yield Sparkline([], id="latency-sparkline")
+        yield Static("", id="stage-history")
         yield Static("", id="index-stats")
         yield Static("", id="search-notes")
 
     def show_run(self, run: SearchRun) -> None:
         self.totals = [*self.totals, run.total_ms][-HISTORY:]
+        times: dict[str, float] = {}
+        for timing in run.timings:
+            times[timing.stage] = times.get(timing.stage, 0.0) + timing.ms
+        self.stage_runs = [*self.stage_runs, times][-STAGE_HISTORY:]
+        history = stage_history(self.stage_runs)
+        chart = self.query_one("#stage-history", Static)
+        chart.update(history)
+        chart.display = bool(history.plain)  # shown from the second search on
         # A new layout only when the number of stage lines changes (fewer relayouts per search).
         count, self._stage_count = self._stage_count, len(run.timings)
         bars = self.query_one("#stage-bars", Static)
