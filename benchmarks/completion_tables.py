@@ -1,12 +1,17 @@
 """Markdown tables of `coderag eval --completion` runs (their `--json-file` outputs).
 
     python benchmarks/completion_tables.py NAME=run.json [NAME=signals.json:LABEL ...]
+    python benchmarks/completion_tables.py --across BUDGET NAME=run.json [NAME=run.json ...]
 
 For each run: per mode, tokenizer and chunking, file Acc@1/Acc@5/MRR and the share of rows
 whose definition is packed within each budget; then, per budget, the chunking that packs
 the most rows for each mode (the paper's "best chunk size grows with the budget"). A file
 given as `path:LABEL` has its modes renamed LABEL (e.g. `fused` with dense off is BM25 plus
 coderag's code signals).
+
+`--across BUDGET` prints one table over several repositories instead: a row per list,
+tokenizer and chunking, a column per repository with file MRR and the share packed at BUDGET
+tokens, and their means (each repository weighs the same).
 """
 
 from __future__ import annotations
@@ -28,7 +33,40 @@ def _series(config: dict[str, Any], label: str | None) -> str:
     return mode if config["tokenizer"] in ("default", "-") else f"{mode} ({config['tokenizer']})"
 
 
+def across(budget: str, argv: list[str]) -> int:
+    """One row per configuration, one column per repository: MRR / packed % at `budget`."""
+    table: dict[tuple[str, str, str], dict[str, tuple[float, float | None]]] = defaultdict(dict)
+    names: list[str] = []
+    for arg in argv:
+        name, _, path = arg.partition("=")
+        names.append(name)
+        for c in json.loads(Path(path).read_text(encoding="utf-8"))["configs"]:
+            key = (c["mode"], c["tokenizer"], c["chunking"])
+            packed = c.get("packed")  # None: a list of files (imports, path-distance) packs none
+            table[key][name] = (c["files"]["mrr"], packed.get(budget, 0.0) if packed else None)
+    head = ["list", "tokenizer/scorer", "chunking", *names, "mean"]
+    print(f"File MRR / definition packed within {_budget(budget)} tokens (%)\n")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for (mode, tok, chunking), cells in table.items():
+        row = [cells.get(n) for n in names]
+        got = [c for c in row if c is not None]
+        packs = [p for _, p in got if p is not None]
+        mean = (
+            sum(m for m, _ in got) / len(got),
+            sum(packs) / len(packs) if len(packs) == len(got) else None,
+        )
+        shown = [
+            "–" if c is None else f"{c[0]:.3f}" + ("" if c[1] is None else f" / {100 * c[1]:.0f}")
+            for c in (*row, mean)
+        ]
+        print(f"| {mode} | {tok} | {chunking} | " + " | ".join(shown) + " |")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--across"] and len(argv) > 2:
+        return across(argv[1], argv[2:])
     runs: dict[str, list[tuple[dict[str, Any], str | None]]] = defaultdict(list)
     counts: dict[str, dict[str, Any]] = {}
     for arg in argv:
