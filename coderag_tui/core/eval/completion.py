@@ -34,7 +34,6 @@ from coderag_tui.core.eval.datasets import CandidateFilter, EvalRow
 from coderag_tui.core.eval.evaluation import (
     ANY_TOKENIZER,
     NEEDS_DENSE,
-    TOKENIZERS,
     EvalProgress,
     EvalReport,
     Grid,
@@ -48,6 +47,7 @@ from coderag_tui.core.eval.evaluation import (
     compare,
     prepare_engine,
     summarise,
+    use_variant,
 )
 from coderag_tui.core.eval.structure_lists import STRUCTURE_LISTS, StructureLists
 from coderag_tui.core.records import Hit, Origin, SearchRun
@@ -411,7 +411,7 @@ def run_completion(
         prep_start = time.perf_counter()
         engine = Engine(base)
         try:
-            prepare_engine(
+            lexical = prepare_engine(
                 engine,
                 base,
                 embedder=embedder,
@@ -421,21 +421,9 @@ def run_completion(
                 cancel=cancel,
             )
             prepare_s = time.perf_counter() - prep_start
-            lexical = engine.lexical
-            structure = (
-                StructureLists(settings.repo_root, lexical.chunks, graphs, notes)
-                if lexical is not None
-                else None
-            )
+            structure = StructureLists(settings.repo_root, lexical.chunks, graphs, notes)
             for t_index, variant in enumerate(grid.lexicals):
-                split, path_in_text = TOKENIZERS[variant.tokenizer]
-                tok_settings = base.with_(split_identifiers=split, path_in_text=path_in_text)
-                if lexical is not None:
-                    engine.use(
-                        engine.lexical_for(
-                            tok_settings, lexical, splitter=variant.splitter, scorer=variant.scorer
-                        )
-                    )
+                tok_settings = use_variant(engine, base, lexical, variant)
                 for r_index, row in enumerate(rows):
                     if cancel is not None and cancel.is_set():
                         cancelled = True

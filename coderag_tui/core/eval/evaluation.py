@@ -536,6 +536,19 @@ def prepare_engine(
     return lexical
 
 
+def use_variant(
+    engine: Engine, base: Settings, lexical: Lexical, variant: LexicalVariant
+) -> Settings:
+    """Install `variant`'s lexical index (tokenizer, splitter, scorer) over `lexical`'s chunks
+    in `engine`, and return the settings its searches run with."""
+    split, path = TOKENIZERS[variant.tokenizer]
+    settings = base.with_(split_identifiers=split, path_in_text=path)
+    engine.use(
+        engine.lexical_for(settings, lexical, splitter=variant.splitter, scorer=variant.scorer)
+    )
+    return settings
+
+
 def run_eval(
     rows: Sequence[EvalRow],
     settings: Settings,
@@ -623,17 +636,8 @@ def run_eval(
                 origin = Origin.at(o.path, o.start_line, o.end_line) if o is not None else None
                 for t_index, variant in enumerate(grid.lexicals):
                     tok = variant.label
-                    split, path = TOKENIZERS[variant.tokenizer]
-                    tok_settings = base.with_(split_identifiers=split, path_in_text=path)
                     tok_start = time.perf_counter()
-                    engine.use(
-                        engine.lexical_for(
-                            tok_settings,
-                            lexical,
-                            splitter=variant.splitter,
-                            scorer=variant.scorer,
-                        )
-                    )
+                    tok_settings = use_variant(engine, base, lexical, variant)
                     prepare_s = dense_prep + time.perf_counter() - tok_start
                     run = engine.search(row.query, tok_settings, origin=origin)
                     for note in run.notes if want_dense else ():
