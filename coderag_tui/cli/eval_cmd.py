@@ -8,7 +8,6 @@ import io
 import json
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +20,12 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
+from coderag_tui.cli.progress import StepBar
 from coderag_tui.core.records import RANKING_NAMES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from coderag_tui.core.eval.evaluation import (
@@ -315,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
             from coderag_tui.cli.eval_completion import completion_task
 
             settings, task = completion_task(args, settings, grid)
-        with _ProgressView(enabled=True) as view:
+        with StepBar("eval", lines=True) as bar:
             if task is not None:
                 from coderag_tui.core.eval.completion import run_completion
 
@@ -323,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
                     task.rows,
                     settings,
                     grid,
-                    progress=view.update,
+                    progress=_eval_progress(bar),
                     cancel=cancel,
                     baseline=baseline,
                 )
@@ -334,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
                     grid,
                     repos_dir=args.repos,
                     tree_cache=args.tree_cache,
-                    progress=view.update,
+                    progress=_eval_progress(bar),
                     cancel=cancel,
                     baseline=baseline,
                 )
@@ -407,61 +409,16 @@ def _baseline(text: str | None, grid: Grid, dense_stripes: int) -> tuple[str, st
     )
 
 
-class _ProgressView:
-    """A rich progress bar on a terminal; one line per finished step otherwise (e.g. nohup)."""
+def _eval_progress(bar: StepBar) -> Callable[[EvalProgress], None]:
+    def update(event: EvalProgress) -> None:
+        bar.show(
+            event.done,
+            event.total,
+            f"{event.label} {event.detail}",
+            finished=event.detail == "done",
+        )
 
-    def __init__(self, *, enabled: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True)
-        self.live = enabled and self.console.is_terminal
-        self.lines = enabled and not self.live
-        self._progress: Any = None
-        self._task: Any = None
-        self._started = time.perf_counter()
-
-    def __enter__(self) -> _ProgressView:
-        if self.live:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("[bold]eval"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=self.console,
-                transient=True,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("", total=None)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(None, None, None)
-
-    def update(self, event: EvalProgress) -> None:
-        if self._progress is not None:
-            self._progress.update(
-                self._task,
-                total=event.total,
-                completed=event.done,
-                description=f"{event.label} {event.detail}",
-            )
-        elif self.lines and event.detail == "done":
-            elapsed = time.perf_counter() - self._started
-            print(
-                f"[{event.done}/{event.total}] {event.label} ({elapsed:.0f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
+    return update
 
 
 def _pct(value: float) -> str:

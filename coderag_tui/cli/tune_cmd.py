@@ -13,6 +13,7 @@ from coderag_tui.cli.common import (
     print_json,
     settings_from_args,
 )
+from coderag_tui.cli.progress import StepBar
 
 if TYPE_CHECKING:
     from coderag_tui.core.learn.tune import TuneProgress, TuneReport
@@ -74,8 +75,17 @@ def run(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     options = TuneOptions(pairs=args.commits, scan=args.scan, seed=args.seed)
     try:
-        with _Progress() as view:
-            report = tune(settings, options, embedder=embedder, progress=view.update, cancel=cancel)
+        with StepBar("tune") as bar:
+
+            def update(event: TuneProgress) -> None:
+                bar.show(
+                    event.done,
+                    event.total,
+                    STAGES.get(event.stage, event.stage),
+                    finished=False,
+                )
+
+            report = tune(settings, options, embedder=embedder, progress=update, cancel=cancel)
     except KeyboardInterrupt:
         cancel.set()
         raise
@@ -86,47 +96,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(report)
     return 0
-
-
-class _Progress:
-    """A transient rich progress bar on a terminal; nothing otherwise."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True)
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("[bold]tune"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TextColumn("{task.description}"),
-                console=self.console, transient=True,
-            )  # fmt: skip
-            self._progress.__enter__()
-            self._task = self._progress.add_task("", total=None)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(None, None, None)
-
-    def update(self, event: TuneProgress) -> None:
-        if self._progress is not None:
-            self._progress.update(
-                self._task, total=event.total, completed=event.done,
-                description=STAGES.get(event.stage, event.stage),
-            )  # fmt: skip
 
 
 def _print(report: TuneReport) -> None:

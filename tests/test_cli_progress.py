@@ -1,0 +1,37 @@
+"""The commands' progress bar shows repository text as text: eval's rows and tune's stages
+name paths, and a path is someone else's text."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from coderag_tui.cli.progress import StepBar
+
+HOSTILE = "src/[bold red]boom[/].py:3 [link=http://evil.example]x[/link] \x1b]0;PWNED\x07"
+
+
+def test_a_description_is_shown_as_itself_never_as_markup_or_escapes() -> None:
+    out = io.StringIO()
+    bar = StepBar("eval")
+    bar.console = Console(file=out, force_terminal=True, width=200, color_system=None)
+    bar.live = True
+    with bar:
+        bar.show(1, 2, HOSTILE, finished=True)
+        bar._progress.refresh()
+    shown = out.getvalue()
+    assert "src/[bold red]boom[/].py:3" in shown
+    assert "[link=http://evil.example]x[/link]" in shown
+    assert "\x1b]0;" not in shown and "PWNED\x07" not in shown
+
+
+def test_off_a_terminal_finished_steps_print_one_plain_line(capsys: object) -> None:
+    bar = StepBar("eval", lines=True)
+    bar.live, bar.lines = False, True
+    with bar:
+        bar.show(1, 2, "a.py indexing", finished=False)
+        bar.show(2, 2, HOSTILE, finished=True)
+    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    assert err.startswith("[2/2] src/[bold red]boom[/].py:3")
+    assert err.count("\n") == 1 and "\x1b" not in err
