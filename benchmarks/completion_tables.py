@@ -2,6 +2,7 @@
 
     python benchmarks/completion_tables.py NAME=run.json [NAME=signals.json:LABEL ...]
     python benchmarks/completion_tables.py --across BUDGET NAME=run.json [NAME=run.json ...]
+    python benchmarks/completion_tables.py --by-chunk B1,B2,... NAME=run.json [...]
 
 For each run: per mode, tokenizer and chunking, file Acc@1/Acc@5/MRR and the share of rows
 whose definition is packed within each budget; then, per budget, the chunking that packs
@@ -11,7 +12,9 @@ coderag's code signals).
 
 `--across BUDGET` prints one table over several repositories instead: a row per list,
 tokenizer and chunking, a column per repository with file MRR and the share packed at BUDGET
-tokens, and their means (each repository weighs the same).
+tokens, and their means (each repository weighs the same). `--by-chunk B1,B2,...` prints,
+per run, a row per list and tokenizer and a column per chunking: file MRR, then the shares
+packed at those budgets (the grid: splitter x scorer x chunk x budget).
 """
 
 from __future__ import annotations
@@ -64,9 +67,34 @@ def across(budget: str, argv: list[str]) -> int:
     return 0
 
 
+def by_chunk(budgets: list[str], argv: list[str]) -> int:
+    """Per run: one row per list and tokenizer, one column per chunking."""
+    for arg in argv:
+        name, _, path = arg.partition("=")
+        configs = json.loads(Path(path).read_text(encoding="utf-8"))["configs"]
+        chunkings = list(dict.fromkeys(c["chunking"] for c in configs))
+        cells: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        for c in configs:
+            packed = c.get("packed") or {}
+            shares = "/".join(f"{100 * packed.get(b, 0.0):.0f}" for b in budgets)
+            cells[(c["mode"], c["tokenizer"])][c["chunking"]] = (
+                f"{c['files']['mrr']:.3f} · {shares}"
+            )
+        shown = "/".join(_budget(b) for b in budgets)
+        print(f"**{name}**: file MRR · definition packed within {shown} tokens (%)\n")
+        print("| list | tokenizer/scorer | " + " | ".join(chunkings) + " |")
+        print("|" + "---|" * (len(chunkings) + 2))
+        for (mode, tok), row in cells.items():
+            print(f"| {mode} | {tok} | " + " | ".join(row.get(ch, "–") for ch in chunkings) + " |")
+        print()
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--across"] and len(argv) > 2:
         return across(argv[1], argv[2:])
+    if argv[:1] == ["--by-chunk"] and len(argv) > 2:
+        return by_chunk(argv[1].split(","), argv[2:])
     runs: dict[str, list[tuple[dict[str, Any], str | None]]] = defaultdict(list)
     counts: dict[str, dict[str, Any]] = {}
     for arg in argv:
