@@ -217,7 +217,8 @@ class Searcher:
             fused, base = rrf(lists, settings.rrf_k, [1.0, settings.dense_weight]), "rrf"
         t = timed("fusion", t)
         weights = Weights.from_settings(settings)
-        terms = analyse(query)
+        terms = analyse(query) if signals and query.strip() else None
+        scored = None  # the fused list with each chunk's reasons, when signals made it
         if signals and query.strip():
             scored = rescore(
                 query,
@@ -242,8 +243,6 @@ class Searcher:
             t = timed("signals", t)
         else:
             rankings["fused"] = Ranking("fused", self._hits(fused, depth))
-            top = max((s for _, s in fused), default=0.0) or 1.0
-            scored = [(i, s, ((base, s / top),)) for i, s in fused]
 
         reranker = self.reranker
         if not settings.rerank:
@@ -253,9 +252,12 @@ class Searcher:
             rankings["rerank"] = Ranking("rerank", available=False, reason=reason)
             notes.append(reason)
         elif isinstance(reranker, LearnedReranker):
+            if scored is None:  # no signals: the fused scores, each with its one reason
+                top = max((s for _, s in fused), default=0.0) or 1.0
+                scored = [(i, s, ((base, s / top),)) for i, s in fused]
             candidates = Candidates(
                 query=query,
-                terms=terms,
+                terms=terms if terms is not None else analyse(query),
                 tokens=tokens,
                 bm25=bm25_scored,
                 dense=dense_scored,
