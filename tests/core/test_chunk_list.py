@@ -6,13 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.hashing import text_hash
-from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
-from coderag_tui.core.index.languages import language_for
-from coderag_tui.core.index.store import FileState, Store
+from coderag_tui.core.index.store import Store
 from coderag_tui.core.rank.signals import CodeFacts
 from coderag_tui.core.records import ChunkingSpec
+from tests.fixtures.stored import put_source
 
 SPEC = ChunkingSpec("lines", 3)
 FILES = {
@@ -24,19 +22,7 @@ FILES = {
 
 
 def _put(store: Store, path: str, text: str) -> None:
-    language = language_for(path)
-    store.put_file(
-        FileState(
-            path=path,
-            size=len(text),
-            mtime_ns=1,
-            content_hash=text_hash(text),
-            language=language,
-            skip_reason=None,
-        ),
-        text,
-    )
-    store.put_chunks(SPEC.key, path, chunk_file(path, text, language, SPEC))
+    put_source(store, SPEC, path, text)
 
 
 @pytest.fixture

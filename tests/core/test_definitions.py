@@ -27,6 +27,7 @@ from coderag_tui.core.rank.definitions import (
 from coderag_tui.core.rank.python_definitions import python_definitions
 from coderag_tui.core.records import Chunk, ChunkingSpec
 from coderag_tui.settings import Settings
+from tests.fixtures.stored import put_source
 
 # One small file per language with a grammar, and the names a reader would say it defines.
 SAMPLES: dict[str, tuple[str, str, set[str]]] = {
@@ -195,19 +196,7 @@ def _store(settings: Settings, files: dict[str, str]) -> tuple[Store, str]:
     store = Store.open(settings.index_path)
     with store.batch():
         for path, text in files.items():
-            language = language_for(path)
-            store.put_file(
-                FileState(
-                    path=path,
-                    size=len(text),
-                    mtime_ns=1,
-                    content_hash=text_hash(text),
-                    language=language,
-                    skip_reason=None,
-                ),
-                text,
-            )
-            store.put_chunks(key, path, chunk_file(path, text, language, settings.chunking_spec))
+            put_source(store, settings.chunking_spec, path, text)
     return store, key
 
 

@@ -12,10 +12,7 @@ from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coderag_tui.core.hashing import text_hash
-from coderag_tui.core.index.chunk import chunk_file
-from coderag_tui.core.index.languages import language_for
-from coderag_tui.core.index.store import FileState, Store
+from coderag_tui.core.index.store import Store
 from coderag_tui.core.rank.definitions import (
     Definitions,
     definitions_dir,
@@ -32,6 +29,7 @@ from coderag_tui.core.rank.lexical import (
 from coderag_tui.core.rank.segments import FileTable, drift
 from coderag_tui.core.records import Chunk
 from coderag_tui.settings import Settings
+from tests.fixtures.stored import put_source
 
 QUERIES = ["parse config value", "render template", "Ledger", "refund order", "zzfresh", "helper"]
 
@@ -57,28 +55,16 @@ def _files() -> dict[str, str]:
     return files
 
 
-def _put(store: Store, key: str, settings: Settings, path: str, text: str) -> None:
-    language = language_for(path)
-    store.put_file(
-        FileState(
-            path=path,
-            size=len(text),
-            mtime_ns=1,
-            content_hash=text_hash(text),
-            language=language,
-            skip_reason=None,
-        ),
-        text,
-    )
-    store.put_chunks(key, path, chunk_file(path, text, language, settings.chunking_spec))
+def _put(store: Store, settings: Settings, path: str, text: str) -> None:
+    put_source(store, settings.chunking_spec, path, text)
 
 
 def _edit(store: Store, key: str, settings: Settings) -> None:
     """Change one file, delete one, add one: what a working session does."""
     with store.batch():
-        _put(store, key, settings, "pkg/mod3.py", "def zzfresh_parse(value):\n    return value\n")
+        _put(store, settings, "pkg/mod3.py", "def zzfresh_parse(value):\n    return value\n")
         store.delete_files(["web/view2.js"])
-        _put(store, key, settings, "new/extra.go", "package x\n\nfunc ZzfreshHelper() {}\n")
+        _put(store, settings, "new/extra.go", "package x\n\nfunc ZzfreshHelper() {}\n")
 
 
 @pytest.fixture
@@ -88,7 +74,7 @@ def setup(index_dir: Path) -> tuple[Store, str, Settings]:
     store = Store.open(settings.index_path)
     with store.batch():
         for path, text in _files().items():
-            _put(store, key, settings, path, text)
+            _put(store, settings, path, text)
     return store, key, settings
 
 
