@@ -59,7 +59,7 @@ def _put(store: Store, settings: Settings, path: str, text: str) -> None:
     put_source(store, settings.chunking_spec, path, text)
 
 
-def _edit(store: Store, key: str, settings: Settings) -> None:
+def _edit(store: Store, settings: Settings) -> None:
     """Change one file, delete one, add one: what a working session does."""
     with store.batch():
         _put(store, settings, "pkg/mod3.py", "def zzfresh_parse(value):\n    return value\n")
@@ -96,7 +96,7 @@ def test_an_edit_adds_a_delta_that_ranks_like_a_rebuild(
     first = load_or_build_bm25(store, settings, store.chunks(key))
     base_dir = bm25_dir(settings, first.options)
     stamp = (base_dir / "coderag-bm25.json").stat().st_mtime_ns
-    _edit(store, key, settings)
+    _edit(store, settings)
     chunks = store.chunks(key)
     updated = load_or_build_bm25(store, settings, chunks, max_drift=0.5)
     assert updated.delta is not None  # the base was kept and the changed files added
@@ -122,7 +122,7 @@ def test_a_large_drift_rebuilds_the_base(setup: tuple[Store, str, Settings]) -> 
     first = load_or_build_bm25(store, settings, store.chunks(key))
     base_dir = bm25_dir(settings, first.options)
     stamp = (base_dir / "coderag-bm25.json").stat().st_mtime_ns
-    _edit(store, key, settings)
+    _edit(store, settings)
     updated = load_or_build_bm25(store, settings, store.chunks(key), max_drift=0.01)
     assert updated.delta is None
     assert (base_dir / "coderag-bm25.json").stat().st_mtime_ns != stamp
@@ -135,7 +135,7 @@ def test_definitions_follow_the_edit_through_a_delta(
 ) -> None:
     store, key, settings = setup
     load_or_build_definitions(store, settings, store.chunks(key))
-    _edit(store, key, settings)
+    _edit(store, settings)
     chunks = store.chunks(key)
     shifted = load_or_build_definitions(store, settings, chunks, max_drift=0.5)
     assert definitions_dir(settings).with_name(definitions_dir(settings).name + ".delta").exists()
