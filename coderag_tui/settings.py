@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
+from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import ChunkingSpec, ChunkStrategy
 from coderag_tui.locations import (
@@ -940,9 +941,8 @@ def _read_toml(path: Path, *, inside: Path | None = None) -> dict[str, Any]:
             return {}
         if inside is not None and path.is_symlink() and not _inside(path.resolve(), inside):
             raise _FileProblem("a link out of the repository, so it was not read")
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-        if len(raw) > MAX_CONFIG_BYTES:
+        raw = read_capped(path, MAX_CONFIG_BYTES)
+        if raw is None:
             raise _FileProblem(f"larger than {MAX_CONFIG_BYTES // 1024} KiB, so it was not read")
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:

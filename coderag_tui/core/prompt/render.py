@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import quoteattr
 
+from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.languages import fence_tag, language_for
 
@@ -218,9 +219,8 @@ def load_template(name_or_path: str, *, context_first: bool = True) -> Template:
             "pass one of those."
         )
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_TEMPLATE_BYTES + 1)
-        if len(data) > MAX_TEMPLATE_BYTES:
+        data = read_capped(path, MAX_TEMPLATE_BYTES)
+        if data is None:
             raise TemplateError(
                 f"the template file {path} is larger than {MAX_TEMPLATE_BYTES // 1024} KiB: a "
                 "template is a page of text with placeholders; pass a smaller file."

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.query_terms import STOPWORDS, QueryTerms
@@ -134,9 +135,8 @@ def _read_small(path: Path) -> str:
     named by a repository's config is refused, never waited on or read whole."""
     if not path.is_file():
         raise ValueError("not a regular file")
-    with path.open("rb") as handle:
-        data = handle.read(MAX_MODEL_BYTES + 1)
-    if len(data) > MAX_MODEL_BYTES:
+    data = read_capped(path, MAX_MODEL_BYTES)
+    if data is None:
         raise ValueError(f"larger than {MAX_MODEL_BYTES // (1024 * 1024)} MiB")
     try:
         return data.decode("utf-8")
