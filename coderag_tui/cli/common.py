@@ -317,7 +317,7 @@ def scope_from_args(args: argparse.Namespace, root: Path) -> tuple[Scope, list[s
     """The scope --include/--exclude give, as repository paths, and the chunk keys among the
     --exclude values (`prompt --exclude PATH:A-B` leaves one chunk out; any other value is a
     glob); a pattern leading outside the repository is a UserError."""
-    from coderag_tui.core.rank.search import LocationError, scope_pattern
+    from coderag_tui.core.given_paths import LocationError, scope_pattern
 
     include = [p for given in args.include for p in given.split(",") if p.strip()]
     globs: list[str] = []
@@ -389,7 +389,7 @@ def diff_repo_path(args: argparse.Namespace, positional: str) -> None:
 def location_query(settings: Settings, args: argparse.Namespace) -> tuple[str, Origin]:
     """The query and origin that --from FILE:LINE gives, or a UserError in one sentence."""
     from coderag_tui.core.engine import code_query
-    from coderag_tui.core.rank.search import LocationError, parse_location
+    from coderag_tui.core.given_paths import LocationError, parse_location
 
     try:
         file, line = parse_location(args.from_location)

@@ -152,7 +152,7 @@ class Tools:
     def related(self, path: str, line: int, k: int = 10) -> dict[str, Any]:
         """Code like the code at PATH:LINE, the chunk that code comes from left out."""
         from coderag_tui.core.engine import code_query
-        from coderag_tui.core.rank.search import LocationError
+        from coderag_tui.core.given_paths import LocationError
 
         k = _bounded(k, 1, MAX_K, "k")
         line = _bounded(line, 1, 10_000_000, "line")
@@ -281,7 +281,7 @@ class Tools:
 
     # ---------------------------------------------------------------- shaping answers
     def _patterns(self, paths: Sequence[str]) -> tuple[str, ...]:
-        from coderag_tui.core.rank.search import LocationError, scope_pattern
+        from coderag_tui.core.given_paths import LocationError, scope_pattern
 
         if isinstance(paths, str):
             paths = [paths]

@@ -77,7 +77,7 @@ def code_query(settings: Settings, file: str, line: int, n_lines: int) -> tuple[
     Raises LocationError (one sentence) when FILE:LINE cannot give a query, FILE included
     when it is not a file of the repository that the index would read.
     """
-    from coderag_tui.core.rank.search import location_path, query_from_location
+    from coderag_tui.core.given_paths import location_path, query_from_location
 
     query = query_from_location(settings, file, line, n_lines)
     path = location_path(settings.repo_root, file)

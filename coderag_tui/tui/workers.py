@@ -18,7 +18,7 @@ from textual.worker import get_current_worker
 
 from coderag_tui.core.engine import DIFF_TASK, PromptError, code_query, diff_query, prompt_tools
 from coderag_tui.core.errors import CoderagError
-from coderag_tui.core.rank.search import parse_location
+from coderag_tui.core.given_paths import parse_location
 from coderag_tui.core.records import Chunk, Scope, SearchRun
 from coderag_tui.tui.messages import (
     AdviceReady,

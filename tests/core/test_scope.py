@@ -71,7 +71,7 @@ def test_an_origin_of_several_spans_leaves_out_each_span_s_chunks(
 
 
 def test_scope_patterns_stay_inside_the_repository(tmp_path: Path) -> None:
-    from coderag_tui.core.rank.search import LocationError, scope_pattern
+    from coderag_tui.core.given_paths import LocationError, scope_pattern
 
     repo = tmp_path / "repo"
     (repo / "src" / "deep").mkdir(parents=True)

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from coderag_tui.core.given_paths import LocationError, query_from_location
 from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.index.store import EmbeddingCache
 from coderag_tui.core.rank.dense import DenseIndex
 from coderag_tui.core.rank.fusion import rrf
 from coderag_tui.core.rank.lexical import BM25Index
-from coderag_tui.core.rank.search import LocationError, Searcher, query_from_location
+from coderag_tui.core.rank.search import Searcher
 from coderag_tui.core.records import ChunkingSpec
 from coderag_tui.settings import Settings
 from tests.fixtures.hashing_embedder import HashingEmbedder
@@ -198,7 +199,7 @@ def test_a_fifo_as_the_query_location_is_refused_at_once(tiny_repo: Path) -> Non
 
 def test_file_line_has_one_reading_for_every_face(tiny_repo: Path, index_dir: Path) -> None:
     from coderag_tui.cli import main
-    from coderag_tui.core.rank.search import parse_location
+    from coderag_tui.core.given_paths import parse_location
 
     assert parse_location("shop/cart.py:25") == ("shop/cart.py", 25)
     assert parse_location(" C:/repo/x.py:3 ") == ("C:/repo/x.py", 3)
