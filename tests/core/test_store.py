@@ -163,6 +163,27 @@ def test_batch_rolls_back_on_any_exception(tmp_path: Path, exc_type: type[BaseEx
     assert set(store.file_states()) == {"kept.py", "after.py"}
 
 
+def test_content_hashes_follow_every_commit_ours_and_another_processes(tmp_path: Path) -> None:
+    """Kept between reads, so each of these must show through: our own put and delete, a
+    rolled-back batch (nothing), and a commit by another connection (another process)."""
+    store = Store.open(tmp_path / "idx.sqlite")
+    store.put_files([(_state("a.py", "ha"), "a"), (_state("b.py", "hb"), "b")])
+    assert dict(store.content_hashes()) == {"a.py": "ha", "b.py": "hb"}
+    store.put_file(_state("a.py", "ha2"), "a2")
+    store.delete_files(["b.py"])
+    assert dict(store.content_hashes()) == {"a.py": "ha2"}
+    with pytest.raises(RuntimeError), store.batch():
+        store.put_file(_state("c.py", "hc"), "c")
+        raise RuntimeError
+    assert dict(store.content_hashes()) == {"a.py": "ha2"}
+    other = Store.open(tmp_path / "idx.sqlite")
+    other.put_file(_state("d.py", "hd"), "d")
+    other.put_file(_state("a.py", "ha3"), "a3")
+    other.close()
+    assert dict(store.content_hashes()) == {"a.py": "ha3", "d.py": "hd"}
+    store.close()
+
+
 def _aside(tmp_path: Path, label: str) -> list[Path]:
     return sorted(tmp_path.glob(f"idx.sqlite.{label}-*"))
 

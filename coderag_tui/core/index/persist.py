@@ -1,7 +1,10 @@
 """Saved search structures (BM25 matrix, dense vectors): atomic folder writes and their metadata.
 
 A folder is written under a temporary name and renamed into place, so a crash mid-write
-leaves either the old folder or the new one, never half of one.
+leaves either the old folder or the new one, never half of one. A saved file is therefore
+never changed in place: `loaded_once` keeps what was read from one (by its inode, size and
+modification time), so a resident process that applies edit after edit to the same saved
+base reads the base once.
 """
 
 from __future__ import annotations
@@ -10,9 +13,35 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+_KEPT = 8  # files whose loaded value is kept (a few bases of one or two chunkings)
+_loaded: dict[tuple[str, str], tuple[tuple[int, int, int, int], Any]] = {}
+_loaded_lock = threading.Lock()
+
+
+def loaded_once(path: Path, kind: str, load: Callable[[], _T]) -> _T:
+    """`load()`, or what it gave the last time for the file at `path` when that file has not
+    been replaced since (same device, inode, size and modification time). `kind` names what
+    `load` makes of it. The value is shared: it must never be changed by its users."""
+    st = os.stat(path)
+    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    key = (kind, str(path))
+    with _loaded_lock:
+        hit = _loaded.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]  # type: ignore[no-any-return]
+    value = load()
+    with _loaded_lock:
+        _loaded.pop(key, None)
+        while len(_loaded) >= _KEPT:
+            _loaded.pop(next(iter(_loaded)))
+        _loaded[key] = (stamp, value)
+    return value
 
 
 def save_folder(

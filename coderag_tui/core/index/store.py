@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 from coderag_tui.core.errors import CoderagError
@@ -146,6 +147,12 @@ class FileState:
     skip_reason: str | None  # SkipReason name (e.g. "BINARY"), None for an indexed file
     skip_detail: str = ""
     invalid_utf8: bool = False
+
+
+def _parts(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """`items` in slices of at most `_PARAMS_PER_QUERY` (one `IN (...)` query each)."""
+    for start in range(0, len(items), _PARAMS_PER_QUERY):
+        yield items[start : start + _PARAMS_PER_QUERY]
 
 
 def _explain(path: Path, exc: sqlite3.Error) -> str:
@@ -457,6 +464,12 @@ class Store(_Database):
         self._records = False  # keeps the file's last sound identity beside it (`identity_record`)
         self._sound = False  # made, page-checked or matched by its record; written only by us since
         self._wrote = False  # committed a write since it was opened
+        # `content_hashes` as last read, with SQLite's data_version then (another
+        # connection's commit changes it); this store's own writes are applied to it as they
+        # commit (`_hash_writes` holds those of the open transaction).
+        self._hashes: dict[str, str] | None = None
+        self._hashes_version = -1
+        self._hash_writes: list[tuple[str, str | None]] = []
         self._db_id = self._ensure_db_id()
         self._ensure_spans_index()
 
@@ -514,13 +527,16 @@ class Store(_Database):
                 raise _store_error(self.path, exc) from exc
             self._depth = 1
             self._dirty = set()
+            self._hash_writes = []
             try:
                 yield
                 self._bump_generations()
                 self._conn.execute("COMMIT")
                 self._wrote = True
+                self._apply_hash_writes()
                 self._record_sound()
             except BaseException as exc:
+                self._hashes = None  # what was committed of it is not known: read it again
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
@@ -529,6 +545,15 @@ class Store(_Database):
             finally:
                 self._depth = 0
                 self._dirty = set()
+
+    def _apply_hash_writes(self) -> None:
+        if self._hashes is not None:
+            for path, digest in self._hash_writes:
+                if digest is None:
+                    self._hashes.pop(path, None)
+                else:
+                    self._hashes[path] = digest
+        self._hash_writes = []
 
     def _bump_generations(self) -> None:
         for spec_key in sorted(self._dirty):
@@ -720,12 +745,23 @@ class Store(_Database):
 
     # --- files --------------------------------------------------------------------------
 
-    def file_states(self) -> dict[str, FileState]:
+    def file_states(self, paths: Iterable[str] | None = None) -> dict[str, FileState]:
+        """The stored state of every file, or of those of `paths` the store knows."""
+        columns = (
+            "SELECT path, size, mtime_ns, content_hash, language, skip_reason, "
+            "skip_detail, invalid_utf8 FROM files"
+        )
         with self._reading() as conn:
-            rows = conn.execute(
-                "SELECT path, size, mtime_ns, content_hash, language, skip_reason, "
-                "skip_detail, invalid_utf8 FROM files"
-            ).fetchall()
+            if paths is None:
+                rows = conn.execute(columns).fetchall()
+            else:
+                rows = [
+                    row
+                    for part in _parts(list(paths))
+                    for row in conn.execute(
+                        f"{columns} WHERE path IN ({', '.join('?' * len(part))})", part
+                    )
+                ]
         return {
             r[0]: FileState(
                 path=r[0],
@@ -740,17 +776,37 @@ class Store(_Database):
             for r in rows
         }
 
-    def content_hashes(self) -> dict[str, str]:
-        """Each file's content hash (what search structures compare to find changed files)."""
+    def content_hashes(self) -> Mapping[str, str]:
+        """Each file's content hash (what search structures compare to find changed files).
+
+        Read once and kept while no other connection commits (SQLite's data_version), with
+        this store's own committed writes applied: a resident process re-checking one file
+        after an edit does not read every file's row again."""
         with self._reading() as conn:
-            rows = conn.execute("SELECT path, content_hash FROM files").fetchall()
-        return {str(r[0]): str(r[1]) for r in rows}
+            (version,) = conn.execute("PRAGMA data_version").fetchone()
+            if conn.in_transaction:  # uncommitted writes of ours: read them, keep nothing
+                rows = conn.execute("SELECT path, content_hash FROM files").fetchall()
+                return {str(r[0]): str(r[1]) for r in rows}
+            if self._hashes is None or version != self._hashes_version:
+                rows = conn.execute("SELECT path, content_hash FROM files").fetchall()
+                self._hashes = {str(r[0]): str(r[1]) for r in rows}
+                self._hashes_version = int(version)
+            return MappingProxyType(self._hashes)
 
     def file_text(self, path: str) -> str | None:
         """The text that was indexed for `path` (so re-chunking never has to read the file)."""
         with self._reading() as conn:
             row = conn.execute("SELECT text FROM file_texts WHERE path = ?", (path,)).fetchone()
         return None if row is None or row[0] is None else str(row[0])
+
+    def paths_under(self, folder: str) -> list[str]:
+        """The stored files inside `folder` (a repository path, no trailing slash)."""
+        low, high = folder + "/", folder + "0"  # "0" follows "/": every path starting "folder/"
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT path FROM files WHERE path >= ? AND path < ? ORDER BY path", (low, high)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def file_count(self) -> int:
         with self._reading() as conn:
@@ -770,6 +826,7 @@ class Store(_Database):
         if not items:
             return
         with self.batch():
+            self._hash_writes += [(state.path, state.content_hash) for state, _ in items]
             self._drop_chunks([state.path for state, _ in items])
             # The findings described the previous content; the indexer puts the new ones.
             self._conn.executemany(
@@ -821,6 +878,7 @@ class Store(_Database):
         if not items:
             return
         with self.batch():
+            self._hash_writes += [(p, None) for p in items]
             self._drop_chunks(items)
             params = [(p,) for p in items]
             self._conn.executemany("DELETE FROM files WHERE path = ?", params)
@@ -882,13 +940,41 @@ class Store(_Database):
                 "INSERT OR IGNORE INTO chunked (spec_key, path) VALUES (?, ?)", keys
             )
 
-    def chunked_paths(self, spec_key: str) -> set[str]:
-        """Files already cut into chunks for `spec_key` (an empty file counts, with no chunks)."""
+    def chunked_paths(self, spec_key: str, paths: Iterable[str] | None = None) -> set[str]:
+        """Files already cut into chunks for `spec_key` (an empty file counts, with no chunks),
+        or those of `paths` that are."""
+        query = "SELECT path FROM chunked WHERE spec_key = ?"
         with self._reading() as conn:
-            rows = conn.execute(
-                "SELECT path FROM chunked WHERE spec_key = ?", (spec_key,)
-            ).fetchall()
+            if paths is None:
+                rows = conn.execute(query, (spec_key,)).fetchall()
+            else:
+                rows = [
+                    row
+                    for part in _parts(list(paths))
+                    for row in conn.execute(
+                        f"{query} AND path IN ({', '.join('?' * len(part))})", (spec_key, *part)
+                    )
+                ]
         return {str(r[0]) for r in rows}
+
+    def file_spans(
+        self, spec_key: str, paths: Iterable[str]
+    ) -> dict[str, tuple[str | None, list[tuple[int, int, str]]]]:
+        """(language, each chunk's (start_line, end_line, kind) in order) of each of `paths`
+        with chunks of `spec_key`."""
+        found: dict[str, tuple[str | None, list[tuple[int, int, str]]]] = {}
+        with self._reading() as conn:
+            for part in _parts(sorted(set(paths))):
+                rows = conn.execute(
+                    "SELECT path, language, start_line, end_line, kind FROM chunks "
+                    f"WHERE spec_key = ? AND path IN ({', '.join('?' * len(part))}) "
+                    "ORDER BY path, ord",
+                    (spec_key, *part),
+                )
+                for path, language, start, end, kind in rows:
+                    entry = found.setdefault(str(path), (language, []))
+                    entry[1].append((int(start), int(end), str(kind)))
+        return found
 
     def chunks(self, spec_key: str) -> list[Chunk]:
         """Every chunk of one chunking setting, ordered by (path, start_line)."""
@@ -1005,10 +1091,8 @@ class Store(_Database):
             if paths is None:
                 rows = conn.execute(query).fetchall()
             else:
-                wanted = list(dict.fromkeys(paths))
                 rows = []
-                for start in range(0, len(wanted), _PARAMS_PER_QUERY):
-                    part = wanted[start : start + _PARAMS_PER_QUERY]
+                for part in _parts(list(dict.fromkeys(paths))):
                     marks = ",".join("?" * len(part))
                     rows += conn.execute(f"{query} WHERE path IN ({marks})", part).fetchall()
         found: dict[str, list[SecretFinding]] = {}
@@ -1046,8 +1130,7 @@ class EmbeddingCache(_Database):
         unique = list(dict.fromkeys(text_hashes))
 
         def run() -> None:
-            for start in range(0, len(unique), _PARAMS_PER_QUERY):
-                part = unique[start : start + _PARAMS_PER_QUERY]
+            for part in _parts(unique):
                 marks = ",".join("?" * len(part))
                 rows = self._conn.execute(
                     f"SELECT text_hash, dim, vector FROM embeddings "

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from coderag_tui.core.index.persist import read_folder_meta, save_folder
+from coderag_tui.core.index.persist import loaded_once, read_folder_meta, save_folder
 from coderag_tui.core.rank.segments import MAX_DRIFT, CurrentTable, Drift, FileTable, delta_fits
 from coderag_tui.core.rank.splitters import WORD, check_splitter, split_many, split_text
 from coderag_tui.core.rank.words import TOKENIZER_VERSION, split_words, tokenize, word_terms
@@ -276,7 +276,15 @@ class Postings:
 
     @classmethod
     def load(cls, folder: Path) -> Postings:
-        """Read what `save` wrote, the arrays memory-mapped; ValueError when it is damaged."""
+        """Read what `save` wrote, the arrays memory-mapped (once per saved folder:
+        `persist.loaded_once`); ValueError when it is damaged."""
+        try:
+            return loaded_once(folder / _WORDS, "postings", lambda: cls._read(folder))
+        except OSError as exc:
+            raise ValueError(f"the BM25 index at {folder} is damaged: {exc}") from exc
+
+    @classmethod
+    def _read(cls, folder: Path) -> Postings:
         try:
             arrays = {
                 name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)

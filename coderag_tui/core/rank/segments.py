@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from coderag_tui.core.index.chunk_list import ChunkList
+from coderag_tui.core.index.persist import loaded_once
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
@@ -75,7 +76,15 @@ class FileTable:
 
     @classmethod
     def load(cls, folder: Path) -> FileTable:
-        """Read what `save` wrote; ValueError when it is missing or damaged."""
+        """Read what `save` wrote (once per saved file: `persist.loaded_once`); ValueError
+        when it is missing or damaged."""
+        try:
+            return loaded_once(folder / _TABLE, "file table", lambda: cls._read(folder))
+        except OSError as exc:
+            raise ValueError(f"the file table at {folder} is damaged: {exc}") from exc
+
+    @classmethod
+    def _read(cls, folder: Path) -> FileTable:
         try:
             data = json.loads((folder / _TABLE).read_text(encoding="utf-8"))
             table = cls(
