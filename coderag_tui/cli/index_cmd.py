@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -224,10 +225,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         if shared.backend != "local":  # a server that cannot take the push: stop before indexing
             engine.reach_backend(shared)
+        started = time.perf_counter()
         with _progress_bar(enabled=show_bar) as progress:
             # BM25 is built too, so the next search or TUI start answers at once. An index
             # that cannot be written is an error here: updating it is all this command does.
             lexical = engine.update_index(settings, progress=progress, stale_ok=False)
+        ready_s = time.perf_counter() - started
         stage, dense = (
             _embed(engine, settings, lexical, show_bar=show_bar) if args.dense else (None, None)
         )
@@ -255,7 +258,12 @@ def run(args: argparse.Namespace) -> int:
     if dense is not None:
         notes += [n for n in dense.pop("notices", ()) if isinstance(n, str)]
     if args.json:
-        record = {"repo": str(settings.repo_root), **report.as_dict(), "notes": notes}
+        record = {
+            "repo": str(settings.repo_root),
+            **report.as_dict(),
+            "ready_s": round(ready_s, 4),
+            "notes": notes,
+        }
         if dense is not None:
             record["dense"] = dense
         if pushed is not None:
@@ -263,6 +271,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(record)
     else:
         lines = _summary(settings, report, verbose=args.verbose)
+        at = next(i for i, line in enumerate(lines) if line.startswith("  elapsed:"))
+        lines.insert(at + 1, f"  ready:    {ready_s:.2f} s to a searchable index (BM25 included)")
         if dense is not None:
             lines.append(_dense_summary(dense))
         if pushed is not None:

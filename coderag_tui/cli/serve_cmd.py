@@ -330,12 +330,15 @@ def _handle(resident: Resident, message: dict[str, Any]) -> tuple[dict[str, Any]
     if reason or settings is None or handler is None:
         return decline(reason), f"left a request to its own process: {reason}."
     request = message["request"]
-    checks_before = resident.checks.checked
+    checks_before = dataclasses.replace(resident.checks)
     try:
         reply = handler(resident, settings, request, message.get("terminal") or {})
     except Exception as exc:  # a bug must cost one answer, not the server
         reply = _failed(exc)
-    checked = "checked" if resident.checks.checked > checks_before else "trusted"
+    checked = "trusted"
+    if resident.checks.checked > checks_before.checked:
+        by_path = resident.checks.by_path > checks_before.by_path
+        checked = "checked: the changed paths" if by_path else "checked: every file"
     query = one_line(str(request.get("query") or request.get("task") or ""))
     shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
     ms = (time.perf_counter() - started) * 1000.0

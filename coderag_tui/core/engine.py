@@ -15,7 +15,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -414,8 +414,13 @@ class Engine:
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: threading.Event | None = None,
         stale_ok: bool = True,
+        only: Collection[str] | None = None,
     ) -> Lexical:
         """Bring the index up to date (only changed files are read) and load or build BM25.
+
+        `only`: the repository paths a file watch saw change since `current` was checked;
+        just those are checked then (each with the walk's rules), unless something makes
+        every file need it (see `indexer.build_index`).
 
         With `current` (a stage already served) and no change found, the same chunks and
         BM25 come back with the check's report and `changed` false.
@@ -429,7 +434,12 @@ class Engine:
         With a server's collection (`backend`), nothing is built: the collection is opened.
         """
         return self._backend(settings).update(
-            settings, current=current, progress=progress, cancel=cancel, stale_ok=stale_ok
+            settings,
+            current=current,
+            progress=progress,
+            cancel=cancel,
+            stale_ok=stale_ok,
+            only=only,
         )
 
     def lexical_for(

@@ -2,11 +2,13 @@
 
 A fresh `coderag search` pays for the interpreter, its imports, a check of every file and
 loading the saved index before BM25's few milliseconds. A resident engine pays that once.
-Before each answer it asks the repository's file watch (`core.index.watch`) whether anything
-changed since the last check: when nothing did, the index is as fresh as a full check would
-make it, and the answer comes from memory; when something did, or the watch cannot confirm it
-saw every change (it failed, or its cookie did not come back), the index is re-checked exactly
-as a fresh process would (`Engine.update_index`, which re-reads only changed files). Between
+Before each answer it asks the repository's file watch (`core.index.watch`) what changed
+since the last check: when nothing did, the index is as fresh as a full check would make it,
+and the answer comes from memory; when some files did, just those paths are checked, each
+with the walk's rules (`Engine.update_index(only=...)`); when the watch cannot name them (an
+ignore file or git's state changed, a folder moved, too many paths) or cannot confirm it saw
+every change (it failed, or its cookie did not come back), the index is re-checked exactly as
+a fresh process would. Between
 requests a background thread takes changes in once they settle, so a search after an edit
 usually finds the work done.
 
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coderag_tui.core.engine import DENSE_OFF_FOR_RUN, Dense, Engine, Lexical, Rerank
-from coderag_tui.core.index.watch import TreeWatch
+from coderag_tui.core.index.watch import EVERY_FILE, TreeWatch
 from coderag_tui.core.rank.search import RERANK_OFF
 from coderag_tui.settings import SEARCH_STAGES, Settings, settings_of
 
@@ -68,6 +70,7 @@ class Checks:
     trusted: int = 0  # answered with no file checked: the watch saw every change and there was none
     checked: int = 0  # every file's state checked first (a change, or the watch could not sync)
     background: int = 0  # checks the background thread made after changes settled
+    by_path: int = 0  # checks of the paths the watch named alone (of `checked` + `background`)
 
 
 class Resident:
@@ -133,11 +136,16 @@ class Resident:
         return cls(engine, watch, dense=dense), note
 
     # ---------------------------------------------------------------- staying fresh
-    def _check(self) -> None:
-        """Re-check every file (only changed ones are read) and install what changed."""
+    def _check(self, only: frozenset[str] | None = EVERY_FILE) -> None:
+        """Re-check every file, or the paths `only` (what the watch saw change since the last
+        check), reading only changed ones, and install what changed."""
         engine, settings = self.engine, self.settings
+        if self._stale:
+            only = EVERY_FILE  # the last check failed: what it missed is not known
         self._stale = True  # until the check has succeeded
-        lexical = engine.update_index(settings, current=engine.lexical)
+        lexical = engine.update_index(settings, current=engine.lexical, only=only)
+        if lexical.report is not None and lexical.report.touched is not None:
+            self.checks.by_path += 1
         engine.use(lexical)
         if lexical.changed and self._dense is not None:
             self._dense = self._reopen_dense(lexical)
@@ -158,10 +166,11 @@ class Resident:
         with self._lock:
             watch = self.watch
             in_step = watch is not None and watch.sync()
-            if in_step and not self._stale and watch is not None and not watch.take_changed():
+            changes = watch.take_changes() if in_step and watch is not None else EVERY_FILE
+            if changes == frozenset() and not self._stale:
                 self.checks.trusted += 1
                 return False
-            self._check()
+            self._check(changes)
             self.checks.checked += 1
             return True
 
@@ -177,9 +186,10 @@ class Resident:
             if self._closed.is_set():
                 return
             with self._lock:
-                if watch.take_changed():
+                changes = watch.take_changes()
+                if changes != frozenset():
                     with contextlib.suppress(Exception):  # the next request checks and says why
-                        self._check()
+                        self._check(changes)
                         self.checks.background += 1
             self._closed.wait(MIN_GAP_S)
 

@@ -109,3 +109,44 @@ def test_requests_may_differ_only_in_what_a_search_reads(settings: Settings) -> 
     assert differs(settings, settings.with_(embed_backend="auto"), dense=False) == ""
     assert differs(settings, settings.with_(rerank_model="other")) == ""
     assert differs(settings, settings.with_(rerank=True, rerank_model="x")) == "rerank_model"
+
+
+def ranked(engine: Engine, settings: Settings, query: str) -> list[tuple[str, int, float]]:
+    run = engine.search(query, settings)
+    hits = run.rankings["fused"].hits
+    return [(h.chunk.path, h.chunk.start_line, round(h.score, 9)) for h in hits]
+
+
+def test_an_edit_is_checked_by_its_path_alone_and_ranks_as_after_a_full_check(
+    resident: Resident, settings: Settings, tiny_repo: Path, tmp_path: Path
+) -> None:
+    top_paths(resident, settings, "charge card", dense=False)
+    (tiny_repo / "shop" / "ledger.py").write_text(
+        "def reconcile_ledger_entries(entries):\n    return sorted(entries)\n"
+    )
+    (tiny_repo / "shop" / "cart.py").unlink()
+    query = "reconcile ledger entries cart total"
+    with resident.serving(settings, dense=False, rerank=False) as engine:
+        served = ranked(engine, settings, query)
+        lexical = engine.lexical
+        assert lexical is not None and lexical.report is not None
+        assert lexical.report.touched == ("shop/cart.py", "shop/ledger.py")
+    full = settings.with_(index_dir=tmp_path / "full-check")
+    fresh = Engine(full)
+    fresh.use(fresh.update_index(full))
+    assert served == ranked(fresh, full, query)
+    assert served[0][0] == "shop/ledger.py"
+    assert all(path != "shop/cart.py" for path, _, _ in served)
+    fresh.close()
+
+
+def test_an_ignore_rule_changed_means_every_file_is_checked(
+    resident: Resident, settings: Settings, tiny_repo: Path
+) -> None:
+    assert "shop/payment.py" in top_paths(resident, settings, "refund transaction", dense=False)
+    (tiny_repo / ".coderagignore").write_text("shop/payment.py\n")
+    paths = top_paths(resident, settings, "refund transaction", dense=False)
+    assert "shop/payment.py" not in paths
+    lexical = resident.engine.lexical
+    assert lexical is not None and lexical.report is not None
+    assert lexical.report.touched is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.index.watch import TreeWatch
+from coderag_tui.core.index.watch import EVERY_FILE, MAX_PATHS, TreeWatch
 
 
 @pytest.fixture
@@ -103,3 +103,36 @@ def test_a_cookie_folder_that_is_a_file_is_refused(repo: Path, tmp_path: Path) -
     (tmp_path / "cookies").write_text("not a folder")
     with pytest.raises(OSError):
         TreeWatch(repo, tmp_path / "cookies")
+
+
+def test_the_changed_paths_are_named(watch: TreeWatch, repo: Path) -> None:
+    (repo / "pkg" / "a.py").write_text("def a():\n    return 2\n")
+    (repo / "pkg" / "b.py").write_text("x = 1\n")
+    (repo / "index-here" / "index.sqlite").write_bytes(b"not a change")
+    assert watch.sync()
+    assert watch.take_changes() == {"pkg/a.py", "pkg/b.py"}
+    assert watch.take_changes() == frozenset()  # taken
+
+
+@pytest.mark.parametrize(
+    "rule", [".gitignore", "pkg/.gitignore", "pkg/.coderagignore", ".git/HEAD", ".git/info"]
+)
+def test_a_change_to_what_picks_files_means_every_file(
+    watch: TreeWatch, repo: Path, rule: str
+) -> None:
+    (repo / "pkg" / "a.py").write_text("def a():\n    return 3\n")
+    if rule == ".git/info":
+        (repo / ".git" / "info").mkdir()
+        (repo / ".git" / "info" / "exclude").write_text("*.py\n")
+    else:
+        (repo / rule).write_text("*.log\n")
+    assert watch.sync()
+    assert watch.take_changes() is EVERY_FILE
+
+
+def test_a_burst_of_more_than_max_paths_means_every_file(watch: TreeWatch, repo: Path) -> None:
+    for i in range(MAX_PATHS + 1):
+        (repo / "pkg" / f"m{i}.py").write_text(f"X = {i}\n")
+    assert watch.sync()
+    assert watch.take_changes() is EVERY_FILE
+    assert watch.take_changes() == frozenset()

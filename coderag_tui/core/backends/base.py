@@ -8,7 +8,7 @@ engine holds one backend per kind it was asked for and never asks which kind it 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -77,8 +77,11 @@ class Backend(Protocol):
         progress: Callable[[IndexProgress], None] | None,
         cancel: threading.Event | None,
         stale_ok: bool,
+        only: Collection[str] | None = None,
     ) -> Lexical:
-        """The index brought up to date (or opened) and its lexical ranker."""
+        """The index brought up to date (or opened) and its lexical ranker; `only`: the
+        paths a file watch saw change since `current` was checked (a backend may check
+        every file instead)."""
         ...
 
     def retokenized(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -95,9 +95,13 @@ class LocalBackend:
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: threading.Event | None = None,
         stale_ok: bool = True,
+        only: Collection[str] | None = None,
     ) -> Lexical:
-        """Bring the index up to date (only changed files are read) and load or build BM25
-        (see `Engine.update_index`)."""
+        """Bring the index up to date (only changed files are read; of `only` alone when
+        given, see `indexer.build_index`) and load or build BM25 (see
+        `Engine.update_index`). When nothing but this build changed the store since
+        `current` was read, its chunk list is patched with the files the build touched
+        instead of read again."""
         from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
         from coderag_tui.core.index.indexer import IndexProgress
         from coderag_tui.core.index.store import IndexDamaged
@@ -110,18 +114,35 @@ class LocalBackend:
             if not locked:  # cancelled while another run was indexing
                 return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
             for attempt in (1, 2):
-                built = keeper.build(settings, progress=progress, cancel=cancel, stale_ok=stale_ok)
+                before = keeper.opened()
+                start = before.generation(key) if before is not None and only is not None else ""
+                built = keeper.build(
+                    settings,
+                    progress=progress,
+                    cancel=cancel,
+                    stale_ok=stale_ok,
+                    only=only,
+                    previous=current.report if current is not None else None,
+                )
                 store, report = built.store, built.report
                 if report is None:  # the index cannot be written: answer from what it holds
                     return self._as_it_is(settings, current, [*built.notices, *notices])
                 try:
                     generation = store.generation(key)
                     unchanged = current is not None and current.generation == generation
-                    chunks = (
-                        current.chunks
-                        if current is not None and unchanged
-                        else ChunkList.load(store, key, chunk_list_dir(settings.index_path, key))
-                    )
+                    if current is not None and unchanged:
+                        chunks = current.chunks
+                    elif (
+                        current is not None
+                        and report.touched is not None
+                        and store is before
+                        and start == current.generation
+                        and isinstance(current.chunks, ChunkList)
+                    ):
+                        chunks = current.chunks.patched(store, report.touched)
+                    else:
+                        saved = chunk_list_dir(settings.index_path, key)
+                        chunks = ChunkList.load(store, key, saved)
                     break
                 except IndexDamaged:  # a row that no longer reads: move it aside, build anew
                     if attempt == 2:

@@ -9,7 +9,7 @@ Only the URL the user chose (`backend_url`) is connected to (`qdrant_server`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,7 @@ class QdrantBackend:
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: threading.Event | None = None,
         stale_ok: bool = True,
+        only: Collection[str] | None = None,  # nothing is built here: unused
     ) -> Lexical:
         """The lexical stage of the collection `settings` name, which a push filled; nothing
         is built (the server's collection is the index).

@@ -13,9 +13,10 @@ run, and its ordinal is the chunk's place in that run.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import overload
 
@@ -29,6 +30,11 @@ _PAGE = 4096  # chunks read per query while iterating
 _KEEP = 4096  # chunks kept once read (the hits of recent searches)
 _FORMAT = 1  # of the saved files and spans
 _META = "coderag-chunks.json"
+
+
+def places_of(paths: list[str], wanted: Sequence[str]) -> np.ndarray:
+    """Where each of `wanted` goes in the sorted `paths` (bisection, before an equal one)."""
+    return np.fromiter((bisect.bisect_left(paths, p) for p in wanted), np.int64, len(wanted))
 
 
 def chunk_list_dir(index_path: Path, spec_key: str) -> Path:
@@ -92,6 +98,55 @@ class ChunkList(Sequence[Chunk]):
                     saved, chunks._write, {"format": _FORMAT, "generation": generation}, _META
                 )
         return chunks
+
+    def patched(self, store: Store, touched: Iterable[str]) -> ChunkList:
+        """This list with the chunks of the files `touched` read again from `store` (gone,
+        changed or new files), the rest kept: what `load` would give when nothing else
+        changed since this list was read, without reading every chunk's span."""
+        fresh = store.file_spans(self._spec_key, touched)
+        added = sorted(fresh)
+        # The files that leave (touched ones this list holds), found by bisection: paths are
+        # in order. Each new file goes where the kept files' order puts it.
+        names = sorted(set(touched))
+        gone = [
+            i for i, p in zip(places_of(self.paths, names), names, strict=True) if self._holds(i, p)
+        ]
+        kept = np.delete(np.arange(len(self.paths), dtype=np.int64), gone)
+        at_old = places_of(self.paths, added)
+        at_kept = at_old - np.searchsorted(np.asarray(gone, dtype=np.int64), at_old)
+        which = np.insert(kept, at_kept, -1 - np.arange(len(added)))
+        counts_new = np.fromiter((len(fresh[p][1]) for p in added), np.int64, len(added))
+        starts_new = len(self) + np.cumsum(counts_new) - counts_new
+        old = which >= 0
+        counts = np.empty(len(which), dtype=np.int64)
+        source = np.empty(len(which), dtype=np.int64)
+        counts[old] = np.diff(self.file_starts)[which[old]]
+        source[old] = self.file_starts[which[old]]
+        counts[~old], source[~old] = counts_new[-1 - which[~old]], starts_new[-1 - which[~old]]
+        # Row k of the new list is row `source[file] + (k - its file's first row)` of the old
+        # rows followed by the new ones.
+        first = np.cumsum(counts) - counts
+        rows = np.repeat(source - first, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+        new_spans = [span for path in added for span in fresh[path][1]]
+        spans = np.concatenate(
+            [
+                np.stack([self.starts, self.ends], axis=1),
+                np.asarray([s[:2] for s in new_spans], dtype=np.int64).reshape(-1, 2),
+            ]
+        )[rows]
+        kinds: list[str] | None = None
+        new_kinds = [s[2] for s in new_spans]
+        if self._kinds is not None or any(k != "lines" for k in new_kinds):
+            every = np.asarray([*(self._kinds or ["lines"] * len(self)), *new_kinds], dtype=object)
+            kinds = every[rows].tolist()
+        paths = np.asarray([*self.paths, *added], dtype=object)
+        languages = np.asarray([*self.languages, *(fresh[p][0] for p in added)], dtype=object)
+        at = np.where(old, which, len(self.paths) - 1 - which)
+        files = zip(paths[at].tolist(), languages[at].tolist(), counts.tolist(), strict=True)
+        return ChunkList(store, self._spec_key, list(files), spans, kinds)
+
+    def _holds(self, i: int, path: str) -> bool:
+        return bool(i < len(self.paths) and self.paths[i] == path)
 
     def _write(self, folder: Path) -> None:
         columns = {"paths": self.paths, "languages": self.languages, "kinds": self._kinds}

@@ -11,12 +11,14 @@ Ctrl-C, a cancel event or SIGKILL loses at most the open batch and the next run 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +92,9 @@ class IndexReport:
     files_scanned: int = 0  # files whose text was scanned for secrets this run
     # Every indexed file with suspected secrets and their kinds (held back from prompts).
     secrets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A build of given paths (`build_index(only=...)`): the files whose chunks it may have
+    # changed, in path order; None for a build that checked every file.
+    touched: tuple[str, ...] | None = None
 
     def skipped_by_reason(self) -> dict[str, int]:
         """How many files were skipped for each reason (reason text -> count), most first."""
@@ -256,8 +261,17 @@ def build_index(  # noqa: PLR0913
     batch_bytes: int = 4 << 20,
     workers: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    only: Collection[str] | None = None,
+    previous: IndexReport | None = None,
 ) -> IndexReport:
     """Bring the index of `settings.repo` for `settings.chunking_spec` up to date.
+
+    With `only` (repository paths, forward slashes: what a file watch saw change since the
+    last complete build), just those paths are checked, each with the walk's rules
+    (`walk.vet`): a file there is indexed as the walk would, one gone or left out is
+    removed with any stored file inside it. `previous` (that build's report) lends the
+    skips of every other path to the report. When a path is a folder, or the index was cut
+    or scanned by another version, every file is checked instead.
 
     A set `cancel` event stops between files and returns a report with `cancelled=True`;
     Ctrl-C commits the files finished so far and raises IndexInterrupted (a
@@ -273,6 +287,11 @@ def build_index(  # noqa: PLR0913
     run = _Run(started=clock())
     build = _Build(settings, store, run, clock, progress)
     build.emit("walk", force=True)
+    if only is not None:
+        report = _build_paths(build, sorted(set(only)), previous, cancel=cancel, workers=workers)
+        if report is not None:
+            return report
+        run = build.run = _Run(started=run.started)
     t = clock()
     excludes = index_excludes(settings)
     fresh_key = FRESH_META_PREFIX + spec.key
@@ -333,6 +352,117 @@ def build_index(  # noqa: PLR0913
     if digest is not None and not report.cancelled:
         _remember_fresh(store, fresh_key, digest, report)
     return report
+
+
+def _build_paths(
+    build: _Build,
+    paths: Sequence[str],
+    previous: IndexReport | None,
+    *,
+    cancel: threading.Event | None,
+    workers: int | None,
+) -> IndexReport | None:
+    """`build_index` of `paths` alone (see there); None when every file must be checked."""
+    settings, store, run, clock = build.settings, build.store, build.run, build.clock
+    key = settings.chunking_spec.key
+    if (
+        store.get_meta(CHUNKER_META_PREFIX + key) != CHUNKER_VERSION
+        or store.get_meta(secret_scan.SCANNER_META_KEY) != secret_scan.SCANNER_VERSION
+    ):
+        return None
+    t = clock()
+    vetted = _vet_paths(settings, store, paths)
+    run.seconds["walk"] += clock() - t
+    if vetted is None:
+        return None
+    files, skipped, gone = vetted
+    t = clock()
+    states = store.file_states([*(f.path for f in files), *gone])
+    chunked = store.chunked_paths(key, [f.path for f in files])
+    removed = sorted(p for p in gone if p in states)
+    if removed:
+        store.delete_files(removed)
+    run.removed = len(removed)
+    fresh_key = FRESH_META_PREFIX + key
+    if store.get_meta(fresh_key):
+        store.set_meta(fresh_key, "")  # the recorded fingerprint no longer tells the truth
+    run.seconds["store"] += clock() - t
+    jobs = _jobs(files, states, chunked, run)
+    run.files_total = len(files)
+    run.done = run.unchanged
+    build.emit("index", force=True)
+    position, cancelled, interrupted = _index_jobs(
+        build, jobs, chunked, cancel=cancel, batch_files=200, batch_bytes=4 << 20, workers=workers
+    )
+    left = len(jobs) - position
+    run.done = run.files_total - left
+    if not interrupted:
+        build.emit("done", force=True)
+    checked = set(paths) | gone
+    if previous is not None:  # the rest of the tree is as the last complete build found it
+        run.skipped += [s for s in previous.skipped if s.path not in checked]
+        for path in previous.invalid_utf8:
+            if path not in checked:
+                run.invalid.setdefault(path, True)
+    run.skipped += skipped
+    run.files_total = store.file_count()
+    run.unchanged = run.files_total - run.indexed
+    report = _report(
+        run,
+        settings,
+        store,
+        is_git=previous.is_git if previous is not None else (settings.repo_root / ".git").exists(),
+        cancelled=cancelled or interrupted,
+        left=left,
+        clock=clock,
+    )
+    report = dataclasses.replace(report, touched=tuple(sorted(checked)))
+    if interrupted:
+        raise IndexInterrupted(report)
+    return report
+
+
+def _vet_paths(
+    settings: Settings, store: Store, paths: Sequence[str]
+) -> tuple[list[SourceFile], list[SkippedFile], set[str]] | None:
+    """What the walk would make of each of `paths`: the files to index, the skips it would
+    report, and the stored paths to forget (gone, left out, or inside a folder removed);
+    None when a path is a folder (its files came with no event of their own)."""
+    root, excludes = settings.repo_root, index_excludes(settings)
+    files: list[SourceFile] = []
+    skipped: list[SkippedFile] = []
+    gone: set[str] = set()
+    for rel in paths:
+        try:
+            if stat.S_ISDIR(os.lstat(os.path.join(root, rel)).st_mode):
+                return None
+        except FileNotFoundError:
+            pass  # gone: vet says so
+        except (OSError, ValueError):
+            return None
+        vetted = vet(
+            root,
+            rel,
+            max_file_bytes=settings.max_file_bytes,
+            exclude=excludes,
+            include_secret_files=settings.include_secret_files,
+        )
+        if isinstance(vetted, SourceFile):
+            files.append(vetted)
+            continue
+        if isinstance(vetted, SkippedFile) and vetted.path == rel and _walk_says(vetted):
+            skipped.append(vetted)
+        gone.add(rel)
+        gone.update(store.paths_under(rel))  # a folder removed: every file it held
+    return files, skipped, gone
+
+
+def _walk_says(skip: SkippedFile) -> bool:
+    """Would the walk report this skip of `vet`'s? Not a path it never lists (ignored, in
+    the index's folder or in a folder it never enters)."""
+    return not (
+        skip.reason is SkipReason.NOT_A_FILE and skip.detail.startswith(("ignored by", "inside "))
+    )
 
 
 def _tree_digest(settings: Settings, excludes: Sequence[Path]) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -100,8 +100,11 @@ class IndexKeeper:
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: threading.Event | None = None,
         stale_ok: bool = True,
+        only: Collection[str] | None = None,
+        previous: IndexReport | None = None,
     ) -> Built:
-        """Bring the index up to date: only changed files are read.
+        """Bring the index up to date: only changed files are read (of `only`, when given:
+        see `indexer.build_index`; every file when a build setting changed).
 
         The file is page-checked before its first build unless its record says nothing but
         coderag changed it since it was last found sound; a damaged one is moved aside and
@@ -118,7 +121,10 @@ class IndexKeeper:
                 if self._stale is not None:
                     raise self._stale
                 build, note = self._build_settings(settings, store)
-                report = build_index(build, store, progress=progress, cancel=cancel)
+                paths = only if note is None and attempt == 1 else None
+                report = build_index(
+                    build, store, progress=progress, cancel=cancel, only=paths, previous=previous
+                )
                 break
             except IndexDamaged:
                 if attempt == 2:

@@ -7,12 +7,14 @@ watched by the same kernel queue and waits for that file's event. Events come ou
 queue in the order they happened, so once the cookie's arrives, every change made before
 `sync` was called has been seen, and `take_changed` is then the truth.
 
-What makes the answer "changed" (and the caller re-check every file, as a fresh process
-would): any event under the root except in the index's own files and the parts of `.git`
-that change without the work tree changing (its index file and object store). The watch
-never says which files changed: the indexer's own check decides that. When the watch fails
-(too many folders for the kernel's watch limit, a folder gone) or a cookie does not come back
-in time, `sync` says so and the caller checks everything.
+What makes the answer "changed": any event under the root except in the index's own files
+and the parts of `.git` that change without the work tree changing (its index file and object
+store). With it comes which paths changed (`take_changes`), so the caller can check exactly
+those; the answer is "every file" instead when a path could change the rules that pick files
+(an ignore file, anything else in `.git`: a checkout, `info/exclude`) or the burst is larger
+than `MAX_PATHS`. When the watch fails (too many folders for the kernel's watch limit, a
+folder gone) or a cookie does not come back in time, `sync` says so and the caller checks
+everything.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ RETRY_S = 0.1  # a cookie not back in this time is made again (see `sync`)
 # Parts of a git folder that change without any file of the work tree changing (`git add`,
 # `git status` refreshing its index, a commit writing objects).
 _GIT_QUIET = ("index", "index.lock", "objects", "logs", "FETCH_HEAD", "ORIG_HEAD")
+# More changed paths than this between two questions: "every file" (a checkout, a build).
+MAX_PATHS = 256
+# Files whose change can change which files are indexed: then every file is checked.
+RULE_FILES = frozenset({".gitignore", ".coderagignore"})
+EVERY_FILE = None  # what `take_changes` gives for "check every file"
 
 
 class TreeWatch:
@@ -51,9 +58,11 @@ class TreeWatch:
         cookies.mkdir(parents=True, exist_ok=True)
         self.cookies = cookies.resolve()
         self._cookie_prefix = str(self.cookies) + os.sep
+        self._root_prefix = str(self.root) + os.sep
         quiet = [self.root / ".git" / part for part in _GIT_QUIET]
         self._ignore = tuple(str(p) for p in (*quiet, *(Path(p).resolve() for p in ignore)))
         self._changed = False
+        self._paths: set[str] | None = set()  # None: every file (see `take_changes`)
         self._last_event = time.monotonic()
         self._seen: set[str] = set()
         self._pending: set[str] = set()
@@ -89,19 +98,35 @@ class TreeWatch:
                 self._cond.notify_all()
 
     def _take(self, paths: Iterable[str]) -> None:
-        changed = False
+        changed: list[str] = []
         cookies: list[str] = []
         for path in paths:
             if path.startswith(self._cookie_prefix):
                 cookies.append(path[len(self._cookie_prefix) :])
             elif not self._ignored(path):
-                changed = True
+                changed.append(path)
         with self._cond:
             if changed:
                 self._changed = True
                 self._last_event = time.monotonic()
+                self._note_paths(changed)
             self._seen.update(c for c in cookies if c in self._pending)
             self._cond.notify_all()
+
+    def _note_paths(self, changed: list[str]) -> None:
+        """Add the repository paths of `changed` (absolute) to what `take_changes` gives."""
+        if self._paths is None:
+            return
+        prefix = self._root_prefix
+        for path in changed:
+            rel = path[len(prefix) :].replace(os.sep, "/") if path.startswith(prefix) else ""
+            name = rel.rpartition("/")[2]
+            if not rel or rel == ".git" or rel.startswith(".git/") or name in RULE_FILES:
+                self._paths = None  # the root itself, git's state or an ignore rule
+                return
+            self._paths.add(rel)
+        if len(self._paths) > MAX_PATHS:
+            self._paths = None
 
     def _ignored(self, path: str) -> bool:
         return any(path == p or path.startswith(p + os.sep) for p in self._ignore)
@@ -158,9 +183,19 @@ class TreeWatch:
     def take_changed(self) -> bool:
         """Has anything relevant changed since the last call (or since the watch started)?
         Resets the answer: a change after this call counts for the next one."""
+        return self.take_changes() != frozenset()
+
+    def take_changes(self) -> frozenset[str] | None:
+        """The repository paths (forward slashes) with an event since the last call (or
+        since the watch started): empty when nothing relevant changed, `EVERY_FILE` (None)
+        when every file must be checked (see the module docstring). A path may be a file or
+        a folder, there or gone. Resets the answer, as `take_changed` does."""
         with self._cond:
-            changed, self._changed = self._changed, False
-            return changed
+            changed, paths = self._changed, self._paths
+            self._changed, self._paths = False, set()
+            if not changed:
+                return frozenset()
+            return None if paths is None else frozenset(paths)
 
     def wait_changed(self, timeout: float | None = None) -> bool:
         """Block until something relevant has changed (not resetting it), the watch stops or
