@@ -53,17 +53,32 @@ class ChunkList(Sequence[Chunk]):
         spans: Sequence[tuple[int, int]] | np.ndarray,
         kinds: Sequence[str] | None,
     ) -> None:
+        counts = np.fromiter((f[2] for f in files), dtype=np.int64, count=len(files))
+        self._fill(store, spec_key, [f[0] for f in files], [f[1] for f in files], counts)
+        self._place(spans, kinds)
+
+    def _fill(
+        self,
+        store: Store,
+        spec_key: str,
+        paths: list[str],
+        languages: list[str | None],
+        counts: np.ndarray,
+    ) -> None:
         self._store = store
         self._spec_key = spec_key
-        self.paths: list[str] = [f[0] for f in files]
-        self.languages: list[str | None] = [f[1] for f in files]
-        counts = np.fromiter((f[2] for f in files), dtype=np.int64, count=len(files))
-        self.file_starts = np.zeros(len(files) + 1, dtype=np.int64)
+        self.paths: list[str] = paths
+        self.languages: list[str | None] = languages
+        self.file_starts = np.zeros(len(paths) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.file_starts[1:])
+        self.file_of = np.repeat(np.arange(len(paths), dtype=np.int64), counts)
+
+    def _place(
+        self, spans: Sequence[tuple[int, int]] | np.ndarray, kinds: Sequence[str] | None
+    ) -> None:
         n = int(self.file_starts[-1])
         if len(spans) != n or (kinds is not None and len(kinds) != n):
-            raise ValueError(f"the chunks of {spec_key} changed while they were read")
-        self.file_of = np.repeat(np.arange(len(files), dtype=np.int64), counts)
+            raise ValueError(f"the chunks of {self._spec_key} changed while they were read")
         lines = np.asarray(spans, dtype=np.int64).reshape(n, 2)  # ValueError when damaged
         self.starts = lines[:, 0]
         self.ends = lines[:, 1]
@@ -139,11 +154,15 @@ class ChunkList(Sequence[Chunk]):
         if self._kinds is not None or any(k != "lines" for k in new_kinds):
             every = np.asarray([*(self._kinds or ["lines"] * len(self)), *new_kinds], dtype=object)
             kinds = every[rows].tolist()
-        paths = np.asarray([*self.paths, *added], dtype=object)
-        languages = np.asarray([*self.languages, *(fresh[p][0] for p in added)], dtype=object)
-        at = np.where(old, which, len(self.paths) - 1 - which)
-        files = zip(paths[at].tolist(), languages[at].tolist(), counts.tolist(), strict=True)
-        return ChunkList(store, self._spec_key, list(files), spans, kinds)
+        at = np.where(old, which, len(self.paths) - 1 - which).tolist()
+        paths = [*self.paths, *added]
+        languages = [*self.languages, *(fresh[p][0] for p in added)]
+        patched = ChunkList.__new__(ChunkList)
+        patched._fill(
+            store, self._spec_key, [paths[i] for i in at], [languages[i] for i in at], counts
+        )
+        patched._place(spans, kinds)
+        return patched
 
     def _holds(self, i: int, path: str) -> bool:
         return bool(i < len(self.paths) and self.paths[i] == path)
