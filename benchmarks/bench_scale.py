@@ -41,6 +41,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,15 +162,14 @@ def _search(repo: Path, index_dir: Path) -> tuple[float, float]:
     return seconds, bm25[0] if bm25 else float("nan")
 
 
-def _served(repo: Path, index_dir: Path, row: Row, runs: int) -> None:
-    """Start `coderag serve`, time warm searches and one edit -> search through it."""
+def start_server(repo: Path, index_dir: Path) -> tuple[subprocess.Popen[str], Callable[[], str]]:
+    """`coderag serve REPO --no-dense --verbose`, once it serves, and a reader of its log's
+    next line (SystemExit when the server stopped)."""
     cmd = [sys.executable, "-m", "coderag_tui", "serve", str(repo), "--no-dense", "--verbose"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    started = time.perf_counter()
     proc = subprocess.Popen(
         [*cmd, "--index-dir", str(index_dir)], env=env, stderr=subprocess.PIPE, text=True
     )
-    assert proc.stderr is not None
     log: list[str] = []
 
     def next_line() -> str:
@@ -181,12 +181,20 @@ def _served(repo: Path, index_dir: Path, row: Row, runs: int) -> None:
 
     while "serving" not in next_line():
         pass
+    return proc, next_line
+
+
+def _served(repo: Path, index_dir: Path, row: Row, runs: int) -> None:
+    """Start `coderag serve`, time warm searches and one edit -> search through it."""
+    started = time.perf_counter()
+    proc, next_line = start_server(repo, index_dir)
     row.serve_start_s = time.perf_counter() - started
 
     def served_search() -> float:
         seconds, _ = _search(repo, index_dir)
-        if "search " not in next_line():
-            raise SystemExit(f"the server did not answer: {log[-3:]}")
+        said = next_line()
+        if "search " not in said:
+            raise SystemExit(f"the server did not answer: {said}")
         return seconds
 
     served_search()  # the first answer of a server may still touch cold pages

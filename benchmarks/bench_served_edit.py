@@ -15,16 +15,14 @@ file). Target: <= 0.5 s at x30.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import QUERY, _search
+from bench_scale import QUERY, _search, start_server
 
 TARGET_S = 0.5
 
@@ -36,22 +34,7 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=7, help="edits timed (median)")
     args = parser.parse_args()
     repo, index_dir = args.repo.resolve(), args.index_dir
-    cmd = [sys.executable, "-m", "coderag_tui", "serve", str(repo), "--no-dense", "--verbose"]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.Popen(
-        [*cmd, "--index-dir", str(index_dir)], env=env, stderr=subprocess.PIPE, text=True
-    )
-    log: list[str] = []
-
-    def next_line() -> str:
-        line = proc.stderr.readline() if proc.stderr is not None else ""
-        if not line:
-            raise SystemExit(f"coderag serve stopped: {log[-3:]}")
-        log.append(line.rstrip())
-        return line
-
-    while "serving" not in next_line():
-        pass
+    proc, next_line = start_server(repo, index_dir)
     _search(repo, index_dir)
     next_line()
     files = sorted(p for p in repo.rglob("*.py") if ".git" not in p.parts)
