@@ -20,29 +20,16 @@ from coderag_tui.core.rank.definitions import (
 )
 from coderag_tui.core.rank.lexical import load_or_build_bm25
 from coderag_tui.settings import Settings
+from tests.fixtures.classes_repo import make_classes_repo
 
 WAIT_S = 120.0  # a bound for a child that should finish in well under a second
 
 
-def _repo(root: Path) -> Path:
-    """A few Python files with classes, methods and constants, spread over many chunks."""
-    for package in range(3):
-        for module in range(4):
-            body = [f"LIMIT_{package}_{module} = {module}\n"]
-            for n in range(6):
-                body.append(
-                    f"\nclass Store{package}{module}{n}:\n    def load_{n}(self):\n"
-                    f"        return {n}\n\n    def save_{n}(self):\n        pass\n"
-                )
-            path = root / f"pkg{package}" / f"mod{module}.py"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(body), encoding="utf-8")
-    return root
-
-
 @pytest.fixture
 def indexed(tmp_path: Path, index_dir: Path) -> tuple[Settings, Store]:
-    settings = Settings(repo=_repo(tmp_path / "repo"), index_dir=index_dir, chunk_lines=8)
+    settings = Settings(
+        repo=make_classes_repo(tmp_path / "repo"), index_dir=index_dir, chunk_lines=8
+    )
     store = Store.open(settings.index_path)
     build_index(settings, store)
     return settings, store

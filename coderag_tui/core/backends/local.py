@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress
     from coderag_tui.core.index.keeper import IndexKeeper
     from coderag_tui.core.index.store import EmbeddingCache, Store
+    from coderag_tui.core.rank import bm25_process
     from coderag_tui.core.rank.dense import DenseRanker
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.lexical import LexicalIndex
@@ -102,64 +103,107 @@ class LocalBackend:
         `Engine.update_index`). When nothing but this build changed the store since
         `current` was read, its chunk list is patched with the files the build touched
         instead of read again."""
+        notices: list[str] = []
+        keeper = self.keeper
+        with keeper.locked(settings, progress, cancel, notices) as locked:
+            if not locked:  # cancelled while another run was indexing
+                return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
+            second = self._second(settings, current)
+            try:
+                return self._update_locked(
+                    settings,
+                    current,
+                    progress,
+                    cancel,
+                    notices,
+                    second,
+                    stale_ok=stale_ok,
+                    only=only,
+                )
+            finally:
+                if second is not None:
+                    second.stop()
+
+    def _second(self, settings: Settings, current: Lexical | None) -> bm25_process.Child | None:
+        """A second process building BM25 while a repository's first index is written
+        (`core.rank.bm25_process`), when it can help."""
+        from coderag_tui.core.index.store import StoreError
+        from coderag_tui.core.rank import bm25_process
+
+        if current is not None:
+            return None
+        try:
+            store = self.keeper.store(settings)
+            return None if store.read_only else bm25_process.start(store, settings)
+        except StoreError:
+            return None
+
+    def _update_locked(  # noqa: PLR0913 (the update's state, passed on once)
+        self,
+        settings: Settings,
+        current: Lexical | None,
+        progress: Callable[[IndexProgress], None] | None,
+        cancel: threading.Event | None,
+        notices: list[str],
+        second: bm25_process.Child | None,
+        *,
+        stale_ok: bool,
+        only: Collection[str] | None,
+    ) -> Lexical:
         from coderag_tui.core.index.chunk_list import ChunkList, chunk_list_dir
         from coderag_tui.core.index.indexer import IndexProgress
         from coderag_tui.core.index.store import IndexDamaged
         from coderag_tui.core.rank.lexical import load_or_build_bm25
 
         key = settings.chunking_spec.key
-        notices: list[str] = []
         keeper = self.keeper
-        with keeper.locked(settings, progress, cancel, notices) as locked:
-            if not locked:  # cancelled while another run was indexing
-                return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
-            for attempt in (1, 2):
-                before = keeper.opened()
-                start = before.generation(key) if before is not None and only is not None else ""
-                built = keeper.build(
-                    settings,
-                    progress=progress,
-                    cancel=cancel,
-                    stale_ok=stale_ok,
-                    only=only,
-                    previous=current.report if current is not None else None,
-                )
-                store, report = built.store, built.report
-                if report is None:  # the index cannot be written: answer from what it holds
-                    return self._as_it_is(settings, current, [*built.notices, *notices])
-                try:
-                    generation = store.generation(key)
-                    unchanged = current is not None and current.generation == generation
-                    if current is not None and unchanged:
-                        chunks = current.chunks
-                    elif (
-                        current is not None
-                        and report.touched is not None
-                        and store is before
-                        and start == current.generation
-                        and isinstance(current.chunks, ChunkList)
-                    ):
-                        chunks = current.chunks.patched(store, report.touched)
-                    else:
-                        saved = chunk_list_dir(settings.index_path, key)
-                        chunks = ChunkList.load(store, key, saved)
-                    break
-                except IndexDamaged:  # a row that no longer reads: move it aside, build anew
-                    if attempt == 2:
-                        raise
-                    keeper.discard(store, "a row of it could not be read")
-            assert report is not None  # else returned above
-            notices = [*built.notices, *notices]
-            if report.cancelled:
-                notices.append(INDEX_CANCELLED)
-            said = tuple(dict.fromkeys(notices))
-            if current is not None and unchanged:
-                return replace(
-                    current, generation=generation, report=report, changed=False, notices=said
-                )
-            if progress is not None:
-                progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
-            bm25 = load_or_build_bm25(store, settings, chunks)
+        for attempt in (1, 2):
+            before = keeper.opened()
+            start = before.generation(key) if before is not None and only is not None else ""
+            built = keeper.build(
+                settings,
+                progress=progress,
+                cancel=cancel,
+                stale_ok=stale_ok,
+                only=only,
+                previous=current.report if current is not None else None,
+            )
+            store, report = built.store, built.report
+            if report is None:  # the index cannot be written: answer from what it holds
+                return self._as_it_is(settings, current, [*built.notices, *notices])
+            try:
+                generation = store.generation(key)
+                unchanged = current is not None and current.generation == generation
+                if current is not None and unchanged:
+                    chunks = current.chunks
+                elif (
+                    current is not None
+                    and report.touched is not None
+                    and store is before
+                    and start == current.generation
+                    and isinstance(current.chunks, ChunkList)
+                ):
+                    chunks = current.chunks.patched(store, report.touched)
+                else:
+                    saved = chunk_list_dir(settings.index_path, key)
+                    chunks = ChunkList.load(store, key, saved)
+                break
+            except IndexDamaged:  # a row that no longer reads: move it aside, build anew
+                if attempt == 2:
+                    raise
+                keeper.discard(store, "a row of it could not be read")
+        assert report is not None  # else returned above
+        notices = [*built.notices, *notices]
+        if report.cancelled:
+            notices.append(INDEX_CANCELLED)
+        said = tuple(dict.fromkeys(notices))
+        if current is not None and unchanged:
+            return replace(
+                current, generation=generation, report=report, changed=False, notices=said
+            )
+        if progress is not None:
+            progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
+        bm25 = load_or_build_bm25(store, settings, chunks, second=second)
         bm25.warm_up()
         return Lexical(chunks=chunks, bm25=bm25, generation=generation, report=report, notices=said)
 

@@ -263,6 +263,7 @@ def build_index(  # noqa: PLR0913
     clock: Callable[[], float] = time.perf_counter,
     only: Collection[str] | None = None,
     previous: IndexReport | None = None,
+    planned: Callable[[int], None] | None = None,
 ) -> IndexReport:
     """Bring the index of `settings.repo` for `settings.chunking_spec` up to date.
 
@@ -270,7 +271,8 @@ def build_index(  # noqa: PLR0913
     last complete build), just those paths are checked, each with the walk's rules
     (`walk.vet`): a file there is indexed as the walk would, one gone or left out is
     removed with any stored file inside it. `previous` (that build's report) lends the
-    skips of every other path to the report. When a path is a folder, or the index was cut
+    skips of every other path to the report. `planned` is told how many bytes the walk
+    found to read, before any is read. When a path is a folder, or the index was cut
     or scanned by another version, every file is checked instead.
 
     A set `cancel` event stops between files and returns a report with `cancelled=True`;
@@ -319,6 +321,8 @@ def build_index(  # noqa: PLR0913
         build, result.files, chunker_key, cut_by_this_chunker=cut_by_this_chunker
     )
     build.emit("index", force=True)
+    if planned is not None:
+        planned(sum(job.file.size for job in jobs if not job.from_store))
     if any(not job.from_store for job in jobs):
         # Files will be read and scanned: import the detectors (~0.08 s) beside the reading.
         threading.Thread(target=secret_scan.warm, name="coderag-secret-scan", daemon=True).start()

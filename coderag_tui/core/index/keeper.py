@@ -102,6 +102,7 @@ class IndexKeeper:
         stale_ok: bool = True,
         only: Collection[str] | None = None,
         previous: IndexReport | None = None,
+        planned: Callable[[int], None] | None = None,
     ) -> Built:
         """Bring the index up to date: only changed files are read (of `only`, when given:
         see `indexer.build_index`; every file when a build setting changed).
@@ -111,7 +112,8 @@ class IndexKeeper:
         rebuilt, said in a notice. An index that cannot be written is left as it is with a
         notice saying so (unless `stale_ok` is false: then IndexNotWritable). Build settings
         the user did not give keep the values the index was built with; a different given
-        value re-checks every file, said too. Call it inside `locked`.
+        value re-checks every file, said too. `planned` as in `build_index`. Call it inside
+        `locked`.
         """
         from coderag_tui.core.index.indexer import build_index
 
@@ -123,7 +125,13 @@ class IndexKeeper:
                 build, note = self._build_settings(settings, store)
                 paths = only if note is None and attempt == 1 else None
                 report = build_index(
-                    build, store, progress=progress, cancel=cancel, only=paths, previous=previous
+                    build,
+                    store,
+                    progress=progress,
+                    cancel=cancel,
+                    only=paths,
+                    previous=previous,
+                    planned=planned,
                 )
                 break
             except IndexDamaged:

@@ -1049,6 +1049,40 @@ class Store(_Database):
                 )
             return [(Chunk(*row[:6]), int(row[6])) for row in cur]
 
+    def chunk_rows_after(self, spec_key: str, after: int, limit: int) -> list[tuple[int, str, str]]:
+        """Up to `limit` chunks of `spec_key` as (row id, path, text), in the order they were
+        written, after the row `after` (0: from the first). A row is never changed, only
+        deleted: a second process can follow a build by its row ids."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT rowid, path, text FROM chunks WHERE rowid > ? AND spec_key = ? "
+                "ORDER BY rowid LIMIT ?",
+                (after, spec_key, limit),
+            ).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    def chunk_row_ids(self, spec_key: str) -> list[int]:
+        """The row id of every chunk of `spec_key`, in the order of `chunks()`."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT rowid FROM chunks WHERE spec_key = ? ORDER BY path, ord", (spec_key,)
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def chunk_rows(self, row_ids: Sequence[int]) -> list[tuple[int, str, str]]:
+        """(row id, path, text) of the chunks `row_ids` that exist."""
+        found: list[tuple[int, str, str]] = []
+        with self._reading() as conn:
+            for part in _parts(list(row_ids)):
+                marks = ",".join("?" * len(part))
+                found += [
+                    (int(r[0]), str(r[1]), str(r[2]))
+                    for r in conn.execute(
+                        f"SELECT rowid, path, text FROM chunks WHERE rowid IN ({marks})", part
+                    )
+                ]
+        return found
+
     def chunk_count(self, spec_key: str) -> int:
         with self._reading() as conn:
             row = conn.execute(

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -72,34 +73,51 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
+def _record(outcome: str) -> None:
+    global last_outcome
+    last_outcome = outcome
+
+
 class Child:
-    """A running child building the definitions (see the module docstring)."""
+    """A running child building the definitions (see the module docstring); `record` takes
+    the sentence saying how it ended (this module's `last_outcome` by default: the BM25
+    child of `core.rank.bm25_process` keeps its own)."""
 
     wait_floor_s = WAIT_FLOOR_S
 
-    def __init__(self, process: subprocess.Popen[bytes], errors: IO[bytes]) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        errors: IO[bytes],
+        record: Callable[[str], None] = _record,
+    ) -> None:
         self.process = process
         self._errors = errors
+        self._record = record
         self._started = time.perf_counter()
+
+    @property
+    def running_s(self) -> float:
+        """Seconds since the child was started."""
+        return time.perf_counter() - self._started
 
     def finish(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for the child; True when it finished its work (the
         definitions are saved unless the folder could not be written). A child still running
         then is stopped (`stop`)."""
-        global last_outcome
         try:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.stop()
-            last_outcome = f"the second process took over {timeout:.1f} s and was stopped"
+            self._record(f"the second process took over {timeout:.1f} s and was stopped")
             return False
         seconds = time.perf_counter() - self._started
         if code == SAVED:
-            last_outcome = f"built and saved by a second process in {seconds:.2f} s"
+            self._record(f"built and saved by a second process in {seconds:.2f} s")
         elif code == CHANGED:
-            last_outcome = "the second process found the chunks changed and saved nothing"
+            self._record("the second process found the chunks changed and saved nothing")
         else:
-            last_outcome = f"the second process failed (exit code {code}){self._last_error()}"
+            self._record(f"the second process failed (exit code {code}){self._last_error()}")
         self._close()
         return code == SAVED
 

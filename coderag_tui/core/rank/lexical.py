@@ -52,6 +52,7 @@ from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
+    from coderag_tui.core.rank import bm25_process
     from coderag_tui.core.rank.definitions import Definitions
     from coderag_tui.core.rank.definitions_process import Child
     from coderag_tui.settings import Settings
@@ -174,6 +175,32 @@ class _TermNumbers(dict[str, tuple[int, ...]]):
         return found
 
 
+class ChunkNumbers:
+    """Each chunk's BM25 words (`chunk_tokens` of the word splitter, to the last one) as
+    vocabulary numbers, each distinct word worked out once: the whole way from text to numbers
+    runs in C for every word seen before. `Postings.from_chunks` and the second process that
+    builds BM25 while the index is written (`core.rank.bm25_process`) share it."""
+
+    def __init__(self, options: BM25Options) -> None:
+        self.vocab = _Vocabulary()
+        self._terms = _TermNumbers(self.vocab, split_identifiers=options.split_identifiers)
+        self._split = options.split_identifiers
+        self._with_path = options.path_in_text
+        self._paths: dict[str, tuple[int, ...]] = {}
+
+    def __call__(self, path: str, text: str) -> list[int]:
+        terms = self._terms.__getitem__
+        words = chain.from_iterable(map(terms, split_words(text, self._split)))
+        if not self._with_path:
+            return list(words)
+        numbers = self._paths.get(path)
+        if numbers is None:
+            numbers = self._paths[path] = tuple(
+                chain.from_iterable(map(terms, split_words(path, self._split)))
+            )
+        return [*numbers, *words]
+
+
 @dataclass(frozen=True)
 class Postings:
     """One segment's word counts: for each word (a column; words sorted, so a lookup is a
@@ -194,7 +221,7 @@ class Postings:
     def build(cls, documents: Iterable[Sequence[str]]) -> Postings:
         """Count words in batches of chunks: no corpus-wide list of words is ever held."""
         vocab = _Vocabulary()
-        return cls._count((list(map(vocab.__getitem__, doc)) for doc in documents), vocab)
+        return cls.count((list(map(vocab.__getitem__, doc)) for doc in documents), vocab)
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[Chunk], options: BM25Options) -> Postings:
@@ -203,26 +230,11 @@ class Postings:
         for every word seen before (the words are `chunk_tokens`' to the last one)."""
         if options.splitter != WORD:
             return cls.build(_other_tokens(chunks, options))
-        vocab = _Vocabulary()
-        terms = _TermNumbers(vocab, split_identifiers=options.split_identifiers)
-        paths: dict[str, tuple[int, ...]] = {}
-        split = options.split_identifiers
-
-        def numbers(chunk: Chunk) -> list[int]:
-            words = chain.from_iterable(map(terms.__getitem__, split_words(chunk.text, split)))
-            if not options.path_in_text:
-                return list(words)
-            path = paths.get(chunk.path)
-            if path is None:
-                path = paths[chunk.path] = tuple(
-                    chain.from_iterable(map(terms.__getitem__, split_words(chunk.path, split)))
-                )
-            return [*path, *words]
-
-        return cls._count(map(numbers, chunks), vocab)
+        numbers = ChunkNumbers(options)
+        return cls.count((numbers(c.path, c.text) for c in chunks), numbers.vocab)
 
     @classmethod
-    def _count(cls, documents: Iterable[list[int]], vocab: dict[str, int]) -> Postings:
+    def count(cls, documents: Iterable[Sequence[int]], vocab: dict[str, int]) -> Postings:
         """The postings of documents given as vocabulary numbers (`vocab`: word -> number)."""
         word_parts: list[np.ndarray] = []
         doc_parts: list[np.ndarray] = []
@@ -577,10 +589,16 @@ def load_or_build_bm25(
     method: str = DEFAULT_METHOD,
     max_drift: float = MAX_DRIFT,
     splitter: str = WORD,
+    second: bm25_process.Child | None = None,
 ) -> BM25Index:
     """The saved index when the store's chunks are unchanged (same generation); after an
     edit, the saved base with a delta of the changed files (`max_drift` as in
     `Drift.worth_a_delta`); else rebuilt.
+
+    `second`: a child that followed the build of these chunks (`core.rank.bm25_process`):
+    told they are written, it counts and saves BM25 while the definitions are built here;
+    it is waited for at most as long as it has run (at least its floor), and whatever
+    becomes of it the saved index is then loaded, or built here.
 
     With the code signals that read them on, the chunks' definitions come with it (saved
     beside it the same way; `core.rank.definitions`). When both are rebuilt over many chunks,
@@ -595,6 +613,10 @@ def load_or_build_bm25(
     wanted = settings.signals and bool(
         settings.signal_definitions or settings.signal_forms or settings.signal_issue_terms
     )
+    if second is not None:
+        if splitter == WORD and len(chunks) >= second.min_chunks:
+            return _with_second(store, settings, chunks, second, wanted=wanted)
+        second.stop()
     children: list[Child] = []
 
     def before_build() -> None:  # BM25 is about to be rebuilt: the definitions too
@@ -626,6 +648,35 @@ def load_or_build_bm25(
         index.definitions = load_or_build_definitions(
             store, settings, chunks, current=current, max_drift=max_drift
         )
+    return index
+
+
+def _with_second(
+    store: Store,
+    settings: Settings,
+    chunks: Sequence[Chunk],
+    second: bm25_process.Child,
+    *,
+    wanted: bool,
+) -> BM25Index:
+    """`load_or_build_bm25` with a child counting BM25 meanwhile (see there)."""
+    from coderag_tui.core.rank.definitions import load_or_build_definitions
+
+    current = CurrentTable(store, chunks)
+    generation = store.generation(settings.chunking_spec.key)
+    options = BM25Options(settings.split_identifiers, settings.path_in_text)
+    try:
+        second.done(generation, len(chunks))
+        definitions = (
+            load_or_build_definitions(store, settings, chunks, current=current) if wanted else None
+        )
+        second.finish(max(second.wait_floor_s, second.running_s))
+    finally:
+        second.stop()
+    index = _load_or_build_matrix(
+        bm25_dir(settings, options), options, chunks, generation, current, MAX_DRIFT
+    )
+    index.definitions = definitions
     return index
 
 

@@ -1,0 +1,195 @@
+"""Build BM25 in a second process while the first index of a repository is written.
+
+A cold index reads, scans and chunks every file (one core: the reading threads share the
+GIL) and only then builds BM25 (Python tokenizing every chunk), so the second core sits idle
+through the first half. When a repository is indexed for the first time (no chunk of the
+chunking stored yet, no BM25 saved for its options) and the walk finds at least `MIN_BYTES`
+to read, `start` runs a child: a new interpreter (a spawn, never a fork of a process with
+threads) with the parent's `sys.path`, as
+`core.rank.definitions_process` does. It opens the store read-only and follows the build
+by row id (rows are only ever inserted or deleted, never changed: `Store.chunk_rows_after`),
+tokenizing each chunk as soon as its batch is committed, with the very `ChunkNumbers` the
+in-process build uses.
+
+When the parent has written the index it sends one line, the store's generation and chunk
+count (`Child.done`), and builds the definitions itself meanwhile. The child then reads the
+chunks' order in one snapshot; when the generation and count are those the parent sent, it
+tokenizes any row it has not seen, counts, and saves the BM25 folder exactly as the parent
+would (`BM25Index.save`, with the file table), so `load_or_build_bm25` loads it. Anything
+else (the store changed, the child failed, was killed or too slow): it saves nothing and the
+parent builds BM25 as without it. The result is the same either way (a test holds the two
+equal). Closing its stdin (the parent is interrupted, or died) stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from array import array
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coderag_tui.core.rank import definitions_process
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.store import Store
+    from coderag_tui.settings import Settings
+
+MIN_CHUNKS = definitions_process.MIN_CHUNKS  # fewer: the parent builds BM25 itself
+# Started only when the walk finds at least this much to read: about `MIN_CHUNKS` windows of
+# 64 lines of code (a smaller repository is indexed before the child has even started).
+MIN_BYTES = 8 << 20
+PAGE = 2048  # chunks read per query while following the build
+IDLE_S = 0.02  # how long the child waits for the next batch to be committed
+
+# What the last `start` or `Child.finish` did, for benchmarks and tests (one sentence).
+last_outcome = ""
+
+_BOOT = (
+    "import json, sys\n"
+    "args = json.loads(sys.argv[1])\n"
+    "sys.path[:] = args['path']\n"
+    "from coderag_tui.core.rank.bm25_process import main\n"
+    "sys.exit(main(args))\n"
+)
+
+
+def _record(outcome: str) -> None:
+    global last_outcome
+    last_outcome = outcome
+
+
+class Child(definitions_process.Child):
+    """A running child building BM25 (see the module docstring)."""
+
+    min_chunks = MIN_CHUNKS  # fewer chunks written: the parent builds BM25 itself
+
+    def done(self, generation: str, n_chunks: int) -> None:
+        """Tell the child the index is written: `generation` with `n_chunks` chunks."""
+        stdin = self.process.stdin
+        line = json.dumps({"generation": generation, "n_chunks": n_chunks}) + "\n"
+        try:
+            if stdin is not None:
+                stdin.write(line.encode("utf-8"))
+                stdin.flush()
+        except (OSError, ValueError):  # gone already: `finish` says how it ended
+            pass
+
+
+def start(store: Store, settings: Settings) -> Child | None:
+    """A child following the first build of `settings`' chunking into `store` (see the
+    module docstring); None when there is nothing for it to do or no second core."""
+    from coderag_tui.core.rank.lexical import BM25Index, BM25Options, bm25_dir
+    from coderag_tui.core.rank.splitters import WORD
+
+    options = BM25Options(settings.split_identifiers, settings.path_in_text)
+    directory = bm25_dir(settings, options)
+    if options.splitter != WORD or definitions_process._cores() < definitions_process.MIN_CORES:
+        _record("built in-process (fewer than two cores)")
+        return None
+    if getattr(sys, "frozen", False) or not sys.executable:
+        _record("built in-process (no interpreter to start)")
+        return None
+    key = settings.chunking_spec.key
+    if store.chunk_count(key) or BM25Index.read_meta(directory) is not None:
+        _record("built in-process (not a first index)")
+        return None
+    args = {
+        "path": sys.path,
+        "store": str(Path(store.path).resolve()),
+        "spec_key": key,
+        "options": options.as_dict(),
+        "directory": str(directory.resolve()),
+    }
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (the child's stderr: `Child` closes it)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, json.dumps(args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        errors.close()
+        _record(f"built in-process (the second process did not start: {exc})")
+        return None
+    _record("started a second process")
+    return Child(process, errors, _record)
+
+
+class _Parent:
+    """The parent's one line (`Child.done`), read on a thread; a closed stdin interrupts
+    the main thread (KeyboardInterrupt), so nothing half-written is left."""
+
+    def __init__(self) -> None:
+        self.said: dict[str, Any] | None = None
+        self.heard = threading.Event()
+        threading.Thread(target=self._read, name="coderag-parent", daemon=True).start()
+
+    def _read(self) -> None:
+        buffer = b""
+        try:
+            while chunk := os.read(0, 65536):
+                buffer += chunk
+                if b"\n" in buffer and self.said is None:
+                    line, _, buffer = buffer.partition(b"\n")
+                    self.said = json.loads(line.decode("utf-8"))
+                    self.heard.set()
+        except (OSError, ValueError):
+            pass
+        import _thread
+
+        _thread.interrupt_main()
+
+
+def main(args: dict[str, Any]) -> int:
+    """The child: follow the build, then count and save BM25 (see the module docstring)."""
+    try:
+        parent = _Parent()
+        from coderag_tui.core.index.chunk_list import ChunkList
+        from coderag_tui.core.index.store import Store
+        from coderag_tui.core.rank.lexical import BM25Index, BM25Options, ChunkNumbers, Postings
+        from coderag_tui.core.rank.segments import CurrentTable
+
+        options = BM25Options(**args["options"])
+        spec_key = str(args["spec_key"])
+        numbers = ChunkNumbers(options)
+        seen: dict[int, array[int]] = {}  # int32: a vocabulary stays far below 2**31
+        store = Store.open(Path(args["store"]), read_only=True)
+        try:
+            last = 0
+            while True:
+                rows = store.chunk_rows_after(spec_key, last, PAGE)
+                for row, path, text in rows:
+                    seen[row] = array("i", numbers(path, text))
+                if rows:
+                    last = rows[-1][0]
+                elif parent.heard.wait(IDLE_S):
+                    break
+            said = parent.said or {}
+            with store.snapshot():  # the order, file table and count of one generation
+                if store.generation(spec_key) != said.get("generation"):
+                    return definitions_process.CHANGED
+                order = store.chunk_row_ids(spec_key)
+                chunks = ChunkList.load(store, spec_key)
+                table = CurrentTable(store, chunks).table
+                missing = [row for row in order if row not in seen]
+                for row, path, text in store.chunk_rows(missing):
+                    seen[row] = array("i", numbers(path, text))
+            if len(order) != said.get("n_chunks") or len(seen) < len(order):
+                return definitions_process.CHANGED
+            postings = Postings.count((seen[row] for row in order), numbers.vocab)
+            extra = {"generation": said["generation"]}
+            BM25Index(postings, options).save(Path(args["directory"]), extra=extra, table=table)
+        finally:
+            store.close()
+    except KeyboardInterrupt:
+        return definitions_process.INTERRUPTED
+    return definitions_process.SAVED
+
+
+__all__ = ["Child", "main", "start"]
