@@ -108,7 +108,7 @@ class LocalBackend:
         with keeper.locked(settings, progress, cancel, notices) as locked:
             if not locked:  # cancelled while another run was indexing
                 return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
-            second = self._second(settings, current)
+            second: list[bm25_process.Child] = []  # started once the walk found much to read
             try:
                 return self._update_locked(
                     settings,
@@ -121,22 +121,26 @@ class LocalBackend:
                     only=only,
                 )
             finally:
-                if second is not None:
-                    second.stop()
+                for child in second:
+                    child.stop()
 
-    def _second(self, settings: Settings, current: Lexical | None) -> bm25_process.Child | None:
+    def _start_second(
+        self, settings: Settings, second: list[bm25_process.Child], to_read: int
+    ) -> None:
         """A second process building BM25 while a repository's first index is written
-        (`core.rank.bm25_process`), when it can help."""
+        (`core.rank.bm25_process`), when the walk found enough to read for it to help."""
         from coderag_tui.core.index.store import StoreError
         from coderag_tui.core.rank import bm25_process
 
-        if current is not None:
-            return None
+        if to_read < bm25_process.MIN_BYTES:
+            return
         try:
             store = self.keeper.store(settings)
-            return None if store.read_only else bm25_process.start(store, settings)
+            child = None if store.read_only else bm25_process.start(store, settings)
         except StoreError:
-            return None
+            return
+        if child is not None:
+            second.append(child)
 
     def _update_locked(  # noqa: PLR0913 (the update's state, passed on once)
         self,
@@ -145,7 +149,7 @@ class LocalBackend:
         progress: Callable[[IndexProgress], None] | None,
         cancel: threading.Event | None,
         notices: list[str],
-        second: bm25_process.Child | None,
+        second: list[bm25_process.Child],
         *,
         stale_ok: bool,
         only: Collection[str] | None,
@@ -167,6 +171,11 @@ class LocalBackend:
                 stale_ok=stale_ok,
                 only=only,
                 previous=current.report if current is not None else None,
+                planned=(
+                    (lambda size: self._start_second(settings, second, size))
+                    if current is None and only is None and attempt == 1
+                    else None
+                ),
             )
             store, report = built.store, built.report
             if report is None:  # the index cannot be written: answer from what it holds
@@ -203,7 +212,9 @@ class LocalBackend:
             )
         if progress is not None:
             progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
-        bm25 = load_or_build_bm25(store, settings, chunks, second=second)
+        # A cancelled build is not waited for: the child is stopped (by `update`).
+        usable = second and store is keeper.opened() and not report.cancelled
+        bm25 = load_or_build_bm25(store, settings, chunks, second=second[0] if usable else None)
         bm25.warm_up()
         return Lexical(chunks=chunks, bm25=bm25, generation=generation, report=report, notices=said)
 
