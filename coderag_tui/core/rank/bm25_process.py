@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 from array import array
 from pathlib import Path
@@ -105,20 +103,7 @@ def start(store: Store, settings: Settings) -> Child | None:
         "options": options.as_dict(),
         "directory": str(directory.resolve()),
     }
-    errors = tempfile.TemporaryFile()  # noqa: SIM115 (the child's stderr: `Child` closes it)
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, json.dumps(args)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        errors.close()
-        _record(f"built in-process (the second process did not start: {exc})")
-        return None
-    _record("started a second process")
-    return Child(process, errors, _record)
+    return definitions_process.spawn(_BOOT, args, Child, _record)
 
 
 class _Parent:

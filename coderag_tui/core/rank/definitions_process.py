@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
@@ -184,20 +184,31 @@ def start(
         "n_chunks": n_chunks,
         "max_drift": max_drift,
     }
+    return spawn(_BOOT, args, Child, _record)
+
+
+_C = TypeVar("_C", bound=Child)
+
+
+def spawn(
+    boot: str, args: dict[str, Any], kind: type[_C], record: Callable[[str], None]
+) -> _C | None:
+    """Start `python -c boot ARGS` (ARGS: `args` as JSON) as a `kind` of child whose stdin
+    the parent holds; None when it cannot start. `record` hears what happened."""
     errors = tempfile.TemporaryFile()  # noqa: SIM115 (the child's stderr: `Child` closes it)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, json.dumps(args)],
+            [sys.executable, "-c", boot, json.dumps(args)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=errors,
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         errors.close()
-        last_outcome = f"built in-process (the second process did not start: {exc})"
+        record(f"built in-process (the second process did not start: {exc})")
         return None
-    last_outcome = "started a second process"
-    return Child(process, errors)
+    record("started a second process")
+    return kind(process, errors, record)
 
 
 def _stop_when_asked() -> None:
