@@ -82,6 +82,7 @@ def test_every_path_of_the_hostile_repository_checked_alone_ends_as_the_full_wal
         paths = every_path(root)
         report = build_index(settings, store, workers=1, only=paths, previous=first)
         assert report.touched is not None  # checked path by path, not by a walk
+        assert report.chunks == len(store.chunks(key))
         assert stored(store, key) == full_build(settings, tmp_path / "full")
         same_lists(before.patched(store, report.touched), ChunkList.load(store, key))
         assert "outside_secret.py" not in str(stored(store, key)["chunks"])
@@ -178,6 +179,7 @@ def test_a_change_checked_by_its_paths_ends_as_a_full_check(
         paths = CHANGES[change](root)
         report = build_index(settings, store, workers=1, only=paths, previous=first)
         assert report.touched is not None
+        assert report.chunks == len(store.chunks(key))
         assert stored(store, key) == full_build(settings, tmp_path / "full")
         same_lists(before.patched(store, report.touched), ChunkList.load(store, key))
         # the rest of the tree keeps the last full check's skips in the report

@@ -1083,12 +1083,20 @@ class Store(_Database):
                 ]
         return found
 
-    def chunk_count(self, spec_key: str) -> int:
+    def chunk_count(self, spec_key: str, paths: Iterable[str] | None = None) -> int:
+        """How many chunks `spec_key` has, in all or in the files `paths`."""
+        query = "SELECT count(*) FROM chunks WHERE spec_key = ?"
         with self._reading() as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM chunks WHERE spec_key = ?", (spec_key,)
-            ).fetchone()
-        return int(row[0])
+            if paths is None:
+                return int(conn.execute(query, (spec_key,)).fetchone()[0])
+            return sum(
+                int(
+                    conn.execute(
+                        f"{query} AND path IN ({','.join('?' * len(part))})", (spec_key, *part)
+                    ).fetchone()[0]
+                )
+                for part in _parts(list(paths))
+            )
 
     def chunk_hashes(self, spec_key: str) -> list[str]:
         """The text hash of every chunk of `spec_key`, in the order of `chunks()`."""

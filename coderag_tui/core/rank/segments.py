@@ -16,9 +16,11 @@ count under the same chunking) has the same chunks in the same order.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +50,16 @@ class FileTable:
     @property
     def n_chunks(self) -> int:
         return sum(self.counts)
+
+    @functools.cached_property
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk counts, hashes as objects, each chunk's file, each chunk's place in its
+        file) as arrays: a saved base's are worked out once however many edits it meets."""
+        counts = np.asarray(self.counts, dtype=np.int64)
+        n = int(counts.sum())
+        file_of = np.repeat(np.arange(len(self.paths)), counts)
+        place = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+        return counts, np.asarray(self.hashes, dtype=object), file_of, place
 
     @classmethod
     def of(cls, chunks: Sequence[Chunk], hashes: Mapping[str, str]) -> FileTable:
@@ -155,24 +167,21 @@ class Drift:
 def drift(base: FileTable, current: FileTable) -> Drift:
     """Compare a base's file table with the current one (see `Drift`); vectorised over chunks,
     with one dictionary look-up per file."""
-    base_counts = np.asarray(base.counts, dtype=np.int64)
+    base_counts, base_hashes, base_file, offset = base.columns
     current_counts = np.asarray(current.counts, dtype=np.int64)
-    remap = np.full(base.n_chunks, -1, dtype=np.int64)
+    remap = np.full(int(base_counts.sum()), -1, dtype=np.int64)
     if not current.paths:
         return Drift(remap, np.zeros(0, dtype=np.int64), 0)
-    where = {path: i for i, path in enumerate(current.paths)}
-    found = np.fromiter((where.get(p, -1) for p in base.paths), np.int64, len(base.paths))
+    where = dict(zip(current.paths, range(len(current.paths)), strict=True))
+    found = np.fromiter(map(where.get, base.paths, repeat(-1)), np.int64, len(base.paths))
     at = np.maximum(found, 0)  # the current file of each base file (meaningful where `same`)
-    base_hashes = np.asarray(base.hashes, dtype=object)
     same = (
         (found >= 0)
         & (base_hashes != "")
         & (base_hashes == np.asarray(current.hashes, dtype=object)[at])
         & (base_counts == current_counts[at])
     )
-    # Each base chunk: its file and its place in it; unchanged files keep that place now.
-    base_file = np.repeat(np.arange(len(base.paths)), base_counts)
-    offset = np.arange(base.n_chunks) - np.repeat(np.cumsum(base_counts) - base_counts, base_counts)
+    # Each base chunk's file and place in it (`offset`): unchanged files keep that place now.
     current_starts = np.cumsum(current_counts) - current_counts
     keep = same[base_file]
     remap[keep] = current_starts[at[base_file[keep]]] + offset[keep]

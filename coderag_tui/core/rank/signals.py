@@ -32,13 +32,12 @@ hit carries `why`: the fused score and each signal's contribution, which sum to 
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -121,6 +120,32 @@ def signals_on(settings: Settings) -> list[str]:
     ]
 
 
+class FileRuns(Sequence[range]):
+    """Each file's chunk indexes, from the files' first chunks (`starts`, one more than
+    files): made when asked for, so a new chunk list costs no range per file."""
+
+    def __init__(self, starts: list[int]) -> None:
+        self._starts = starts
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    @overload
+    def __getitem__(self, fid: int) -> range: ...
+
+    @overload
+    def __getitem__(self, fid: slice) -> list[range]: ...
+
+    def __getitem__(self, fid: int | slice) -> range | list[range]:
+        if isinstance(fid, slice):
+            return [self[i] for i in range(*fid.indices(len(self)))]
+        if fid < 0:
+            fid += len(self)
+        if not 0 <= fid < len(self):
+            raise IndexError(f"file {fid} of {len(self)}")
+        return range(self._starts[fid], self._starts[fid + 1])
+
+
 @dataclass
 class CodeFacts:
     """What the signals know about a list of chunks, computed once for it: each chunk's
@@ -129,7 +154,7 @@ class CodeFacts:
     chunks: Sequence[Chunk]
     definitions: Definitions | None
     file_of: list[int] = field(default_factory=list)
-    chunks_of: list[Sequence[int]] = field(default_factory=list)
+    chunks_of: Sequence[Sequence[int]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     languages: list[str | None] = field(default_factory=list)
     # Per file id, computed the first time a candidate of that file is scored: a query looks
@@ -146,8 +171,7 @@ class CodeFacts:
             self.paths = chunks.paths
             self.languages = chunks.languages
             self.file_of = chunks.file_of.tolist()
-            starts = chunks.file_starts.tolist()
-            self.chunks_of = [range(s, e) for s, e in itertools.pairwise(starts)]
+            self.chunks_of = FileRuns(chunks.file_starts.tolist())
         else:
             ids: dict[str, int] = {}
             groups: list[list[int]] = []
