@@ -291,7 +291,10 @@ def build_index(  # noqa: PLR0913
     build = _Build(settings, store, run, clock, progress)
     build.emit("walk", force=True)
     if only is not None:
-        report = _build_paths(build, sorted(set(only)), previous, cancel=cancel, workers=workers)
+        batches = (batch_files, batch_bytes)
+        report = _build_paths(
+            build, sorted(set(only)), previous, cancel=cancel, workers=workers, batches=batches
+        )
         if report is not None:
             return report
         run = build.run = _Run(started=run.started)
@@ -366,8 +369,10 @@ def _build_paths(
     *,
     cancel: threading.Event | None,
     workers: int | None,
+    batches: tuple[int, int],
 ) -> IndexReport | None:
-    """`build_index` of `paths` alone (see there); None when every file must be checked."""
+    """`build_index` of `paths` alone (see there; `batches`: its batch_files and batch_bytes);
+    None when every file must be checked."""
     settings, store, run, clock = build.settings, build.store, build.run, build.clock
     key = settings.chunking_spec.key
     if (
@@ -401,7 +406,13 @@ def _build_paths(
     run.done = run.unchanged
     build.emit("index", force=True)
     position, cancelled, interrupted = _index_jobs(
-        build, jobs, chunked, cancel=cancel, batch_files=200, batch_bytes=4 << 20, workers=workers
+        build,
+        jobs,
+        chunked,
+        cancel=cancel,
+        batch_files=batches[0],
+        batch_bytes=batches[1],
+        workers=workers,
     )
     left = len(jobs) - position
     run.done = run.files_total - left
