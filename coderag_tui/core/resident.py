@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -42,6 +43,11 @@ QUIET_S = 0.3
 # Seconds between the end of one background check and the start of the next, at least (a
 # tool writing into the repository all the time must not keep a core busy re-checking).
 MIN_GAP_S = 2.0
+# After a check of the watched paths alone, every file is checked again in the background
+# once the repository has been quiet this long since the last such check: whatever the paths
+# could not say (a global ignore file, `git add -f`) is then taken in, as a fresh process
+# would, without a search waiting for it.
+FULL_CHECK_AFTER_S = 300.0
 WATCH_FAILED = "the file watch stopped ({}): every search re-checks the repository's files."
 
 
@@ -71,6 +77,7 @@ class Checks:
     checked: int = 0  # every file's state checked first (a change, or the watch could not sync)
     background: int = 0  # checks the background thread made after changes settled
     by_path: int = 0  # checks of the paths the watch named alone (of `checked` + `background`)
+    full_after_paths: int = 0  # background checks of every file after checks of paths alone
 
 
 class Resident:
@@ -89,6 +96,7 @@ class Resident:
         self._lock = threading.RLock()
         self._closed = threading.Event()
         self._stale = watch is None
+        self._by_path_since = 0.0  # when the first check of paths alone since a full one ran
         self._said_watch = False
         self._thread: threading.Thread | None = None
         if watch is not None:
@@ -146,6 +154,9 @@ class Resident:
         lexical = engine.update_index(settings, current=engine.lexical, only=only)
         if lexical.report is not None and lexical.report.touched is not None:
             self.checks.by_path += 1
+            self._by_path_since = self._by_path_since or time.monotonic()
+        else:
+            self._by_path_since = 0.0
         engine.use(lexical)
         if lexical.changed and self._dense is not None:
             self._dense = self._reopen_dense(lexical)
@@ -181,6 +192,7 @@ class Resident:
             if not watch.wait_changed(timeout=1.0):
                 if watch.failure:
                     return  # every request checks for itself from now on
+                self._full_check_when_due()
                 continue
             watch.quiet_for(QUIET_S)
             if self._closed.is_set():
@@ -192,6 +204,18 @@ class Resident:
                         self._check(changes)
                         self.checks.background += 1
             self._closed.wait(MIN_GAP_S)
+
+    def _full_check_when_due(self) -> None:
+        """Every file checked in the background, `FULL_CHECK_AFTER_S` after the first check
+        of paths alone since the last full one (see there)."""
+        since = self._by_path_since
+        if not since or time.monotonic() - since < FULL_CHECK_AFTER_S:
+            return
+        # A failure leaves the index stale: the next request checks and says why.
+        with self._lock, contextlib.suppress(Exception):
+            self._check(EVERY_FILE)
+            self.checks.background += 1
+            self.checks.full_after_paths += 1
 
     def watch_note(self) -> str:
         """A sentence once, when the watch has stopped since it was last asked ("" otherwise)."""

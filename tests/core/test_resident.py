@@ -4,6 +4,7 @@ refuses requests that need another index or model."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from coderag_tui.core import resident as resident_module
 from coderag_tui.core.engine import Engine
 from coderag_tui.core.resident import Resident, differs
 from coderag_tui.settings import Settings
@@ -150,3 +152,31 @@ def test_an_ignore_rule_changed_means_every_file_is_checked(
     lexical = resident.engine.lexical
     assert lexical is not None and lexical.report is not None
     assert lexical.report.touched is None
+
+
+def test_what_no_watched_path_says_is_taken_in_by_a_full_check_later(
+    settings: Settings, tiny_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git add -f` of an ignored file changes no file the watch counts; checks of the
+    changed paths alone never see it, the background's later check of every file does."""
+    monkeypatch.setattr(resident_module, "FULL_CHECK_AFTER_S", 0.0)
+    (tiny_repo / ".gitignore").write_text("zebra.py\n")
+    (tiny_repo / "shop" / "zebra.py").write_text("def zebra_quagga_okapi():\n    pass\n")
+    made, _ = Resident.open(settings, tmp_path / "cookies", open_engine=open_with_hashing)
+    with made as resident:
+        assert "shop/zebra.py" not in top_paths(
+            resident, settings, "zebra quagga okapi", dense=False
+        )
+        subprocess.run(["git", "-C", str(tiny_repo), "add", "-f", "shop/zebra.py"], check=True)
+        (tiny_repo / "shop" / "cart.py").write_text("def cart_total():\n    return 0\n")
+        assert "shop/zebra.py" not in top_paths(
+            resident, settings, "zebra quagga okapi", dense=False
+        )
+        assert resident.checks.by_path >= 1
+        deadline = time.monotonic() + 20.0
+        while resident.checks.full_after_paths == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert resident.checks.full_after_paths >= 1
+        assert (
+            top_paths(resident, settings, "zebra quagga okapi", dense=False)[0] == "shop/zebra.py"
+        )
