@@ -33,20 +33,17 @@ from typing import TYPE_CHECKING
 from coderag_tui.core.eval.datasets import CandidateFilter, EvalRow
 from coderag_tui.core.eval.evaluation import (
     ANY_TOKENIZER,
-    NEEDS_DENSE,
     EvalProgress,
     EvalReport,
     Grid,
     InstanceResult,
+    Models,
     _embed_progress,
-    _embedder,
     _ranking,
-    _reranker,
     _score,
     chunking_settings,
-    compare,
-    prepare_engine,
-    summarise,
+    finished,
+    opened,
     use_variant,
 )
 from coderag_tui.core.eval.structure_lists import STRUCTURE_LISTS, StructureLists
@@ -381,14 +378,12 @@ def run_completion(
     """Every completion row under every configuration of the grid, on the repository as it
     is: one index per chunking, then one code-to-code search per row and tokenizer, scored on
     files and packed at each budget per mode."""
-    from coderag_tui.core.engine import Engine, prompt_tools
+    from coderag_tui.core.engine import prompt_tools
 
     grid.validate()
     started = time.perf_counter()
     notes: list[str] = []
-    want_dense = bool(NEEDS_DENSE.intersection(grid.modes))
-    embedder, dense_reason = _embedder(settings, want_dense, notes, embedder)
-    reranker = _reranker(settings, "rerank" in grid.modes, notes)
+    models = Models.start(settings, grid, notes, embedder)
     template, counter = prompt_tools(settings)
     if counter.note:
         notes.append(counter.note)
@@ -404,23 +399,16 @@ def run_completion(
             cancelled = True
             break
         base = chunking_settings(
-            settings, settings.repo_root, chunking, grid, reranker is not None
+            settings, settings.repo_root, chunking, grid, models.reranker is not None
         ).with_(budget=max(budgets, default=settings.budget))
         if progress is not None:
             progress(EvalProgress(step, total, chunking, "indexing"))
-        prep_start = time.perf_counter()
-        engine = Engine(base)
-        try:
-            lexical = prepare_engine(
-                engine,
-                base,
-                embedder=embedder,
-                dense_reason=dense_reason,
-                reranker=reranker,
-                embed_progress=_embed_progress(progress, step, total, chunking),
-                cancel=cancel,
-            )
-            prepare_s = time.perf_counter() - prep_start
+        embed_progress = _embed_progress(progress, step, total, chunking)
+        with opened(base, models, embed_progress=embed_progress, cancel=cancel) as (
+            engine,
+            lexical,
+            prepare_s,
+        ):
             structure = StructureLists(settings.repo_root, lexical.chunks, graphs, notes)
             for t_index, variant in enumerate(grid.lexicals):
                 tok_settings = use_variant(engine, base, lexical, variant)
@@ -443,22 +431,19 @@ def run_completion(
                         progress(EvalProgress(done, total, f"{chunking} · {variant.label}", row.id))
                 if cancelled:
                     break
-        finally:
-            engine.close()
         if cancelled:
             break
         if progress is not None:
             progress(EvalProgress(step + per_chunking, total, chunking, "done"))
-    summaries = summarise(results, grid)
-    return EvalReport(
-        k=grid.k,
-        summaries=summaries,
-        instances=tuple(results),
-        notes=tuple(notes),
-        skipped=(),
-        wall_s=time.perf_counter() - started,
+    return finished(
+        results,
+        grid,
+        notes,
+        (),
+        started,
         cancelled=cancelled,
-        comparisons=compare(results, summaries, baseline=baseline, resamples=resamples),
+        baseline=baseline,
+        resamples=resamples,
     )
 
 

@@ -14,11 +14,12 @@ baseline by a paired bootstrap of queries, so a difference can be told from chan
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -549,6 +550,81 @@ def use_variant(
     return settings
 
 
+@dataclass(frozen=True)
+class Models:
+    """What every index of a run shares, loaded once: the embedder (or why dense is off)
+    and the reranker (None: off, said in the notes)."""
+
+    embedder: Embedder | None
+    dense_reason: str
+    reranker: Reranker | LearnedReranker | None
+
+    @classmethod
+    def start(
+        cls, settings: Settings, grid: Grid, notes: list[str], embedder: Embedder | None
+    ) -> Models:
+        """The models `grid`'s modes need (`embedder`, when given, replaces the one
+        `settings` would resolve); why one is missing goes to `notes`."""
+        want_dense = bool(NEEDS_DENSE.intersection(grid.modes))
+        embedder, dense_reason = _embedder(settings, want_dense, notes, embedder)
+        return cls(embedder, dense_reason, _reranker(settings, "rerank" in grid.modes, notes))
+
+
+@contextlib.contextmanager
+def opened(
+    base: Settings,
+    models: Models,
+    *,
+    embed_progress: Callable[[int, int], None] | None,
+    cancel: threading.Event | None,
+) -> Iterator[tuple[Engine, Lexical, float]]:
+    """An engine holding `base`'s index and `models` (`prepare_engine`), closed when the
+    block ends, with the seconds preparing it took."""
+    from coderag_tui.core.engine import Engine
+
+    started = time.perf_counter()
+    engine = Engine(base)
+    try:
+        lexical = prepare_engine(
+            engine,
+            base,
+            embedder=models.embedder,
+            dense_reason=models.dense_reason,
+            reranker=models.reranker,
+            embed_progress=embed_progress,
+            cancel=cancel,
+        )
+        yield engine, lexical, time.perf_counter() - started
+    finally:
+        engine.close()
+
+
+def finished(
+    results: list[InstanceResult],
+    grid: Grid,
+    notes: list[str],
+    skipped: Sequence[tuple[str, str]],
+    started: float,
+    *,
+    cancelled: bool,
+    baseline: tuple[str, str, str] | None,
+    resamples: int,
+) -> EvalReport:
+    """The report of a run that began at `started` (perf_counter): summaries per
+    configuration and their comparison with `baseline`."""
+    summaries = summarise(results, grid)
+    return EvalReport(
+        k=grid.k,
+        summaries=summaries,
+        instances=tuple(results),
+        notes=tuple(notes),
+        skipped=tuple(skipped),
+        wall_s=time.perf_counter() - started,
+        cancelled=cancelled,
+        comparisons=compare(results, summaries, baseline=baseline, resamples=resamples),
+    )
+
+
 def run_eval(
     rows: Sequence[EvalRow],
     settings: Settings,
@@ -569,15 +645,14 @@ def run_eval(
     settings would resolve (e.g. one already loaded). Every other configuration is compared
     with `baseline` (default: the first) by a paired bootstrap with `resamples` draws.
     """
-    from coderag_tui.core.engine import Engine
 
     grid.validate()
     started = time.perf_counter()
     notes: list[str] = []
     work, skipped = _plan(rows, settings, repos_dir)
     want_dense = bool(NEEDS_DENSE.intersection(grid.modes))
-    embedder, dense_reason = _embedder(settings, want_dense, notes, embedder)
-    reranker = _reranker(settings, "rerank" in grid.modes, notes)
+    models = Models.start(settings, grid, notes, embedder)
+    reranker = models.reranker
     results: list[InstanceResult] = []
     total = len(work) * len(grid.chunkings)
     step = 0
@@ -618,19 +693,12 @@ def run_eval(
             if progress is not None:
                 progress(EvalProgress(step, total, label, "indexing"))
             base = chunking_settings(settings, tree, chunking, grid, reranker is not None)
-            prep_start = time.perf_counter()
-            engine = Engine(base)
-            try:
-                lexical = prepare_engine(
-                    engine,
-                    base,
-                    embedder=embedder,
-                    dense_reason=dense_reason,
-                    reranker=reranker,
-                    embed_progress=_embed_progress(progress, step, total, label),
-                    cancel=cancel,
-                )
-                dense_prep = time.perf_counter() - prep_start
+            embed_progress = _embed_progress(progress, step, total, label)
+            with opened(base, models, embed_progress=embed_progress, cancel=cancel) as (
+                engine,
+                lexical,
+                dense_prep,
+            ):
                 structure = StructureLists(tree, lexical.chunks, graphs, notes)
                 o = row.origin
                 origin = Origin.at(o.path, o.start_line, o.end_line) if o is not None else None
@@ -671,23 +739,20 @@ def run_eval(
                                 notes.append(note)
                             continue
                         results.append(result)
-            finally:
-                engine.close()
             step += 1
             if progress is not None:
                 progress(EvalProgress(step, total, label, "done"))
         if cancelled:
             break
-    summaries = summarise(results, grid)
-    return EvalReport(
-        k=grid.k,
-        summaries=summaries,
-        instances=tuple(results),
-        notes=tuple(notes),
-        skipped=tuple(skipped),
-        wall_s=time.perf_counter() - started,
+    return finished(
+        results,
+        grid,
+        notes,
+        skipped,
+        started,
         cancelled=cancelled,
-        comparisons=compare(results, summaries, baseline=baseline, resamples=resamples),
+        baseline=baseline,
+        resamples=resamples,
     )
 
 
