@@ -21,30 +21,11 @@ pytest.importorskip("mcp")
 import anyio
 from mcp import Client, StdioServerParameters
 
+from tests.fixtures.network_guard import install_guard
 from tests.fixtures.secrets_repo import AWS_SECRET, SETTINGS_PY
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(120)
-
-
-# Loaded first by the server's interpreter (`sitecustomize`): every socket that is not a Unix
-# socket, and every name lookup, is written to $NETWORK_GUARD_LOG and refused.
-GUARD = """\
-import os, socket, sys
-
-LOG = os.environ["NETWORK_GUARD_LOG"]
-LOOKUPS = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex"}
-
-
-def guard(event, args):
-    if event == "socket.connect" and args[0].family != socket.AF_UNIX or event in LOOKUPS:
-        with open(LOG, "a", encoding="utf-8") as log:
-            log.write(f"{event} {args[1:]!r}\\n")
-        raise OSError(f"the test refuses network access ({event})")
-
-
-sys.addaudithook(guard)
-"""
 
 
 def session(
@@ -52,9 +33,7 @@ def session(
 ) -> None:
     """Run `coderag mcp REPO` and `scenario` against it through the SDK's stdio client, with
     every network connection the server's interpreter tries refused and logged (none may be)."""
-    guard = index_dir / "guard"
-    guard.mkdir(exist_ok=True)
-    (guard / "sitecustomize.py").write_text(GUARD, encoding="utf-8")
+    guard = install_guard(index_dir / "guard")
     network_log = index_dir / "network.log"
     params = StdioServerParameters(
         command=sys.executable,
