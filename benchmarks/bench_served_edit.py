@@ -62,6 +62,7 @@ def main() -> int:
         proc.wait()
     median = statistics.median(times)
     print(f"query: {QUERY!r}; median of {len(times)} edits -> served search: {median:.3f} s")
+    print(f"the first edit after the server started: {times[0]:.3f} s")
     print(f"target <= {TARGET_S} s: {'met' if median <= TARGET_S else 'missed'}")
     return 0
 

@@ -406,6 +406,11 @@ class Engine:
         when this chunking has no chunks yet, or the index is a server's)."""
         return self._backend(settings).saved(settings)
 
+    def warm_for_edits(self, settings: Settings) -> None:
+        """Read ahead what the first check of a few changed paths reads (`Backend.warm`), so
+        a resident's first edit costs what later ones do. Nothing changes."""
+        self._backend(settings).warm(settings)
+
     def update_index(
         self,
         settings: Settings,

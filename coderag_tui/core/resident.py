@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,8 @@ from coderag_tui.core.engine import DENSE_OFF_FOR_RUN, Dense, Engine, Lexical, R
 from coderag_tui.core.index.watch import EVERY_FILE, TreeWatch
 from coderag_tui.core.rank.search import RERANK_OFF
 from coderag_tui.settings import SEARCH_STAGES, Settings, settings_of
+
+logger = logging.getLogger(__name__)
 
 # Settings a request may set apart from the resident's: read when ranking or packing, never
 # when indexing or loading a model; and those that matter only when a request ranks with
@@ -95,6 +98,7 @@ class Resident:
         self._rerank: Rerank | None = engine.rerank
         self._lock = threading.RLock()
         self._closed = threading.Event()
+        self.warmed = threading.Event()  # set once the read ahead for the first edit is done
         self._stale = watch is None
         self._by_path_since = 0.0  # when the first check of paths alone since a full one ran
         self._said_watch = False
@@ -188,6 +192,7 @@ class Resident:
     def _background(self) -> None:
         watch = self.watch
         assert watch is not None
+        self._warm()
         while not self._closed.is_set():
             if not watch.wait_changed(timeout=1.0):
                 if watch.failure:
@@ -204,6 +209,18 @@ class Resident:
                         self._check(changes)
                         self.checks.background += 1
             self._closed.wait(MIN_GAP_S)
+
+    def _warm(self) -> None:
+        """What the first edit's check would read, read now: it then costs what later ones
+        do. A failure only leaves that to the first check (said in the debug log)."""
+        with self._lock:
+            try:
+                if not self._closed.is_set():
+                    self.engine.warm_for_edits(self.settings)
+            except Exception as exc:  # a read ahead: the check reads for itself
+                logger.debug("serve: reading ahead for the first edit failed: %s", exc)
+            finally:
+                self.warmed.set()
 
     def _full_check_when_due(self) -> None:
         """Every file checked in the background, `FULL_CHECK_AFTER_S` after the first check

@@ -14,6 +14,7 @@ import pytest
 
 from coderag_tui.core import resident as resident_module
 from coderag_tui.core.engine import Engine
+from coderag_tui.core.rank.segments import FileTable
 from coderag_tui.core.resident import Resident, differs
 from coderag_tui.settings import Settings
 from tests.fixtures.hashing_embedder import HashingEmbedder
@@ -88,6 +89,26 @@ def test_freshness_a_file_edited_after_a_dense_off_answer_is_embedded_for_the_ne
         dense = run.rankings["dense"]
         assert dense.available
         assert dense.hits[0].chunk.path == "shop/ledger.py"  # the edit is embedded too
+
+
+def test_the_first_edit_finds_the_saved_bases_already_read(
+    resident: Resident, settings: Settings, tiny_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resident reads the saved bases' file tables once it has opened the index, so the
+    first edit's check costs what later ones do: it reads none of them itself."""
+    assert resident.warmed.wait(20.0)
+    reads: list[Path] = []
+    read = FileTable._read.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[FileTable], folder: Path) -> FileTable:
+        reads.append(folder)
+        return read(cls, folder)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(FileTable, "_read", classmethod(counted))
+    (tiny_repo / "shop" / "ledger.py").write_text("def tally_receipts():\n    return 0\n")
+    assert top_paths(resident, settings, "tally receipts", dense=False)[0] == "shop/ledger.py"
+    assert resident.checks.by_path + resident.checks.background >= 1  # a check of the path
+    assert reads == []
 
 
 def test_a_resident_without_a_watch_checks_before_every_answer(

@@ -122,6 +122,11 @@ class Backend(Protocol):
         vectors (None: the local files are the index, nothing to push)."""
         ...
 
+    def warm(self, settings: Settings) -> None:
+        """Read ahead what checking a few changed paths will read (a resident process calls
+        it once it has opened the index, so its first edit costs what later ones do)."""
+        ...
+
     def describe(self, settings: Settings) -> str:
         """Where the index is, in one line safe to show."""
         ...

@@ -292,6 +292,13 @@ class LocalBackend:
         """Nothing to push: indexing wrote the files that are the index."""
         return None
 
+    def warm(self, settings: Settings) -> None:
+        """The saved bases' file tables and the store's content hashes, read now (see
+        `lexical.warm_saved_bases`)."""
+        from coderag_tui.core.rank.lexical import warm_saved_bases
+
+        warm_saved_bases(self.store(settings), settings)
+
     def describe(self, settings: Settings) -> str:
         return f"the local index {one_line(str(settings.index_path))}"
 

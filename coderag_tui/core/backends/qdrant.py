@@ -35,6 +35,9 @@ class QdrantBackend:
     def __init__(self, local: LocalBackend) -> None:
         self.local = local
 
+    def warm(self, settings: Settings) -> None:
+        """Nothing to read ahead: the server's collection is the index."""
+
     def saved(self, settings: Settings) -> Lexical | None:
         """Nothing before a check: the collection is opened by `update`."""
         return None

@@ -651,6 +651,19 @@ def load_or_build_bm25(
     return index
 
 
+def warm_saved_bases(store: Store, settings: Settings) -> None:
+    """Read what the first check of a few changed paths would otherwise read then: the saved
+    BM25 and definitions bases' file tables with their columns (kept by `loaded_once`) and the
+    store's content hashes (kept by the store). A base not saved yet is left alone."""
+    from coderag_tui.core.rank.definitions import definitions_dir
+
+    options = BM25Options(settings.split_identifiers, settings.path_in_text, DEFAULT_METHOD)
+    for directory in (bm25_dir(settings, options), definitions_dir(settings)):
+        with contextlib.suppress(ValueError):
+            FileTable.load(directory).columns  # noqa: B018 (worked out once, then kept)
+    store.content_hashes()
+
+
 def _with_second(
     store: Store,
     settings: Settings,
