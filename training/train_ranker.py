@@ -29,6 +29,7 @@ the `fetch` of the project's tools brings them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -58,7 +59,12 @@ from coderag_tui.core.learn.fit import (  # noqa: E402
     paired_gain,
 )
 from coderag_tui.core.learn.history import HistoryOptions, history_pairs  # noqa: E402
-from coderag_tui.core.rank.learned import FEATURE_LABELS, MODEL_FORMAT, SHIPPED_MODEL  # noqa: E402
+from coderag_tui.core.rank.learned import (  # noqa: E402
+    FEATURE_LABELS,
+    FEATURE_NAMES,
+    MODEL_FORMAT,
+    SHIPPED_MODEL,
+)
 from coderag_tui.settings import Settings  # noqa: E402
 
 REPOS = HERE / "repos.json"
@@ -171,6 +177,14 @@ def load_all(out: Path, *, dense: bool) -> dict[str, list[QueryGroup]]:
     return by_repo
 
 
+def _without(group: QueryGroup, names: list[str]) -> QueryGroup:
+    """The group with the named features' columns zeroed: a model fitted to it cannot use them
+    (an ablation on the same queries)."""
+    x = group.x.copy()
+    x[:, [FEATURE_NAMES.index(name) for name in names]] = 0.0
+    return dataclasses.replace(group, x=x)
+
+
 def train(args: argparse.Namespace) -> int:
     entries = training_list()
     language = {e["repo"]: e["language"] for e in entries}
@@ -178,6 +192,8 @@ def train(args: argparse.Namespace) -> int:
     if not by_repo:
         print(f"no groups under {args.out}/groups: run `build` first", file=sys.stderr)
         return 1
+    if args.without:
+        by_repo = {r: [_without(g, args.without) for g in gs] for r, gs in by_repo.items()}
     train_r, valid_r, test_r = split(list(by_repo), args.seed, args.held_back, args.valid)
     train_g = [g for r in sorted(train_r) for g in by_repo[r]]
     valid_g = [g for r in sorted(valid_r) for g in by_repo[r]]
@@ -282,6 +298,10 @@ def main() -> int:
     t.add_argument("--valid", type=float, default=0.15)
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--show", type=int, default=20, help="feature gains printed")
+    t.add_argument(
+        "--without", nargs="*", default=[], choices=FEATURE_NAMES, metavar="FEATURE",
+        help="features zeroed before fitting (an ablation on the same queries)",
+    )  # fmt: skip
     t.add_argument("--write", action="store_true", help="write the shipped model")
     args = parser.parse_args()
     return build(args) if args.command == "build" else train(args)
