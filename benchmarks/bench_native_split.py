@@ -17,6 +17,11 @@ splits on for ASCII text (runs of letters, digits and underscores):
   `encode_batch_fast` numbers every word, on every core.
 * `pyarrow`, `polars` (C++ and Rust, when installed; neither is a dependency): a regex split
   of the whole column, flattened and dictionary-encoded / exploded.
+* `tantivy regex`, `tantivy tokens` (Rust, when installed; not a dependency): tantivy as the
+  lexical engine, an index in memory built and committed with 2 threads, either from the raw
+  texts with its regex tokenizer (no identifier parts: other tokens) or from coderag's own BM25
+  words joined by spaces with its whitespace tokenizer (the same tokens; the time includes
+  making them). Their counts are of documents, not words: tantivy does not say.
 
 It prints each median, the words each made (they must agree) and the load average at start.
 """
@@ -32,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coderag_tui.core.index.chunk import chunk_file
-from coderag_tui.core.rank.lexical import BM25Options, Postings
+from coderag_tui.core.rank.lexical import BM25Options, Postings, chunk_tokens
 from coderag_tui.core.rank.words import split_words
 from coderag_tui.core.records import Chunk, ChunkingSpec
 
@@ -95,6 +100,26 @@ def polars_split(texts: list[str]) -> int:
     return int(words.drop_nulls()["word"].cast(pl.Categorical).to_physical().len())
 
 
+def tantivy_index(docs: list[str], *, regex: bool) -> int:
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("body", stored=False, tokenizer_name="code")
+    index = tantivy.Index(builder.build())
+    split = tantivy.Tokenizer.regex("[A-Za-z0-9_]+") if regex else tantivy.Tokenizer.whitespace()
+    analyzer = tantivy.TextAnalyzerBuilder(split)
+    index.register_tokenizer(
+        "code", (analyzer.filter(tantivy.Filter.lowercase()) if regex else analyzer).build()
+    )
+    writer = index.writer(heap_size=200_000_000, num_threads=2)
+    for doc in docs:
+        writer.add_document(tantivy.Document(body=doc))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    return int(index.searcher().num_docs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
@@ -111,6 +136,10 @@ def main() -> int:
         "hf tokenizers": lambda: hf_tokenizers(texts),
         "pyarrow": lambda: pyarrow_split(texts),
         "polars": lambda: polars_split(texts),
+        "tantivy regex": lambda: tantivy_index([c.text for c in chunks], regex=True),
+        "tantivy tokens": lambda: tantivy_index(
+            [" ".join(chunk_tokens(c, options)) for c in chunks], regex=False
+        ),
     }
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     made: dict[str, int] = {}
