@@ -14,6 +14,7 @@ import pytest
 
 from coderag_tui.core import resident as resident_module
 from coderag_tui.core.engine import Engine
+from coderag_tui.core.rank.segments import _TABLE as TABLE_NAME
 from coderag_tui.core.rank.segments import FileTable
 from coderag_tui.core.resident import Resident, differs
 from coderag_tui.settings import Settings
@@ -109,6 +110,26 @@ def test_the_first_edit_finds_the_saved_bases_already_read(
     assert top_paths(resident, settings, "tally receipts", dense=False)[0] == "shop/ledger.py"
     assert resident.checks.by_path + resident.checks.background >= 1  # a check of the path
     assert reads == []
+
+
+def test_a_damaged_saved_table_is_left_to_the_check_that_rebuilds_it(
+    settings: Settings, tiny_repo: Path
+) -> None:
+    engine = open_with_hashing(settings, dense=False)
+    try:
+        tables = sorted(settings.index_path.with_suffix(".bm25").rglob(TABLE_NAME))
+        assert tables  # the BM25 and definitions bases
+        for table in tables:
+            table.write_text("{not json", encoding="utf-8")
+        engine.warm_for_edits(settings)  # says nothing: the check reads for itself
+        (tiny_repo / "shop" / "ledger.py").write_text("def audit_vouchers():\n    return 0\n")
+        lexical = engine.update_index(
+            settings, current=engine.lexical, only=frozenset({"shop/ledger.py"})
+        )
+        engine.use(lexical)
+        assert ranked(engine, settings, "audit vouchers")[0][0] == "shop/ledger.py"
+    finally:
+        engine.close()
 
 
 def test_a_resident_without_a_watch_checks_before_every_answer(
