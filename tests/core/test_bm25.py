@@ -308,3 +308,29 @@ def test_postings_from_chunks_are_the_postings_of_their_tokens(
     assert fast.words == plain.words
     for name in ("indptr", "docs", "tf", "lengths"):
         assert np.array_equal(getattr(fast, name), getattr(plain, name)), name
+
+
+@pytest.mark.parametrize("batch", [7, 8192])
+def test_postings_counted_in_batches_are_each_words_chunks_ascending_with_counts(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many batches the chunks are counted in, each word's column lists the chunks
+    holding it in order with how often: checked against a count made word by word."""
+    from collections import Counter
+
+    from coderag_tui.core.rank import lexical
+    from coderag_tui.core.rank.lexical import BM25Options, Postings, chunk_tokens
+
+    monkeypatch.setattr(lexical, "_BATCH", batch)
+    options = BM25Options(split_identifiers=True, path_in_text=True)
+    postings = Postings.from_chunks(CHUNKS, options)
+    expected: dict[str, list[tuple[int, int]]] = {}
+    for n, chunk in enumerate(CHUNKS):
+        for word, count in Counter(chunk_tokens(chunk, options)).items():
+            expected.setdefault(word, []).append((n, count))
+    assert postings.words == sorted(expected)
+    for word, held in expected.items():
+        column = postings.column(word)
+        assert column is not None
+        assert list(zip(column[0].tolist(), column[1].tolist(), strict=True)) == held, word
+    assert postings.lengths.tolist() == [len(chunk_tokens(c, options)) for c in CHUNKS]

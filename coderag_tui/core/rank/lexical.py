@@ -260,18 +260,16 @@ class Postings:
         order = sorted(range(len(seen)), key=seen.__getitem__)
         column = np.empty(len(seen), dtype=np.int32)
         column[np.asarray(order, dtype=np.int64)] = np.arange(len(seen), dtype=np.int32)
-        words = column[np.concatenate(word_parts)]
-        # Stable: within a word, chunks stay ascending (batches come in chunk order).
-        by_word = np.argsort(words, kind="stable")
-        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(words, minlength=len(vocab)), out=indptr[1:])
-        return cls(
-            [seen[i] for i in order],
-            indptr,
-            np.concatenate(doc_parts)[by_word],
-            np.concatenate(tf_parts)[by_word],
-            np.concatenate(length_parts),
-        )
+        per_word = np.zeros(len(seen), dtype=np.int64)
+        for n, words in enumerate(word_parts):
+            word_parts[n] = words = column[words]
+            per_word += np.bincount(words, minlength=len(seen))
+        indptr = np.zeros(len(seen) + 1, dtype=np.int64)
+        np.cumsum(per_word, out=indptr[1:])
+        docs = np.empty(int(indptr[-1]), dtype=np.int32)
+        tf = np.empty(int(indptr[-1]), dtype=np.int32)
+        _place(word_parts, doc_parts, tf_parts, indptr[:-1].copy(), docs, tf)
+        return cls([seen[i] for i in order], indptr, docs, tf, np.concatenate(length_parts))
 
     def column(self, word: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(chunks, counts) of one word, or None when the segment never saw it."""
@@ -317,6 +315,33 @@ class Postings:
                 f"the BM25 index at {folder} is damaged: its arrays and words do not match"
             )
         return cls(words, indptr, docs, tf, lengths)
+
+
+def _place(
+    word_parts: list[np.ndarray],
+    doc_parts: list[np.ndarray],
+    tf_parts: list[np.ndarray],
+    free: np.ndarray,
+    docs: np.ndarray,
+    tf: np.ndarray,
+) -> None:
+    """Write each batch's (word, chunk, count) triples into the word-major `docs` and `tf`,
+    at each word's next free place (`free`, advanced as it goes): a counting sort, with no
+    corpus-wide sort or copy of the triples. In a batch, a word's triples are one run with its
+    chunks ascending (they come from `np.unique`), and batches come in chunk order, so every
+    word's chunks end ascending. Each batch's parts are let go once placed."""
+    for n, words in enumerate(word_parts):
+        if not words.size:
+            continue
+        starts = np.flatnonzero(np.concatenate(([True], words[1:] != words[:-1])))
+        runs = np.diff(np.append(starts, words.size))
+        heads = words[starts]
+        within = np.arange(words.size) - np.repeat(starts, runs)
+        at = np.repeat(free[heads], runs) + within
+        docs[at] = doc_parts[n]
+        tf[at] = tf_parts[n]
+        free[heads] += runs
+        word_parts[n] = doc_parts[n] = tf_parts[n] = words[:0]
 
 
 def idf_of(method: str, df: int, n_docs: int) -> float:
