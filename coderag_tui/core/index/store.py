@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.hashing import text_hash
@@ -153,6 +153,15 @@ def _parts(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     """`items` in slices of at most `_PARAMS_PER_QUERY` (one `IN (...)` query each)."""
     for start in range(0, len(items), _PARAMS_PER_QUERY):
         yield items[start : start + _PARAMS_PER_QUERY]
+
+
+def _rows_in(
+    conn: sqlite3.Connection, query: str, items: Sequence[object], before: tuple[object, ...] = ()
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of `query`, whose `{marks}` is an `IN (...)` list, over `items` in `_parts`
+    (one query each, its parameters `before` then the part)."""
+    for part in _parts(items):
+        yield from conn.execute(query.format(marks=",".join("?" * len(part))), (*before, *part))
 
 
 def _explain(path: Path, exc: sqlite3.Error) -> str:
@@ -755,13 +764,7 @@ class Store(_Database):
             if paths is None:
                 rows = conn.execute(columns).fetchall()
             else:
-                rows = [
-                    row
-                    for part in _parts(list(paths))
-                    for row in conn.execute(
-                        f"{columns} WHERE path IN ({', '.join('?' * len(part))})", part
-                    )
-                ]
+                rows = list(_rows_in(conn, columns + " WHERE path IN ({marks})", list(paths)))
         return {
             r[0]: FileState(
                 path=r[0],
@@ -948,13 +951,8 @@ class Store(_Database):
             if paths is None:
                 rows = conn.execute(query, (spec_key,)).fetchall()
             else:
-                rows = [
-                    row
-                    for part in _parts(list(paths))
-                    for row in conn.execute(
-                        f"{query} AND path IN ({', '.join('?' * len(part))})", (spec_key, *part)
-                    )
-                ]
+                in_paths = query + " AND path IN ({marks})"
+                rows = list(_rows_in(conn, in_paths, list(paths), (spec_key,)))
         return {str(r[0]) for r in rows}
 
     def file_spans(
@@ -963,17 +961,16 @@ class Store(_Database):
         """(language, each chunk's (start_line, end_line, kind) in order) of each of `paths`
         with chunks of `spec_key`."""
         found: dict[str, tuple[str | None, list[tuple[int, int, str]]]] = {}
+        query = (
+            "SELECT path, language, start_line, end_line, kind FROM chunks "
+            "WHERE spec_key = ? AND path IN ({marks}) ORDER BY path, ord"
+        )
         with self._reading() as conn:
-            for part in _parts(sorted(set(paths))):
-                rows = conn.execute(
-                    "SELECT path, language, start_line, end_line, kind FROM chunks "
-                    f"WHERE spec_key = ? AND path IN ({', '.join('?' * len(part))}) "
-                    "ORDER BY path, ord",
-                    (spec_key, *part),
-                )
-                for path, language, start, end, kind in rows:
-                    entry = found.setdefault(str(path), (language, []))
-                    entry[1].append((int(start), int(end), str(kind)))
+            for path, language, start, end, kind in _rows_in(
+                conn, query, sorted(set(paths)), (spec_key,)
+            ):
+                entry = found.setdefault(str(path), (language, []))
+                entry[1].append((int(start), int(end), str(kind)))
         return found
 
     def chunks(self, spec_key: str) -> list[Chunk]:
@@ -1071,17 +1068,9 @@ class Store(_Database):
 
     def chunk_rows(self, row_ids: Sequence[int]) -> list[tuple[int, str, str]]:
         """(row id, path, text) of the chunks `row_ids` that exist."""
-        found: list[tuple[int, str, str]] = []
+        query = "SELECT rowid, path, text FROM chunks WHERE rowid IN ({marks})"
         with self._reading() as conn:
-            for part in _parts(list(row_ids)):
-                marks = ",".join("?" * len(part))
-                found += [
-                    (int(r[0]), str(r[1]), str(r[2]))
-                    for r in conn.execute(
-                        f"SELECT rowid, path, text FROM chunks WHERE rowid IN ({marks})", part
-                    )
-                ]
-        return found
+            return [(int(r[0]), str(r[1]), str(r[2])) for r in _rows_in(conn, query, list(row_ids))]
 
     def chunk_count(self, spec_key: str, paths: Iterable[str] | None = None) -> int:
         """How many chunks `spec_key` has, in all or in the files `paths`."""
@@ -1089,14 +1078,8 @@ class Store(_Database):
         with self._reading() as conn:
             if paths is None:
                 return int(conn.execute(query, (spec_key,)).fetchone()[0])
-            return sum(
-                int(
-                    conn.execute(
-                        f"{query} AND path IN ({','.join('?' * len(part))})", (spec_key, *part)
-                    ).fetchone()[0]
-                )
-                for part in _parts(list(paths))
-            )
+            in_paths = query + " AND path IN ({marks})"
+            return sum(int(r[0]) for r in _rows_in(conn, in_paths, list(paths), (spec_key,)))
 
     def chunk_hashes(self, spec_key: str) -> list[str]:
         """The text hash of every chunk of `spec_key`, in the order of `chunks()`."""
@@ -1133,10 +1116,8 @@ class Store(_Database):
             if paths is None:
                 rows = conn.execute(query).fetchall()
             else:
-                rows = []
-                for part in _parts(list(dict.fromkeys(paths))):
-                    marks = ",".join("?" * len(part))
-                    rows += conn.execute(f"{query} WHERE path IN ({marks})", part).fetchall()
+                in_paths = query + " WHERE path IN ({marks})"
+                rows = list(_rows_in(conn, in_paths, list(dict.fromkeys(paths))))
         found: dict[str, list[SecretFinding]] = {}
         for path, *where in rows:
             found.setdefault(str(path), []).append(SecretFinding(*where))
@@ -1172,17 +1153,14 @@ class EmbeddingCache(_Database):
         unique = list(dict.fromkeys(text_hashes))
 
         def run() -> None:
-            for part in _parts(unique):
-                marks = ",".join("?" * len(part))
-                rows = self._conn.execute(
-                    f"SELECT text_hash, dim, vector FROM embeddings "
-                    f"WHERE model = ? AND text_hash IN ({marks})",
-                    (model, *part),
-                ).fetchall()
-                for key, dim, blob in rows:
-                    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
-                    if vector.shape[0] == dim:
-                        found[str(key)] = vector
+            query = (
+                "SELECT text_hash, dim, vector FROM embeddings "
+                "WHERE model = ? AND text_hash IN ({marks})"
+            )
+            for key, dim, blob in _rows_in(self._conn, query, unique, (model,)):
+                vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+                if vector.shape[0] == dim:
+                    found[str(key)] = vector
 
         self._guard(run)
         return found
