@@ -112,7 +112,7 @@ class LocalPoints:
 def local_points(
     settings: Settings, chunks: Sequence[Chunk], dense: DenseIndex | None
 ) -> LocalPoints:
-    options = BM25Options(settings.split_identifiers, settings.path_in_text)
+    options = BM25Options.of(settings)
     ids, ordinals, hashes = chunk_ids(chunks)
     lengths = [len(chunk_tokens(c, options)) for c in chunks]
     avg_len = sum(lengths) / len(lengths) if lengths and sum(lengths) else 1.0

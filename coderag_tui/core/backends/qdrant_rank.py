@@ -135,7 +135,7 @@ def open_remote(settings: Settings, local: Callable[[], list[Chunk] | None]) -> 
             f"the last push to {server.named} did not finish: searches see the chunks that "
             "arrived; run `coderag index --backend qdrant` again to finish it."
         )
-    wanted = tokenizer_record(BM25Options(settings.split_identifiers, settings.path_in_text))
+    wanted = tokenizer_record(BM25Options.of(settings))
     if {k: marker.tokenizer.get(k) for k in wanted} != wanted:
         notices.append(
             "BM25 reads the query as the collection was pushed "

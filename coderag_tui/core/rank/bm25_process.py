@@ -84,7 +84,7 @@ def start(store: Store, settings: Settings) -> Child | None:
     from coderag_tui.core.rank.lexical import BM25Index, BM25Options, bm25_dir
     from coderag_tui.core.rank.splitters import WORD
 
-    options = BM25Options(settings.split_identifiers, settings.path_in_text)
+    options = BM25Options.of(settings)
     directory = bm25_dir(settings, options)
     if options.splitter != WORD or definitions_process._cores() < definitions_process.MIN_CORES:
         _record("built in-process (fewer than two cores)")

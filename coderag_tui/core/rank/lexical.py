@@ -81,6 +81,11 @@ class BM25Options:
     b: float = B
     splitter: str = WORD  # what a token is: `core.rank.splitters` (words, lines or BPE)
 
+    @classmethod
+    def of(cls, settings: Settings) -> BM25Options:
+        """The options `settings` index with: their word splitting, the default method."""
+        return cls(settings.split_identifiers, settings.path_in_text)
+
     def as_dict(self) -> dict[str, Any]:
         """The options as saved in metadata (`BM25Options(**d)` reads them back)."""
         return dataclasses.asdict(self)
@@ -682,7 +687,7 @@ def warm_saved_bases(store: Store, settings: Settings) -> None:
     store's content hashes (kept by the store). A base not saved yet is left alone."""
     from coderag_tui.core.rank.definitions import definitions_dir
 
-    options = BM25Options(settings.split_identifiers, settings.path_in_text, DEFAULT_METHOD)
+    options = BM25Options.of(settings)
     for directory in (bm25_dir(settings, options), definitions_dir(settings)):
         with contextlib.suppress(ValueError):
             FileTable.load(directory).columns  # noqa: B018 (worked out once, then kept)
@@ -702,7 +707,7 @@ def _with_second(
 
     current = CurrentTable(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
-    options = BM25Options(settings.split_identifiers, settings.path_in_text)
+    options = BM25Options.of(settings)
     try:
         second.done(generation, len(chunks))
         definitions = (
