@@ -5,7 +5,7 @@ The watch cannot say "nothing changed" from silence alone: an event may still be
 `sync` closes that gap the way watchman does, with a cookie: it creates a file in a folder
 watched by the same kernel queue and waits for that file's event. Events come out of the
 queue in the order they happened, so once the cookie's arrives, every change made before
-`sync` was called has been seen, and `take_changed` is then the truth.
+`sync` was called has been seen, and `take_changes` is then the truth.
 
 What makes the answer "changed": any event under the root except in the index's own files
 and the parts of `.git` that change without the work tree changing (its index file and object
@@ -61,7 +61,6 @@ class TreeWatch:
         self._root_prefix = str(self.root) + os.sep
         quiet = [self.root / ".git" / part for part in _GIT_QUIET]
         self._ignore = tuple(str(p) for p in (*quiet, *(Path(p).resolve() for p in ignore)))
-        self._changed = False
         self._paths: set[str] | None = set()  # None: every file (see `take_changes`)
         self._last_event = time.monotonic()
         self._seen: set[str] = set()
@@ -107,7 +106,6 @@ class TreeWatch:
                 changed.append(path)
         with self._cond:
             if changed:
-                self._changed = True
                 self._last_event = time.monotonic()
                 self._note_paths(changed)
             self._seen.update(c for c in cookies if c in self._pending)
@@ -182,19 +180,22 @@ class TreeWatch:
 
     def take_changed(self) -> bool:
         """Has anything relevant changed since the last call (or since the watch started)?
-        Resets the answer: a change after this call counts for the next one."""
+        Resets the answer, as `take_changes` does."""
         return self.take_changes() != frozenset()
+
+    @property
+    def _changed(self) -> bool:
+        """Whether a relevant event came since the last `take_changes` (hold `_cond`)."""
+        return self._paths is None or bool(self._paths)
 
     def take_changes(self) -> frozenset[str] | None:
         """The repository paths (forward slashes) with an event since the last call (or
         since the watch started): empty when nothing relevant changed, `EVERY_FILE` (None)
         when every file must be checked (see the module docstring). A path may be a file or
-        a folder, there or gone. Resets the answer, as `take_changed` does."""
+        a folder, there or gone. Resets the answer: a change after this call counts for the
+        next one."""
         with self._cond:
-            changed, paths = self._changed, self._paths
-            self._changed, self._paths = False, set()
-            if not changed:
-                return frozenset()
+            paths, self._paths = self._paths, set()
             return None if paths is None else frozenset(paths)
 
     def wait_changed(self, timeout: float | None = None) -> bool:
