@@ -82,11 +82,10 @@ def start(store: Store, settings: Settings) -> Child | None:
     """A child following the first build of `settings`' chunking into `store` (see the
     module docstring); None when there is nothing for it to do or no second core."""
     from coderag_tui.core.rank.lexical import BM25Index, BM25Options, bm25_dir
-    from coderag_tui.core.rank.splitters import WORD
 
     options = BM25Options.of(settings)
     directory = bm25_dir(settings, options)
-    if options.splitter != WORD or definitions_process._cores() < definitions_process.MIN_CORES:
+    if definitions_process.cores() < definitions_process.MIN_CORES:
         _record("built in-process (fewer than two cores)")
         return None
     if getattr(sys, "frozen", False) or not sys.executable:

@@ -66,7 +66,7 @@ _BOOT = (
 )
 
 
-def _cores() -> int:
+def cores() -> int:
     """The cores this process may run on."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
@@ -166,8 +166,8 @@ def start(
     if n_chunks < MIN_CHUNKS:
         last_outcome = f"built in-process ({n_chunks} chunks < {MIN_CHUNKS})"
         return None
-    if _cores() < MIN_CORES:
-        last_outcome = f"built in-process ({_cores()} cores < {MIN_CORES})"
+    if cores() < MIN_CORES:
+        last_outcome = f"built in-process ({cores()} cores < {MIN_CORES})"
         return None
     if saved_generation(directory) == generation:
         last_outcome = "saved already"
