@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from coderag_tui.core.eval.datasets import find_repository  # noqa: E402
 from coderag_tui.core.learn.build import (  # noqa: E402
+    DESCRIBED,
     BuildProgress,
     QueryGroup,
     build_groups,
@@ -58,7 +59,12 @@ from coderag_tui.core.learn.fit import (  # noqa: E402
     measure,
     paired_gain,
 )
-from coderag_tui.core.learn.history import HistoryOptions, history_pairs  # noqa: E402
+from coderag_tui.core.learn.history import (  # noqa: E402
+    FollowedTree,
+    HistoryOptions,
+    HistoryPair,
+    history_pairs,
+)
 from coderag_tui.core.rank.learned import (  # noqa: E402
     FEATURE_LABELS,
     FEATURE_NAMES,
@@ -66,12 +72,14 @@ from coderag_tui.core.rank.learned import (  # noqa: E402
     SHIPPED_MODEL,
 )
 from coderag_tui.settings import Settings  # noqa: E402
+from training.descriptions import description_pairs  # noqa: E402
 
 REPOS = HERE / "repos.json"
 # Pairs drawn per repository from its latest commits: dense off, and dense on (fewer, from a
 # shorter stretch of history, so each pair embeds only what changed since the one before).
 PAIRS, SCAN = 40, 600
 DENSE_PAIRS, DENSE_SCAN = 20, 150
+DESCRIPTIONS = 40  # doc comments' questions drawn per repository (`build --descriptions`)
 MODEL = ROOT / "coderag_tui" / "core" / "rank" / SHIPPED_MODEL
 
 
@@ -85,8 +93,9 @@ def list_digest(entries: list[dict[str, str]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def group_file(out: Path, repo: str, *, dense: bool) -> Path:
-    return out / "groups" / (repo.replace("/", "+") + (".dense" if dense else "") + ".npz")
+def group_file(out: Path, repo: str, *, dense: bool, described: bool = False) -> Path:
+    suffix = ".desc" if described else ".dense" if dense else ""
+    return out / "groups" / (repo.replace("/", "+") + suffix + ".npz")
 
 
 def build(args: argparse.Namespace) -> int:
@@ -95,8 +104,11 @@ def build(args: argparse.Namespace) -> int:
     entries = [e for e in training_list() if not args.only or e["repo"] in args.only]
     if args.dense and not args.only:
         entries = [e for e in entries if e.get("dense")]
+    if args.descriptions and args.dense:
+        print("--descriptions builds dense off only", file=sys.stderr)
+        return 2
     if args.pairs is None:
-        args.pairs = DENSE_PAIRS if args.dense else PAIRS
+        args.pairs = DESCRIPTIONS if args.descriptions else DENSE_PAIRS if args.dense else PAIRS
     if args.scan is None:
         args.scan = DENSE_SCAN if args.dense else SCAN
     embedder = None
@@ -110,7 +122,7 @@ def build(args: argparse.Namespace) -> int:
         embedder = choice.embedder
     for entry in entries:
         repo = entry["repo"]
-        target = group_file(out, repo, dense=args.dense)
+        target = group_file(out, repo, dense=args.dense, described=args.descriptions)
         if target.is_file():
             print(f"{repo}: built already ({target})")
             continue
@@ -119,29 +131,31 @@ def build(args: argparse.Namespace) -> int:
             print(f"{repo}: not under {args.repos}: fetch it first", file=sys.stderr)
             continue
         started = time.perf_counter()
-        options = HistoryOptions(
-            commit=entry["commit"], scan=args.scan, limit=args.pairs, seed=args.seed
-        )
-        pairs = history_pairs(git_dir, options)
+        folder = "desc-trees" if args.descriptions else "trees"
         settings = Settings(
-            repo=out / "trees" / repo.replace("/", "+"),
+            repo=out / folder / repo.replace("/", "+"),
             index_dir=out / "index",
             embed_backend="auto" if args.dense else "none",
         )
+        pairs, tree = _pairs(args, entry, git_dir, settings.repo)
 
         def report(p: BuildProgress, started: float = started) -> None:
             if p.done % 10 == 0 or p.done == p.total:
                 took = time.perf_counter() - started
                 print(f"  {p.repo}: {p.done}/{p.total} pairs ({took:.0f} s)", flush=True)
 
-        groups = build_groups(repo, git_dir, pairs, settings, embedder=embedder, progress=report)
+        groups = build_groups(
+            repo, git_dir, pairs, settings, embedder=embedder, progress=report, tree=tree,
+            variant=DESCRIBED if args.descriptions else None,
+        )  # fmt: skip
         meta = {
             "repo": repo,
             "commit": entry["commit"],
             "language": entry["language"],
             "pairs": len(pairs),
             "seed": args.seed,
-            "scan": args.scan,
+            "scan": None if args.descriptions else args.scan,
+            "descriptions": bool(args.descriptions),
         }
         save_groups(target, groups, meta)
         took = time.perf_counter() - started
@@ -150,6 +164,21 @@ def build(args: argparse.Namespace) -> int:
             f"{repo}: {len(pairs)} pairs, {len(groups)} queries ({useful} answerable), {took:.0f} s"
         )
     return 0
+
+
+def _pairs(
+    args: argparse.Namespace, entry: dict[str, str], git_dir: Path, folder: Path
+) -> tuple[list[HistoryPair], FollowedTree | None]:
+    """A repository's pairs: its history's, or (`--descriptions`) its doc comments' at the
+    pinned commit, with the copy of the tree they are asked in (their comments blanked)."""
+    if not args.descriptions:
+        options = HistoryOptions(
+            commit=entry["commit"], scan=args.scan, limit=args.pairs, seed=args.seed
+        )
+        return history_pairs(git_dir, options), None
+    tree = FollowedTree(git_dir, folder)
+    tree.checkout(entry["commit"])
+    return description_pairs(folder, entry["commit"], limit=args.pairs, seed=args.seed), tree
 
 
 def split(
@@ -165,15 +194,17 @@ def split(
     return set(order[n_test + n_valid :]), val, test
 
 
-def load_all(out: Path, *, dense: bool) -> dict[str, list[QueryGroup]]:
+def load_all(out: Path, *, dense: bool, descriptions: bool = False) -> dict[str, list[QueryGroup]]:
     by_repo: dict[str, list[QueryGroup]] = defaultdict(list)
     for entry in training_list():
         path = group_file(out, entry["repo"], dense=True)  # dense on and off
         if not dense or not path.is_file():
             path = group_file(out, entry["repo"], dense=False)
-        if path.is_file():
-            groups, _ = load_groups(path)
-            by_repo[entry["repo"]] += [g for g in groups if dense or not g.dense]
+        paths = [path, group_file(out, entry["repo"], dense=False, described=True)]
+        for path in paths[: 2 if descriptions else 1]:
+            if path.is_file():
+                groups, _ = load_groups(path)
+                by_repo[entry["repo"]] += [g for g in groups if dense or not g.dense]
     return by_repo
 
 
@@ -188,7 +219,7 @@ def _without(group: QueryGroup, names: list[str]) -> QueryGroup:
 def train(args: argparse.Namespace) -> int:
     entries = training_list()
     language = {e["repo"]: e["language"] for e in entries}
-    by_repo = load_all(args.out, dense=args.dense)
+    by_repo = load_all(args.out, dense=args.dense, descriptions=args.descriptions)
     if not by_repo:
         print(f"no groups under {args.out}/groups: run `build` first", file=sys.stderr)
         return 1
@@ -240,7 +271,8 @@ def train(args: argparse.Namespace) -> int:
             "learned": learned.to_json(),
             **{f"{k}_diff_95": [round(v, 4) for v in iv] for k, iv in intervals.items()},
         }
-        for kind, variant in (("the subject alone", 0), ("subject and body", 1)):
+        kinds = (("the subject alone", 0), ("subject and body", 1), ("a doc comment", DESCRIBED))
+        for kind, variant in kinds:
             some = [g for g in part if g.variant == variant]
             if some:
                 a, b = measure(some), measure(some, score, penalty)
@@ -264,6 +296,7 @@ def train(args: argparse.Namespace) -> int:
             "trees": fitted.rounds,
             "file_penalty": penalty,
             "dense_in_training": args.dense,
+            "descriptions_in_training": args.descriptions,
             "held_back_scores": report,
             "feature_gain": fitted.importance,
         }
@@ -280,6 +313,11 @@ def main() -> int:
     common.add_argument("--out", type=Path, default=Path.home() / ".cache/coderag/ltr-train")
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--dense", action="store_true", help="also search with dense on")
+    common.add_argument(
+        "--descriptions", action="store_true",
+        help="build: doc comments' first sentences as questions (OWNER+NAME.desc.npz, "
+        f"{DESCRIPTIONS} a repository, dense off); train: learn from them too",
+    )  # fmt: skip
     b = sub.add_parser("build", parents=[common], help="search the history pairs, save groups")
     b.add_argument("--repos", type=Path, default=Path("/work/.mirror"))
     b.add_argument(

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 HUNK, FILE, OTHER = 2, 1, 0  # the labels
+DESCRIBED = 2  # the variant of a doc comment's question (`core.learn.descriptions`)
 
 
 class FeatureRecorder(LearnedReranker):
@@ -59,7 +60,7 @@ class QueryGroup:
 
     repo: str
     sha: str
-    variant: int  # 0: the subject alone; 1: the whole message
+    variant: int  # 0: the subject alone; 1: the whole message; 2: a doc comment (DESCRIBED)
     dense: bool
     x: np.ndarray
     y: np.ndarray
@@ -96,7 +97,7 @@ def labels(chunks: ChunkList, ids: np.ndarray, pair: HistoryPair) -> tuple[np.nd
     return y, files
 
 
-def build_groups(
+def build_groups(  # noqa: PLR0913
     repo: str,
     git_dir: Path,
     pairs: Sequence[HistoryPair],
@@ -105,10 +106,14 @@ def build_groups(
     embedder: Embedder | None = None,
     progress: Callable[[BuildProgress], None] | None = None,
     cancel: threading.Event | None = None,
+    tree: FollowedTree | None = None,
+    variant: int | None = None,
 ) -> list[QueryGroup]:
     """Search every query of `pairs` at its parent commit in a followed copy of the
-    repository (`settings.repo`, a folder of its own) and return the query groups."""
-    tree = FollowedTree(git_dir, settings.repo)
+    repository (`settings.repo`, a folder of its own) and return the query groups. `tree`:
+    that copy, already at the pairs' commit (`core.learn.descriptions`); `variant`: the
+    groups' variant, when not the query's place in its pair."""
+    tree = tree if tree is not None else FollowedTree(git_dir, settings.repo)
     recorder = FeatureRecorder()
     settings = settings.with_(rerank=True, rerank_backend="learned")
     groups: list[QueryGroup] = []
@@ -130,7 +135,7 @@ def build_groups(
             engine.use(Rerank(recorder))
             for dense_on, stage in stages:
                 engine.use(stage)
-                for variant, query in enumerate(pair.queries):
+                for n, query in enumerate(pair.queries):
                     recorder.last = None
                     engine.search(query, settings)
                     if recorder.last is None:
@@ -141,7 +146,7 @@ def build_groups(
                         QueryGroup(
                             repo=repo,
                             sha=pair.sha,
-                            variant=variant,
+                            variant=n if variant is None else variant,
                             dense=dense_on,
                             x=x.astype(np.float32),
                             y=y,
