@@ -22,8 +22,9 @@
 #             (embeds ten repositories: tens of minutes the first time)
 #   signals   both sets with dense off, so fused = BM25 + the code signals: bm25 and fused in
 #             one run with a paired bootstrap against bm25 (signals.txt, nl-signals.txt), then
-#             the ablation: fused with each signal off in turn (CODERAG_SIGNAL_*=0, roles =1),
-#             one run per signal and set (signals-no-*.txt, nl-signals-no-*.txt); ~1 min
+#             the ablation: fused with each signal off in turn (CODERAG_SIGNAL_*=0; roles and
+#             same_file =1), one run per signal and set (signals-no-*.txt,
+#             nl-signals-no-*.txt); ~1 min
 #   ltr       both sets with dense off: the fused list and the learned reranker
 #             (rerank_backend = learned) in one run, with a paired bootstrap against fused
 #             (ltr.txt, nl-ltr.txt); ~1 min
@@ -137,7 +138,7 @@ if [ "$what" = signals ]; then
   if [ "$nl" -eq 1 ]; then
     run nl-signals "${nl_common[@]}" --modes bm25,fused --baseline bm25
   fi
-  for off in definitions=0 forms=0 path=0 coherence=0 roles=1 issue_terms=0; do
+  for off in definitions=0 forms=0 path=0 coherence=0 roles=1 same_file=1 issue_terms=0; do
     name="${off%%=*}"
     var="CODERAG_SIGNAL_$(echo "$name" | tr '[:lower:]' '[:upper:]')"
     if [ "$swe" -eq 1 ]; then

@@ -449,6 +449,18 @@ class Settings:
             stage="signals",
         ),
     )
+    signal_same_file: float = field(
+        default=0.8,
+        metadata=_about(
+            "Score multiplier for each chunk of a file below that file's best in the fused "
+            "list (the second once, the third twice, ...), so the top covers more files; 1 "
+            "turns it off.",
+            ge=0,
+            le=1,
+            metavar="X",
+            stage="signals",
+        ),
+    )
     signal_issue_terms: float = field(
         default=0.5,
         metadata=_about(

@@ -23,6 +23,7 @@ from coderag_tui.core.rank.signals import (
     OTHER_CASE,
     PATH,
     ROLE,
+    SAME_FILE,
     CodeFacts,
     Scored,
     Weights,
@@ -48,7 +49,7 @@ def facts(paths: list[str], defined: list[tuple[int, str, str]] | None = None) -
 def one_signal(**weight: float) -> Weights:
     fields = {
         "definitions": 0.0, "forms": 0.0, "path": 0.0, "coherence": 0.0, "roles": 1.0,
-        "issue_terms": 0.0,
+        "same_file": 1.0, "issue_terms": 0.0,
     }  # fmt: skip
     return Weights(**{**fields, **weight})
 
@@ -136,6 +137,30 @@ def test_a_test_file_is_scaled_by_the_prior_unless_the_query_asks_for_tests() ->
     assert score == pytest.approx(0.5) and why[f"{ROLE}: test"] == pytest.approx(-0.5)
     asked = by_chunk(rescore("test for refund payment", fused, code, weights))
     assert asked[1] == (1.0, {"bm25": 1.0})
+
+
+# --- same file -------------------------------------------------------------------------------
+def test_a_files_later_chunks_yield_to_another_files_best_and_keep_their_own_order() -> None:
+    code = facts(["big.py", "big.py", "big.py", "small.py"])
+    fused = [(0, 1.0), (1, 0.95), (2, 0.9), (3, 0.8)]
+    scored = rescore("anything", fused, code, one_signal(same_file=0.8))
+    assert order(scored) == [0, 3, 1, 2]  # big.py's 2nd (0.76) and 3rd (0.576) below 0.8
+    score, why = by_chunk(scored)[2]
+    assert score == pytest.approx(0.9 * 0.8**2)  # two better chunks of its file above
+    assert why[SAME_FILE] == pytest.approx(0.9 * 0.8**2 - 0.9)
+    assert SAME_FILE not in by_chunk(scored)[0][1] and SAME_FILE not in by_chunk(scored)[3][1]
+    assert order(rescore("anything", fused, code, OFF)) == [0, 1, 2, 3]
+
+
+def test_same_file_counts_the_order_after_every_other_signal() -> None:
+    # The test file's chunk is halved by its role first, so the source chunk is its file's
+    # best only through the roles; a chunk never counts one that ranks below it.
+    code = facts(["pay.py", "pay.py", "tests/test_pay.py"])
+    fused = [(2, 1.0), (1, 0.9), (0, 0.7)]
+    scored = by_chunk(rescore("refund", fused, code, one_signal(roles=0.5, same_file=0.5)))
+    assert scored[1][0] == pytest.approx(0.9) and SAME_FILE not in scored[1][1]
+    assert scored[0][0] == pytest.approx(0.35)  # pay.py's second: 0.7 x 0.5
+    assert scored[2][0] == pytest.approx(0.5) and SAME_FILE not in scored[2][1]
 
 
 # --- issue terms -------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from coderag_tui.core.rank.signals import (
     ISSUE,
     PATH,
     ROLE,
+    SAME_FILE,
     CodeFacts,
     Scored,
 )
@@ -113,7 +114,6 @@ COVERAGE_WORDS = 24  # query words (the rarest first) whose holders the coverage
 BIAS = "learned, expected"  # a reranked hit's `why` starts from the model's expected score
 OTHERS = "other features"
 NOT_RERANKED = "below the reranked candidates, in fused order"
-SAME_FILE = "better chunks of its file above"
 
 _PROSE = frozenset({"markdown", "rst", "text", "latex"})
 _DATA = frozenset({"json", "yaml", "toml", "ini", "xml", "csv", "html", "css"})

@@ -19,6 +19,9 @@ a weight on that scale (a setting each, `signal_*`; 0 turns one off):
 * **role priors** — a file that is a test, example, doc, changelog, benchmark, vendored,
   generated, migration or compat/legacy code (`core.rank.roles`) has its score multiplied by
   the prior, unless the query asks for that role ("test for …", "changelog", "example").
+* **same file** — each chunk of a file below that file's best is multiplied by the
+  setting once per better chunk (the second once, the third twice), so the top of the list
+  covers more files; a file's chunks keep their order, and files keep theirs.
 * **issue terms** — a long query (issue text, `core.rank.query_terms`) is also searched with
   its code terms alone (names, paths, frames, exception names), so its prose does not drown
   them; a file it names by path or traceback frame rises (by a dotted module name or a name
@@ -58,6 +61,7 @@ PATH = "path"
 COHERENCE = "file coherence"
 ISSUE = "issue terms"
 ROLE = "role"
+SAME_FILE = "better chunks of its file above"
 
 # The settings of the signals and the names notes give them (see `signals_on`).
 SIGNAL_NAMES: dict[str, str] = {
@@ -66,6 +70,7 @@ SIGNAL_NAMES: dict[str, str] = {
     "signal_path": "path match",
     "signal_coherence": "file coherence",
     "signal_roles": "role priors",
+    "signal_same_file": "same-file chunks lowered",
     "signal_issue_terms": "issue terms",
 }
 
@@ -80,7 +85,8 @@ FRAME = 1.0  # a chunk defining a traceback frame's function in the frame's file
 @dataclass(frozen=True, kw_only=True)
 class Weights:
     """Each signal's weight on the scale where the best fused candidate scores 1 (0: off);
-    `roles` multiplies the score of a file in a role the query does not ask for (1: off).
+    `roles` multiplies the score of a file in a role the query does not ask for, and
+    `same_file` that of each chunk below its file's best, once per better chunk (1: off).
     The defaults are the settings' (`signal_*`), never repeated here."""
 
     definitions: float
@@ -88,6 +94,7 @@ class Weights:
     path: float
     coherence: float
     roles: float
+    same_file: float
     issue_terms: float
 
     @classmethod
@@ -100,12 +107,21 @@ class Weights:
             path=settings.signal_path,
             coherence=settings.signal_coherence,
             roles=settings.signal_roles,
+            same_file=settings.signal_same_file,
             issue_terms=settings.signal_issue_terms,
         )
 
     @classmethod
     def off(cls) -> Weights:
-        return cls(definitions=0.0, forms=0.0, path=0.0, coherence=0.0, roles=1.0, issue_terms=0.0)
+        return cls(
+            definitions=0.0,
+            forms=0.0,
+            path=0.0,
+            coherence=0.0,
+            roles=1.0,
+            same_file=1.0,
+            issue_terms=0.0,
+        )
 
 
 def signals_on(settings: Settings) -> list[str]:
@@ -300,6 +316,8 @@ def rescore(  # noqa: PLR0913
             roles = facts.roles[facts.file_of[i]] - terms.roles_asked
             if roles:
                 entry[f"{ROLE}: {min(roles)}"] = sum(entry.values()) * (weights.roles - 1.0)
+    if weights.same_file != 1.0:
+        _same_file(parts, facts, weights.same_file, excluded)
     out = [(i, sum(e.values()), tuple(e.items())) for i, e in parts.items() if i not in excluded]
     out.sort(key=lambda item: (-item[1], item[0]))
     return out
@@ -444,6 +462,22 @@ def _coherence(
         for fid, total in sums.items():
             if total > 0:
                 boosts[fid][COHERENCE] = weight * total / top
+
+
+def _same_file(
+    parts: dict[int, dict[str, float]], facts: CodeFacts, factor: float,
+    excluded: frozenset[int],
+) -> None:  # fmt: skip
+    """Multiply each chunk's score by `factor` once per better chunk of its file (ties: the
+    earlier chunk is the better), so a file's chunks keep their order below its best."""
+    totals = {i: sum(entry.values()) for i, entry in parts.items() if i not in excluded}
+    above: dict[int, int] = {}
+    for i in sorted(totals, key=lambda i: (-totals[i], i)):
+        fid = facts.file_of[i]
+        n = above.get(fid, 0)
+        above[fid] = n + 1
+        if n and totals[i] > 0:
+            parts[i][SAME_FILE] = totals[i] * (factor**n - 1.0)
 
 
 def _to_best_chunks(
