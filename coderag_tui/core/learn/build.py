@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 HUNK, FILE, OTHER = 2, 1, 0  # the labels
-DESCRIBED = 2  # the variant of a doc comment's question (`core.learn.descriptions`)
+DESCRIBED = 2  # the variant of a doc comment's question (`training/descriptions.py`)
 
 
 class FeatureRecorder(LearnedReranker):
@@ -111,7 +111,7 @@ def build_groups(  # noqa: PLR0913
 ) -> list[QueryGroup]:
     """Search every query of `pairs` at its parent commit in a followed copy of the
     repository (`settings.repo`, a folder of its own) and return the query groups. `tree`:
-    that copy, already at the pairs' commit (`core.learn.descriptions`); `variant`: the
+    that copy, already at the pairs' commit (`training/descriptions.py`); `variant`: the
     groups' variant, when not the query's place in its pair."""
     tree = tree if tree is not None else FollowedTree(git_dir, settings.repo)
     recorder = FeatureRecorder()
