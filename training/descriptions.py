@@ -160,7 +160,6 @@ def _comment_above(lines: list[str], line: int, *, hash_comments: bool) -> tuple
 
 def _header_end(lines: list[str], line: int) -> int:
     """The 1-based line where the `def`/`class` header starting on `line` ends (its `:`)."""
-    at = line - 1
     for at in range(line - 1, min(line + 11, len(lines))):
         if lines[at].split("#", 1)[0].rstrip().endswith(":"):
             return at + 1

@@ -200,8 +200,10 @@ def load_all(out: Path, *, dense: bool, descriptions: bool = False) -> dict[str,
         path = group_file(out, entry["repo"], dense=True)  # dense on and off
         if not dense or not path.is_file():
             path = group_file(out, entry["repo"], dense=False)
-        paths = [path, group_file(out, entry["repo"], dense=False, described=True)]
-        for path in paths[: 2 if descriptions else 1]:
+        paths = [path]
+        if descriptions:
+            paths.append(group_file(out, entry["repo"], dense=False, described=True))
+        for path in paths:
             if path.is_file():
                 groups, _ = load_groups(path)
                 by_repo[entry["repo"]] += [g for g in groups if dense or not g.dense]
