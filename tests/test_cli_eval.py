@@ -128,6 +128,9 @@ def test_eval_table_from_git_history(
     row = json.loads(saved.read_text())
     assert row["gold_files"] == ["shop/cart.py"]
     assert row["query"] == "Let a shopping cart be cleared"
+    # the commit appended after the file's last line (34): the lines around the insertion
+    assert row["changed_lines"] == [{"path": "shop/cart.py", "start_line": 34, "end_line": 35}]
+    assert "gold lines shown in the prompt" in out
 
 
 @pytest.mark.parametrize(
@@ -371,3 +374,55 @@ def test_a_repository_without_uses_across_files_is_one_sentence(
     err = capsys.readouterr().err
     assert code == 2
     assert "uses a class or function defined in another of its files" in err
+
+
+def test_eval_reports_recall_at_each_budget_beside_reading_whole_files(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fix rewrites the retry sleep in charge_card (line 16 of shop/payment.py).
+    patch = (
+        "diff --git a/shop/payment.py b/shop/payment.py\n--- a/shop/payment.py\n"
+        "+++ b/shop/payment.py\n@@ -16 +16 @@\n-            time.sleep(2 ** attempt)\n"
+        "+            time.sleep(min(30, 2 ** attempt))\n"
+    )
+    data = _dataset(
+        tmp_path / "d.jsonl",
+        [
+            {
+                "instance_id": "retry",
+                "problem_statement": "charge card retry sleeps too long when the gateway times out",
+                "gold_files": ["shop/payment.py"],
+                "patch": patch,
+            }
+        ],
+    )
+    common = ["eval", str(data), "--repo", str(tiny_repo), "--modes", "bm25,fused"]
+    common += ["--chunking", "lines:8", "--index-dir", str(tmp_path / "index")]
+    common += ["--embed-backend", "none"]  # fused = BM25 + signals: no model to load
+    report = tmp_path / "report.html"
+    outputs = ["--markdown", str(tmp_path / "o.md"), "--report", str(report)]
+    code = main([*common, "--budgets", "150,2k", "--json", *outputs])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    bm25 = next(c for c in out["configs"] if c["mode"] == "bm25")
+    assert set(bm25["budgets"]) == {"150", "2000"}
+    at_2k = bm25["budgets"]["2000"]
+    # the whole repository is far below 2k tokens: the prompt holds the fix's file and line
+    assert at_2k["file_recall"] == 1.0 and at_2k["line_recall"] == 1.0
+    assert 0 < at_2k["tokens"] <= 2000 and at_2k["files"] >= 1
+    assert bm25["budgets"]["150"]["tokens"] <= 150
+    whole = out["read_whole_files"]
+    assert whole["budgets"]["2000"]["file_recall"] == 1.0
+    assert whole["median_tokens_to_gold"] > 0
+    markdown = (tmp_path / "o.md").read_text(encoding="utf-8")
+    assert "gold files with code in the prompt, by budget" in markdown
+    assert "gold lines shown in the prompt" in markdown
+    assert "read whole files (BM25 order)" in markdown
+    page = report.read_text(encoding="utf-8")  # recall against tokens, the baseline dashed
+    assert "Gold files in the prompt, by budget" in page and 'stroke-dasharray="6 4"' in page
+
+    assert main([*common, "--budgets", "none", "--json"]) == 0
+    quiet = json.loads(capsys.readouterr().out)
+    assert all("budgets" not in c for c in quiet["configs"])
+    assert main([*common, "--budgets", "lots"]) != 0
+    assert "--budgets: budget 'lots' is not a number of tokens" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from coderag_tui.cli.progress import StepBar
 from coderag_tui.core.records import RANKING_NAMES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from rich.console import Console
 
@@ -155,6 +155,15 @@ def register(sub: Any) -> None:
         help="cut-off for recall@K (Acc@1/5/10 are always shown)",
     )
     parser.add_argument(
+        "--budgets",
+        default="1000,2000,4000,8000,16000",
+        metavar="TOKENS",
+        help="comma list of prompt budgets at which each ranking is packed by the prompt's own "
+        "packer and scored: gold files and gold lines in the prompt, tokens, blocks, files, "
+        "beside reading whole files in BM25 order; 'none' skips it (default: "
+        "1000,2000,4000,8000,16000)",
+    )
+    parser.add_argument(
         "--limit", type=int, default=None, metavar="N", help="evaluate only the first N rows"
     )
     parser.add_argument(
@@ -211,6 +220,19 @@ def register(sub: Any) -> None:
         help="compare every configuration with this one by a paired bootstrap, "
         "e.g. 'bm25' or 'fused lines:64 split+path' (default: the first)",
     )
+
+
+def _budgets(text: str | None) -> tuple[int, ...]:
+    from coderag_tui.core.eval.budget import BUDGETS, parse_budgets
+
+    if text is None:
+        return BUDGETS
+    if text.strip().lower() in ("none", "0", ""):
+        return ()
+    try:
+        return parse_budgets(text)
+    except ValueError as exc:
+        raise UserError(f"--budgets: {exc}.") from exc
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -291,6 +313,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         scorers=_split(getattr(args, "scorers", None) or "bm25"),
         k=args.cutoff,
+        budgets=_budgets(getattr(args, "budgets", None)),
         candidates=CandidateFilter(
             include=tuple(p for pat in args.include for p in _split(pat)),
             exclude_tests=args.exclude_tests,
@@ -510,6 +533,75 @@ def _packed_table(report: EvalReport) -> list[tuple[str, list[str], list[list[st
     return [(title, head, rows)]
 
 
+def _budget_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Recall at a budget as (title, header, rows): per configuration and for the
+    grep-and-read baseline, the gold files and gold lines the prompt carries and what the
+    prompt holds, at each budget (none: no table)."""
+    from coderag_tui.core.eval.budget import READ_WHOLE, BudgetSummary
+    from coderag_tui.core.eval.figures import budget_name
+
+    summaries = [s for s in report.summaries if s.budgets]
+    whole = report.whole_files
+    if not summaries:
+        return []
+    budgets = sorted({b for s in summaries for b in s.budgets or {}})
+    labels = _config_labels(summaries)
+    lines: list[tuple[str, Mapping[int, BudgetSummary]]] = [
+        (label, s.budgets or {}) for label, s in zip(labels, summaries, strict=True)
+    ]
+    if whole is not None:
+        lines.append((f"{READ_WHOLE} (BM25 order)", whole[0]))
+    head = ["configuration", *(budget_name(b) for b in budgets)]
+
+    def cells(at: Mapping[int, BudgetSummary], cell: Callable[[BudgetSummary], str]) -> list[str]:
+        return [cell(at[b]) if b in at else "" for b in budgets]
+
+    tables = [
+        (
+            "gold files with code in the prompt, by budget (% of rows)",
+            head,
+            [[name, *cells(at, lambda v: _pct(v.file_recall))] for name, at in lines],
+        )
+    ]
+    if any(v.line_recall is not None for _, at in lines for v in at.values()):
+        n = max(v.n_lines for _, at in lines for v in at.values())
+        tables.append(
+            (
+                f"gold lines shown in the prompt, by budget (% of gold lines; {n} rows have them)",
+                head,
+                [[name, *cells(at, lambda v: _pct(v.line_recall or 0.0))] for name, at in lines],
+            )
+        )
+    tables.append(
+        (
+            "what the prompt holds, by budget: tokens used / blocks / distinct files (means)",
+            head,
+            [
+                [name, *cells(at, lambda v: f"{v.tokens:,.0f} / {v.blocks:.1f} / {v.files:.1f}")]
+                for name, at in lines
+            ],
+        )
+    )
+    return tables
+
+
+def _budget_note(report: EvalReport) -> str | None:
+    from coderag_tui.core.eval.budget import READ_LIMIT
+
+    whole = report.whole_files
+    if whole is None:
+        return None
+    _, median, reached = whole
+    rows = len({(r.id, r.chunking) for r in report.instances if r.whole is not None})
+    until = f"{median:,.0f}" if median is not None else "-"
+    return (
+        "recall at a budget: each ranking packed by `coderag prompt`'s packer and template with "
+        "an empty task; read whole files = BM25's files read whole in order, counted once "
+        f"read within the budget (median tokens until every gold file was read: {until}, "
+        f"{reached} of {rows} rows within {READ_LIMIT:,} tokens)."
+    )
+
+
 def _comparison_rows(report: EvalReport) -> tuple[str, list[str], list[list[str]]] | None:
     """The bootstrap comparisons as (title, header, rows), or None when there are none."""
     if not report.comparisons:
@@ -600,6 +692,7 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
     comparison = _comparison_rows(report)
     for title, head, rows in [
         *_packed_table(report),
+        *_budget_tables(report),
         *_semble_tables(report),
         *([comparison] if comparison else []),
     ]:
@@ -611,6 +704,9 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
         console.print(table)
     if with_semble:
         console.print(f"note: {SEMBLE_NOTE}")
+    budget_note = _budget_note(report)
+    if budget_note:
+        console.print(f"note: {budget_note}")
     for row_id, reason in report.skipped:
         console.print(f"skipped {row_id}: {reason}")
     for note in report.notes:
@@ -649,8 +745,12 @@ def markdown_table(report: EvalReport) -> str:
     if with_semble:
         lines += ["", SEMBLE_NOTE]
     comparison = _comparison_rows(report)
+    budget_note = _budget_note(report)
+    if budget_note:
+        lines += ["", budget_note]
     for title, table_head, rows in [
         *_packed_table(report),
+        *_budget_tables(report),
         *_semble_tables(report),
         *([comparison] if comparison else []),
     ]:

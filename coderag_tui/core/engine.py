@@ -197,6 +197,7 @@ class PromptRequest:
     template: str | None = None  # None: settings.template
     admitted: tuple[str, ...] = ()
     change: str = ""  # a unified diff (`--diff`): "The change", a section within the budget
+    source: str | None = None  # pack from this ranking alone (bm25, dense, fused, rerank)
 
 
 @dataclass(frozen=True)
@@ -832,7 +833,7 @@ class Engine:
             run = self.search(run.query, settings, run.origin, run.scope)
         store = self._local.opened()
         file_text = store.file_text if store is not None else None
-        hits = packing_order(run)
+        hits = packing_order(run, request.source)
         task, task_secrets = masked_task(request.task, settings.secrets)
         change, change_secrets = masked_task(request.change, settings.secrets)
         change_lines = (0, 0)

@@ -317,7 +317,9 @@ class SearchRun:
 
 @dataclass(frozen=True, slots=True)
 class PackedBlock:
-    """A contiguous piece of one file in the prompt (merged from one or more chunks)."""
+    """One file's code in the prompt, under one header: start_line..end_line, or only the
+    line ranges in `parts` when lines between them were left out (each gap shown as one
+    elision line in `text`)."""
 
     path: str
     start_line: int
@@ -328,6 +330,12 @@ class PackedBlock:
     chunk_keys: tuple[str, ...]
     best_rank: int
     secrets: tuple[str, ...] = ()  # kinds of the secrets in it, masked or let in (see mode)
+    parts: tuple[tuple[int, int], ...] = ()  # empty: the whole of start_line..end_line
+
+    @property
+    def shown(self) -> tuple[tuple[int, int], ...]:
+        """The line ranges whose text the block holds (1-based, inclusive)."""
+        return self.parts or ((self.start_line, self.end_line),)
 
 
 @dataclass(frozen=True, slots=True)

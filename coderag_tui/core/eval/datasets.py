@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from coderag_tui.core.errors import CoderagError
+from coderag_tui.core.eval.gold_lines import changed_lines
 from coderag_tui.core.eval.metrics import GoldChunk, Target
 from coderag_tui.core.index.languages import language_for
 
@@ -99,6 +100,14 @@ class EvalRow:
     # A code-to-code query's own lines (`origin` in JSONL: path, start_line, end_line): its
     # chunks rank in no list, and the structure-aware lists start from its file.
     origin: GoldChunk | None = None
+    # The original lines the answer's change touched: from SWE-bench's `patch`, a commit's
+    # diff (history rows) or `changed_lines` (`core.eval.gold_lines`).
+    changed: tuple[GoldChunk, ...] = ()
+
+    @property
+    def gold_lines(self) -> tuple[GoldChunk, ...]:
+        """The lines a prompt should carry: the gold ranges, then the changed lines."""
+        return (*self.gold_chunks, *self.changed)
 
     @property
     def targets(self) -> tuple[Target, ...]:
@@ -154,16 +163,11 @@ def parse_row(row: dict[str, Any], where: str) -> EvalRow:
         raise DatasetError(f"{where} has no `query` or `problem_statement`: add the question.")
     if not isinstance(gold, list) or not gold or not all(isinstance(g, str) for g in gold):
         raise DatasetError(f"{where} needs `gold_files`, a non-empty list of paths.")
-    chunks: list[GoldChunk] = []
-    for item in row.get("gold_chunks") or ():
-        try:
-            chunks.append(
-                GoldChunk(str(item["path"]), int(item["start_line"]), int(item["end_line"]))
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DatasetError(
-                f"{where} has a gold_chunks entry without path/start_line/end_line: fix it."
-            ) from exc
+    chunks = _ranges_of(row, "gold_chunks", where)
+    changed = _ranges_of(row, "changed_lines", where)
+    patch = row.get("patch")
+    if isinstance(patch, str):
+        changed += changed_lines(patch)
     origin = None
     if row.get("origin") is not None:
         item = row["origin"]
@@ -188,7 +192,23 @@ def parse_row(row: dict[str, Any], where: str) -> EvalRow:
         benchmark_root=_root(row, where),
         semble=any(name in row for name in SEMBLE_FIELDS),
         origin=origin,
+        changed=tuple(changed),
     )
+
+
+def _ranges_of(row: dict[str, Any], name: str, where: str) -> list[GoldChunk]:
+    """A row's list of line ranges (`gold_chunks`, `changed_lines`), or one sentence."""
+    ranges: list[GoldChunk] = []
+    for item in row.get(name) or ():
+        try:
+            ranges.append(
+                GoldChunk(str(item["path"]), int(item["start_line"]), int(item["end_line"]))
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(
+                f"{where} has a {name} entry without path/start_line/end_line: fix it."
+            ) from exc
+    return ranges
 
 
 def load_dataset(path: Path) -> list[EvalRow]:
@@ -514,12 +534,16 @@ def from_git_history(
         message = _git(repo, "show", "-s", "--format=%B", sha).strip()
         if not message:
             continue
+        diff = _git(
+            repo, "diff", "--no-ext-diff", "--no-textconv", "-U0", parent, sha, "--", *modified
+        )
         rows.append(
             EvalRow(
                 id=sha[:12],
                 query=message,
                 gold_files=tuple(sorted(modified)),
                 base_commit=parent,
+                changed=changed_lines(diff),
             )
         )
         if len(rows) >= n:
@@ -544,6 +568,11 @@ def rows_to_jsonl(rows: Sequence[EvalRow]) -> str:
             data["gold_chunks"] = [
                 {"path": g.path, "start_line": g.start_line, "end_line": g.end_line}
                 for g in row.gold_chunks
+            ]
+        if row.changed:
+            data["changed_lines"] = [
+                {"path": g.path, "start_line": g.start_line, "end_line": g.end_line}
+                for g in row.changed
             ]
         if row.origin is not None:
             o = row.origin

@@ -20,10 +20,19 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coderag_tui.core.eval.budget import (
+    BUDGETS,
+    BudgetScore,
+    BudgetSummary,
+    WholeFiles,
+    prompt_recall,
+    read_whole,
+    summarise_budgets,
+)
 from coderag_tui.core.eval.datasets import (
     CandidateFilter,
     DatasetError,
@@ -33,6 +42,7 @@ from coderag_tui.core.eval.datasets import (
     materialise_tree,
     missing_files,
 )
+from coderag_tui.core.eval.gold_lines import line_sets
 from coderag_tui.core.eval.lexical_axes import LexicalVariant, check_scorers, lexical_variants
 from coderag_tui.core.eval.metrics import (
     SEMBLE_K,
@@ -114,6 +124,9 @@ class Grid:
     k: int = 10
     depth: int = 300  # chunk hits kept per ranking, so the file list is deep enough for MRR
     candidates: CandidateFilter = field(default_factory=CandidateFilter)
+    # Prompt sizes (tokens) at which each chunk ranking is packed and scored (recall at a
+    # budget, `core.eval.budget`); empty: none.
+    budgets: tuple[int, ...] = BUDGETS
 
     def validate(self) -> None:
         """Raise ValueError naming the first unknown mode, chunking or tokenizer."""
@@ -167,6 +180,10 @@ class InstanceResult:
     language: str | None = None
     # completion rows: per budget (tokens), whether the packed prompt holds the definition
     packed: Mapping[int, bool] | None = None
+    # per budget (tokens), what the prompt packed from this mode's ranking carries
+    budgets: Mapping[int, BudgetScore] | None = None
+    # the row's grep-and-read baseline (the same for every mode of the row)
+    whole: WholeFiles | None = None
 
     @property
     def config(self) -> tuple[str, str, str]:
@@ -261,6 +278,7 @@ class ConfigSummary:
     prepare_s: float  # median preparation seconds per row
     semble: SembleSummary | None = None
     packed: Mapping[int, float] | None = None  # completion: share of rows packed, per budget
+    budgets: Mapping[int, BudgetSummary] | None = None  # recall at each budget
 
     @property
     def config(self) -> tuple[str, str, str]:
@@ -317,6 +335,21 @@ class EvalReport:
     def metric_names(self) -> tuple[str, ...]:
         return metric_names(self.k)
 
+    @property
+    def whole_files(self) -> tuple[dict[int, BudgetSummary], float | None, int] | None:
+        """The grep-and-read baseline over the run's rows (once per row and chunking): the
+        means at each budget, the median tokens read until the gold (rows that got there)
+        and how many rows got there; None when no row has one."""
+        seen: dict[tuple[str, str], WholeFiles] = {}
+        for r in self.instances:
+            if r.whole is not None:
+                seen.setdefault((r.id, r.chunking), r.whole)
+        if not seen:
+            return None
+        reached = [w.tokens_to_gold for w in seen.values() if w.tokens_to_gold is not None]
+        median = statistics.median(reached) if reached else None
+        return summarise_budgets([w.at for w in seen.values()]), median, len(reached)
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict: summaries, per-instance results, notes and skipped rows.
 
@@ -340,6 +373,8 @@ class EvalReport:
                 config["semble"] = s.semble.to_json()
             if s.packed is not None:
                 config["packed"] = {str(b): round(v, 4) for b, v in s.packed.items()}
+            if s.budgets:
+                config["budgets"] = {str(b): v.to_json() for b, v in s.budgets.items()}
             configs.append(config)
         instances = []
         for r in self.instances:
@@ -373,6 +408,8 @@ class EvalReport:
                         "language": r.language,
                     }
                 )
+            if r.budgets:
+                instance["budgets"] = {str(b): v.to_json() for b, v in r.budgets.items()}
             instances.append(instance)
         out: dict[str, Any] = {
             "k": self.k,
@@ -385,6 +422,14 @@ class EvalReport:
         }
         if self.comparisons:
             out["comparisons"] = [c.to_json() for c in self.comparisons]
+        whole = self.whole_files
+        if whole is not None:
+            at, median, reached = whole
+            out["read_whole_files"] = {
+                "budgets": {str(b): v.to_json() for b, v in at.items()},
+                "median_tokens_to_gold": median,
+                "rows_reaching_gold": reached,
+            }
         return out
 
     def csv_rows(self) -> list[dict[str, Any]]:
@@ -405,6 +450,12 @@ class EvalReport:
                 row[SEMBLE_NDCG] = round(s.semble.overall.ndcg10, 4)
             if s.packed is not None:
                 row.update({f"packed@{b}": round(v, 4) for b, v in s.packed.items()})
+            for b, v in (s.budgets or {}).items():
+                row[f"file_recall@{b}"] = round(v.file_recall, 4)
+                if v.line_recall is not None:
+                    row[f"line_recall@{b}"] = round(v.line_recall, 4)
+                row[f"tokens@{b}"] = round(v.tokens, 1)
+                row[f"files@{b}"] = round(v.files, 2)
             row["search_ms_median"] = round(s.search_ms, 3)
             row["prepare_s_median"] = round(s.prepare_s, 3)
             row.update(
@@ -708,6 +759,8 @@ def run_eval(
                     tok_settings = use_variant(engine, base, lexical, variant)
                     prepare_s = dense_prep + time.perf_counter() - tok_start
                     run = engine.search(row.query, tok_settings, origin=origin)
+                    prompts = _Prompts(engine, tok_settings, row, tree, candidates, grid.budgets)
+                    whole = prompts.whole(run) if t_index == 0 else None
                     for note in run.notes if want_dense else ():
                         if note not in notes and not note.startswith("BM25 found no"):
                             notes.append(note)
@@ -729,6 +782,8 @@ def run_eval(
                             candidates=candidates,
                             structure=structure,
                         )
+                        if result is not None and grid.budgets:
+                            result = replace(result, budgets=prompts.at(run, mode), whole=whole)
                         if result is None:
                             ranking = _ranking(run, mode)
                             reason = ranking.reason if ranking is not None else ""
@@ -754,6 +809,91 @@ def run_eval(
         baseline=baseline,
         resamples=resamples,
     )
+
+
+class _Prompts:
+    """Recall at each budget for one row's search: each chunk ranking packed into prompts by
+    the engine (the code `coderag prompt` runs, the task left empty so the budget is the
+    code's), and the grep-and-read baseline (`core.eval.budget`)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        row: EvalRow,
+        tree: Path,
+        candidates: CandidateFilter,
+        budgets: Sequence[int],
+    ) -> None:
+        self.engine, self.settings, self.row, self.tree = engine, settings, row, tree
+        self.accepts = candidates.accepts
+        self.budgets = tuple(budgets)
+        self.gold_lines = _clipped(line_sets(row.gold_lines), tree)
+
+    def _in_scope(self, run: SearchRun) -> SearchRun:
+        rankings = {
+            name: replace(r, hits=tuple(h for h in r.hits if self.accepts(h.chunk.path)))
+            for name, r in run.rankings.items()
+        }
+        return replace(run, rankings=rankings)
+
+    def at(self, run: SearchRun, mode: str) -> dict[int, BudgetScore] | None:
+        """Per budget, what the prompt packed from `mode`'s ranking carries (None: the mode
+        ranks no chunks, or is unavailable)."""
+        from coderag_tui.core.engine import PromptError, PromptRequest
+
+        ranking = _ranking(run, mode)
+        if not self.budgets or ranking is None or not ranking.available:
+            return None
+        scoped = self._in_scope(run)
+        out: dict[int, BudgetScore] = {}
+        for budget in self.budgets:
+            try:
+                result = self.engine.prompt(
+                    scoped,
+                    PromptRequest(task="", source=mode),
+                    self.settings.with_(budget=budget),
+                )
+            except PromptError:  # a budget smaller than the template: nothing fits
+                continue
+            out[budget] = prompt_recall(result.packed, self.row.gold_files, self.gold_lines)
+        return out
+
+    def whole(self, run: SearchRun) -> WholeFiles | None:
+        """The grep-and-read baseline: whole files in BM25's file order."""
+        from coderag_tui.core.engine import prompt_tools
+
+        ranking = _ranking(run, "bm25")
+        if not self.budgets or ranking is None or not ranking.available:
+            return None
+        _, counter = prompt_tools(self.settings)
+        files = [f.path for f in run.files("bm25") if self.accepts(f.path)]
+
+        def tokens_of(path: str) -> int | None:
+            try:
+                text = (self.tree / path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return None
+            return counter.count(text)
+
+        return read_whole(files, tokens_of, self.row.gold_files, self.gold_lines, self.budgets)
+
+
+def _clipped(lines: Mapping[str, frozenset[int]], tree: Path) -> dict[str, frozenset[int]]:
+    """Gold lines within their file's length at the row's commit (an insertion at the end of
+    a file names the line after its last)."""
+    out: dict[str, frozenset[int]] = {}
+    for path, numbers in lines.items():
+        try:
+            data = (tree / path).read_bytes()
+        except OSError:
+            out[path] = numbers
+            continue
+        n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        kept = frozenset(x for x in numbers if x <= n)
+        if kept:
+            out[path] = kept
+    return out
 
 
 def _embedder(
@@ -923,6 +1063,7 @@ def summarise(results: Sequence[InstanceResult], grid: Grid) -> tuple[ConfigSumm
                 prepare_s=statistics.median(r.prepare_s for r in items),
                 semble=summarise_semble(items),
                 packed=packed_shares(items),
+                budgets=summarise_budgets([r.budgets for r in items if r.budgets]) or None,
             )
         )
     return tuple(out)

@@ -18,13 +18,14 @@ from __future__ import annotations
 import html
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.eval.metrics import paired_bootstrap
 
 if TYPE_CHECKING:
+    from coderag_tui.core.eval.budget import BudgetScore
     from coderag_tui.core.eval.completion import CompletionTask
     from coderag_tui.core.eval.evaluation import EvalReport, InstanceResult
 
@@ -47,16 +48,19 @@ class Point:
 class Curve:
     name: str
     points: tuple[Point, ...]
+    dashed: bool = False  # a baseline, drawn dashed
 
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """A metric against chunk size: the chunkings in grid order and one curve per series."""
+    """A metric against chunk size (or prompt budget): the xs in grid order and one curve
+    per series."""
 
     title: str
     metric: str
     xs: tuple[str, ...]
     curves: tuple[Curve, ...]
+    x_label: str = "chunking"
 
 
 def budget_name(budget: int) -> str:
@@ -127,6 +131,7 @@ def figures(report: EvalReport) -> list[Figure]:
                 tuple(c for c in curves if c),
             )
         )
+    out += _budget_figures(items)
     metric = "packed" if budgets else "acc@5"
     middle = budgets[len(budgets) // 2] if budgets else 0
     for label, key in (("category", _category), ("language", _language)):
@@ -141,6 +146,79 @@ def figures(report: EvalReport) -> list[Figure]:
         what = f"packed at {budget_name(middle)}" if budgets else "file Acc@5"
         out.append(Figure(f"{what} per {label}", metric, xs, tuple(c for c in curves if c)))
     return [f for f in out if f.curves]
+
+
+def _budget_figures(items: Sequence[InstanceResult]) -> list[Figure]:
+    """Recall against the prompt's budget: one curve per mode (and chunking, when the run has
+    several), the grep-and-read baseline dashed; gold files, then gold lines."""
+    from coderag_tui.core.eval.budget import READ_WHOLE
+
+    with_budgets = [r for r in items if r.budgets]
+    if not with_budgets:
+        return []
+    budgets = sorted({b for r in with_budgets for b in r.budgets or {}})
+    xs = tuple(budget_name(b) for b in budgets)
+    several = len({r.chunking for r in with_budgets}) > 1
+    series = list(
+        dict.fromkeys(_series(r) + (f" {r.chunking}" if several else "") for r in with_budgets)
+    )
+    wholes: dict[tuple[str, str], Mapping[int, BudgetScore]] = {}
+    for r in items:
+        if r.whole is not None:
+            wholes.setdefault((r.id, r.chunking), r.whole.at)
+    out = []
+    for what, title in (("file_recall", "Gold files"), ("line_recall", "Gold lines")):
+        curves = [
+            _budget_curve(
+                name,
+                [
+                    r.budgets
+                    for r in with_budgets
+                    if r.budgets and _series(r) + (f" {r.chunking}" if several else "") == name
+                ],
+                zip(budgets, xs, strict=True),
+                what,
+            )
+            for name in series
+        ]
+        baseline = f"{READ_WHOLE} (BM25 order)"
+        rows = list(wholes.values())
+        curves.append(
+            _budget_curve(baseline, rows, zip(budgets, xs, strict=True), what, dashed=True)
+        )
+        kept = tuple(c for c in curves if c)
+        if kept:
+            out.append(
+                Figure(
+                    f"{title} in the prompt, by budget",
+                    what,
+                    xs,
+                    kept,
+                    x_label="prompt budget (tokens)",
+                )
+            )
+    return out
+
+
+def _budget_curve(
+    name: str,
+    rows: Sequence[Mapping[int, BudgetScore]],
+    at: Iterable[tuple[int, str]],
+    what: str,
+    *,
+    dashed: bool = False,
+) -> Curve | None:
+    """One curve of `what` (a `BudgetScore` field) over rows, at each (budget, x label)."""
+    points = []
+    for budget, x in at:
+        values = [
+            float(v)
+            for row in rows
+            if budget in row and (v := getattr(row[budget], what)) is not None
+        ]
+        if values:
+            points.append(_point(x, values))
+    return Curve(name, tuple(points), dashed) if points else None
 
 
 def _category(r: InstanceResult) -> str | None:
@@ -210,7 +288,7 @@ def svg(figure: Figure) -> str:
         )
     parts.append(
         f'<text x="{_LEFT + plot_w / 2:.1f}" y="{_H - 6}" text-anchor="middle" '
-        'font-size="11">chunking</text>'
+        f'font-size="11">{_e(figure.x_label)}</text>'
     )
     index = {x: i for i, x in enumerate(figure.xs)}
     for c_index, curve in enumerate(figure.curves):
@@ -219,7 +297,10 @@ def svg(figure: Figure) -> str:
         dodge = 4 * (c_index - (len(figure.curves) - 1) / 2)
         coords = [(x_at(index[p.x]) + dodge, p) for p in curve.points]
         path = " ".join(f"{x:.1f},{y_at(p.value):.1f}" for x, p in coords)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        dash = ' stroke-dasharray="6 4"' if curve.dashed else ""
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
         for x, p in coords:
             title = f"{curve.name} at {p.x}: {p.value:.1%} [{p.low:.1%}, {p.high:.1%}], n={p.n}"
             parts.append(
@@ -231,7 +312,7 @@ def svg(figure: Figure) -> str:
         ly = _TOP + 14 * c_index + 8
         parts.append(
             f'<line x1="{_W - _RIGHT + 10}" y1="{ly}" x2="{_W - _RIGHT + 26}" y2="{ly}" '
-            f'stroke="{colour}" stroke-width="2"/>'
+            f'stroke="{colour}" stroke-width="2"{dash}/>'
             f'<text x="{_W - _RIGHT + 30}" y="{ly + 4}" font-size="11">{_e(curve.name)}</text>'
         )
     parts.append("</svg>")

@@ -466,11 +466,17 @@ def secret_account(packed: PackedPrompt) -> SecretAccount:
     return SecretAccount(packed.secret_mode, listed(held), listed(included))
 
 
-def packing_order(run: SearchRun) -> list[Hit]:
-    """The final ranking, then the rest of the fused (else BM25) list, renumbered from 1.
+def packing_order(run: SearchRun, source: str | None = None) -> list[Hit]:
+    """The hits a prompt packs from, renumbered from 1.
 
-    A reranker keeps only its top few; the fused list behind it lets a large budget fill.
+    By default the final ranking, then the rest of the fused (else BM25) list: a reranker
+    keeps only its top few, and the fused list behind it lets a large budget fill. With
+    `source`, that ranking's hits alone (empty when it is unavailable).
     """
+    if source is not None:
+        ranking = run.rankings.get(source)  # type: ignore[call-overload]
+        hits = list(ranking.hits) if ranking is not None and ranking.available else []
+        return [Hit(h.chunk, h.score, i) for i, h in enumerate(hits, start=1)]
     final = list(run.final.hits)
     seen = {h.chunk.key for h in final}
     for name in ("fused", "bm25"):
