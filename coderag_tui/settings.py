@@ -66,6 +66,10 @@ FirstPass = Literal["static", "off"]
 # One setting with three values rather than two switches: "allow" and "redact" exclude each
 # other, and a single key is one thing to refuse in a repository's .coderag.toml.
 SecretMode = Literal["hold", "redact", "allow"]
+# How ranked chunks become a prompt: the smallest span carrying each match, or whole chunks.
+Packing = Literal["spans", "chunks"]
+# Which list orders the prompt: the fused list, or the reranker's top and then the fused list.
+PromptOrder = Literal["fused", "reranked"]
 # Where the ranked index lives: this machine's SQLite and numpy files, or a Qdrant collection
 # (a server shared by a team, or Qdrant's embedded mode in a folder).
 Backend = Literal["local", "qdrant"]
@@ -564,7 +568,57 @@ class Settings:
     trim_last: bool = field(
         default=False,
         metadata=_about(
-            "Cut the last chunk at a line boundary to fill the budget.", stage="prompt"
+            "With packing = chunks, cut the last chunk at a line boundary to fill the budget.",
+            stage="prompt",
+        ),
+    )
+    packing: Packing = field(
+        default="spans",
+        metadata=_about(
+            "How ranked chunks become the prompt: spans packs the smallest span carrying each "
+            "match (its definition, or the matched lines under their signatures), more files "
+            "before more of one file, and stops where relevance ends; chunks packs whole "
+            "chunks until the budget is full.",
+            stage="prompt",
+        ),
+    )
+    pack_breadth: int = field(
+        default=10,
+        metadata=_about(
+            "With packing = spans: how many files come into the prompt, each with its compact "
+            "span, before any block grows to its whole definition.",
+            ge=1,
+            le=200,
+            stage="prompt",
+        ),
+    )
+    pack_floor_rank: int = field(
+        default=50,
+        metadata=_about(
+            "With packing = spans: a chunk is packed only if some list (BM25, dense, fused or "
+            "reranked) ranks it this high or higher; pinned chunks always are.",
+            ge=1,
+            stage="prompt",
+        ),
+    )
+    pack_floor_share: float = field(
+        default=0.1,
+        metadata=_about(
+            "With packing = spans: a chunk is packed only if its score is at least this share "
+            "of the best score in the list the prompt is packed from.",
+            ge=0,
+            le=1,
+            metavar="X",
+            stage="prompt",
+        ),
+    )
+    prompt_order: PromptOrder = field(
+        default="fused",
+        metadata=_about(
+            "Which list orders the prompt when rerank is on: the fused list, or the reranked "
+            "top and then the fused list (no reranker has yet beaten the fused list on both "
+            "development sets).",
+            stage="prompt",
         ),
     )
     secrets: SecretMode = field(

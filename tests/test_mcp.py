@@ -114,6 +114,10 @@ def test_a_session_lists_the_tools_and_answers_each(tiny_repo: Path, index_dir: 
         assert prompt.rstrip().endswith("why is the total wrong?")
         assert "### [shop/cart.py · lines" in prompt
         assert account["tokens"] <= account["budget"] == 700
+        # what the prompt saves and why it stopped, as the CLI and the TUI say it
+        files = {b["path"] for b in account["blocks"] if not b["outline"]}
+        assert account["saved"].startswith(f"{len(files)} file")
+        assert account["stopped"] in ("the budget is full", "relevance ended")
 
         near = await call(client, "related", path="shop/cart.py", line=30)
         assert near["origin"]["path"] == "shop/cart.py" and near["origin"]["left_out"] >= 1

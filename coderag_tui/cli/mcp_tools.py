@@ -177,6 +177,7 @@ class Tools:
     def context(self, task: str, budget: int = 8000) -> dict[str, Any]:
         """The packed prompt for a task within a token budget, and what went in and what not."""
         from coderag_tui.core.engine import PromptError, PromptRequest
+        from coderag_tui.core.prompt.account import saved
         from coderag_tui.core.prompt.pack import secret_account
 
         task = _text(task, "task")
@@ -214,9 +215,13 @@ class Tools:
                     "end_line": b.end_line,
                     "tokens": b.tokens,
                     "best_rank": b.best_rank,
+                    "lines": [list(part) for part in b.shown],
+                    "outline": b.outline,
                 }
                 for b in packed.blocks
             ],
+            "saved": saved(packed),
+            "stopped": packed.stopped,
             "dropped": _dropped(packed.dropped),
             "secrets": {
                 "mode": packed.secret_mode,

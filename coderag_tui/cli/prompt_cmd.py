@@ -40,9 +40,7 @@ from coderag_tui.cli.server import add_no_server_arg, ask_first
 from coderag_tui.core.engine import DIFF_TASK, PromptResult
 from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
 from coderag_tui.core.prompt.pack import (
-    EXCLUDED,
-    OVER_BUDGET,
-    SECRET,
+    TRIMMED,
     Advice,
     SecretAccount,
     secret_account,
@@ -155,20 +153,23 @@ def _task(args: argparse.Namespace) -> str | None:
 
 
 def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list[str]:
+    from coderag_tui.core.prompt.account import saved, stopped
+
     n_chunks = sum(len(b.chunk_keys) for b in packed.blocks)
-    over = sum(1 for d in packed.dropped if d.reason == OVER_BUDGET)
-    excluded = sum(1 for d in packed.dropped if d.reason == EXCLUDED)
-    cut = [d for d in packed.dropped if d.reason not in (OVER_BUDGET, EXCLUDED, SECRET)]
+    cut = [d for d in packed.dropped if d.reason.startswith(TRIMMED)]
     approx = "" if packed.exact else "≈"
     lines = [
         f"prompt: {approx}{packed.tokens:,} of {packed.budget:,} tokens ({counter.label}); "
-        f"{len(packed.blocks)} blocks from {n_chunks} chunks; "
-        f"{over} dropped over budget" + (f", {excluded} excluded" if excluded else "")
+        f"{len(packed.blocks)} blocks from {n_chunks} chunks"
     ]
+    lines.append(saved(packed))
+    if (why := stopped(packed)) != "":
+        lines.append(why)
     lines += [f"{d.key}: {d.reason}" for d in cut]
     if counter.note:
         lines.append(counter.note)
-    lines.append(advice.text)
+    if packed.stopped == "":  # whole chunks: their size is what the advice is about
+        lines.append(advice.text)
     return lines
 
 
@@ -221,6 +222,8 @@ def as_json(
     packed: PackedPrompt, counter: TokenCounter, advice: Advice, copy: CopyResult | None
 ) -> dict[str, Any]:
     """The --json object: the prompt, its token account, and where it went."""
+    from coderag_tui.core.prompt.account import saved
+
     return {
         "prompt": packed.text,
         "tokens": packed.tokens,
@@ -239,9 +242,15 @@ def as_json(
                 "chunk_keys": list(b.chunk_keys),
                 "best_rank": b.best_rank,
                 "secrets": list(b.secrets),
+                "lines": [list(part) for part in b.shown],
+                "outline": b.outline,
             }
             for b in packed.blocks
         ],
+        "files": list(packed.code_files),
+        "files_tokens": packed.files_tokens,
+        "stopped": packed.stopped,
+        "account": saved(packed),
         "dropped": [
             {
                 "key": d.key,

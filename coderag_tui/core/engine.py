@@ -11,6 +11,7 @@ so the same request gives the same rankings and the same prompt everywhere.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import threading
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
     from coderag_tui.core.prompt.pack import Advice
     from coderag_tui.core.prompt.render import Template
+    from coderag_tui.core.prompt.spans import FileFacts, QueryMatch
     from coderag_tui.core.prompt.tokens import TokenCounter
     from coderag_tui.core.rank.dense import DenseRanker
     from coderag_tui.core.rank.embed import Embedder
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], float]
 ADVICE_SAMPLE = 200  # chunks whose tokens estimate the repository's tokens per line
+STEMMED_LENGTH = 5  # words this long or longer also match their stem when packing
+FILES_KEPT = 2048  # files whose definitions and line prices the engine keeps for packing
+MATCHES_KEPT = 16  # queries whose words (and what each line holds of them) are kept
 CHUNKS_PER_BUDGET = 100  # a prompt looks at least budget/100 hits deep (100-token chunks)
 logger = logging.getLogger(__name__)
 
@@ -289,6 +294,11 @@ class Engine:
     _searcher: Searcher | None = field(default=None, repr=False)
     _preload: _Preload | None = field(default=None, repr=False)
     _advice: dict[tuple[object, ...], tuple[float, int]] = field(default_factory=dict, repr=False)
+    # What packing knows of a file (its definitions, its lines' tokens), by path and text
+    # hash, and the last queries' words: packing parses and prices a file once however many
+    # prompts it serves.
+    _files: dict[tuple[str, int], FileFacts] = field(default_factory=dict, repr=False)
+    _matches: dict[tuple[object, ...], QueryMatch] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # ---------------------------------------------------------------- one call for one-shot faces
@@ -826,6 +836,7 @@ class Engine:
             pack,
             packing_order,
         )
+        from coderag_tui.core.prompt.pack_spans import SpanInputs, pack_spans, relevant_keys
 
         settings = settings or self.settings
         template, counter = prompt_tools(settings, request.template)
@@ -833,7 +844,10 @@ class Engine:
             run = self.search(run.query, settings, run.origin, run.scope)
         store = self._local.opened()
         file_text = store.file_text if store is not None else None
-        hits = packing_order(run, request.source)
+        source = request.source
+        if source is None and settings.prompt_order == "reranked":
+            source = "rerank"
+        hits = packing_order(run, source)
         task, task_secrets = masked_task(request.task, settings.secrets)
         change, change_secrets = masked_task(request.change, settings.secrets)
         change_lines = (0, 0)
@@ -841,30 +855,91 @@ class Engine:
             limit = int(settings.budget * CHANGE_SHARE)
             change, shown, total = fit_change(change, counter, limit)
             change_lines = (shown, total)
+        inputs = PackInputs(
+            budget=settings.budget,
+            counter=counter,
+            template=template,
+            task=task,
+            pinned=request.pinned,
+            excluded=request.excluded,
+            trim_last=settings.trim_last,
+            file_text=file_text,
+            secrets=self._secrets_of([h.chunk for h in hits]),
+            secret_mode=settings.secrets,
+            admitted=request.admitted,
+            change=change,
+        )
         try:
-            packed = pack(
-                hits,
-                PackInputs(
-                    budget=settings.budget,
-                    counter=counter,
-                    template=template,
-                    task=task,
-                    pinned=request.pinned,
-                    excluded=request.excluded,
-                    trim_last=settings.trim_last,
-                    file_text=file_text,
-                    secrets=self._secrets_of([h.chunk for h in hits]),
-                    secret_mode=settings.secrets,
-                    admitted=request.admitted,
-                    change=change,
-                ),
-            )
+            if settings.packing == "chunks":
+                packed = pack(hits, inputs)
+            else:
+                how = SpanInputs(
+                    match=self.query_match(run.query, settings),
+                    facts=self._facts_of,
+                    relevant=relevant_keys(
+                        run, source, settings.pack_floor_rank, settings.pack_floor_share
+                    ),
+                    breadth=settings.pack_breadth,
+                )
+                packed = pack_spans(hits, inputs, how)
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
             raise PromptError(str(exc)) from exc
         advice = self.advice(settings, counter)
         return PromptResult(
             run, packed, counter, advice, task_secrets, change_lines, change_secrets
         )
+
+    def query_match(self, query: str, settings: Settings | None = None) -> QueryMatch:
+        """The query's words as packing finds them in a line: BM25's words but stopwords
+        (and the light stem of a longer word: `pushed` finds `def push`), each worth its idf
+        in the index (a stem no more than its word)."""
+        from coderag_tui.core.prompt.spans import QueryMatch
+        from coderag_tui.core.rank.query_terms import STOPWORDS, stem
+        from coderag_tui.core.rank.words import tokenize
+
+        settings = settings or self.settings
+        split = settings.split_identifiers
+        lexical = self._lexical
+        key = (query, split, lexical.generation if lexical is not None else "")
+        kept = self._matches.get(key)
+        if kept is not None:
+            return kept
+        index = lexical.bm25 if lexical is not None else None
+        idf = getattr(index, "idf", None)
+
+        def weight(word: str) -> float:
+            return float(idf(word)) if callable(idf) else 1.0
+
+        weights: dict[str, float] = {}
+        for word in set(tokenize(query, split_identifiers=split)) - STOPWORDS:
+            own = weight(word)
+            if own > 0:
+                weights[word] = max(weights.get(word, 0.0), own)
+            root = stem(word) if len(word) >= STEMMED_LENGTH else word
+            if root != word and (value := weight(root)) > 0:
+                value = min(value, own) if own > 0 else value
+                weights[root] = max(weights.get(root, 0.0), value)
+        if len(self._matches) >= MATCHES_KEPT:
+            self._matches.clear()
+        found = self._matches[key] = QueryMatch(
+            weights, functools.partial(tokenize, split_identifiers=split)
+        )
+        return found
+
+    def _facts_of(self, path: str, text: str | None, language: str | None) -> FileFacts:
+        """A file's definitions and line prices for packing, kept by path and text."""
+        from coderag_tui.core.index.outline import definition_units
+        from coderag_tui.core.prompt.spans import FileFacts
+
+        if text is None:  # not readable as indexed: nothing to keep
+            return FileFacts(())
+        key = (path, hash(text))
+        found = self._files.get(key)
+        if found is None:
+            if len(self._files) > FILES_KEPT:
+                self._files.clear()
+            found = self._files[key] = FileFacts(definition_units(text, language))
+        return found
 
     def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:
         """The kinds of suspected secret in each chunk that touches one, by chunk key (for

@@ -331,6 +331,7 @@ class PackedBlock:
     best_rank: int
     secrets: tuple[str, ...] = ()  # kinds of the secrets in it, masked or let in (see mode)
     parts: tuple[tuple[int, int], ...] = ()  # empty: the whole of start_line..end_line
+    outline: bool = False  # signatures only: where a ranked file's code is, not the code
 
     @property
     def shown(self) -> tuple[tuple[int, int], ...]:
@@ -367,3 +368,12 @@ class PackedPrompt:
     blocks: tuple[PackedBlock, ...]
     dropped: tuple[DroppedChunk, ...] = field(default=())
     secret_mode: str = "hold"
+    # Why packing stopped (`core.prompt.pack_spans`: the budget was full, or relevance ended),
+    # and the tokens the files in the prompt hold whole (what the prompt saved reading them).
+    stopped: str = ""
+    files_tokens: int | None = None
+
+    @property
+    def code_files(self) -> tuple[str, ...]:
+        """The files with code in the prompt (outline blocks aside), in prompt order."""
+        return tuple(dict.fromkeys(b.path for b in self.blocks if not b.outline))

@@ -423,13 +423,16 @@ def test_an_estimating_counter_marks_the_prompt_as_approximate(
     assert len(packed.text) <= 3000 * 3, "the estimate is characters / 3"
 
 
-def test_packing_order_puts_the_reranked_few_first_then_the_fused_rest() -> None:
+def test_packing_order_is_fused_or_the_reranked_few_first_then_the_fused_rest() -> None:
     chunks = [Chunk("a.py", i, i, "lines", "python", f"x = {i}") for i in range(1, 6)]
     fused = tuple(Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, start=1))
     rerank = (Hit(chunks[3], 0.9, 1), Hit(chunks[1], 0.8, 2))
     run = SearchRun(
         "q", {"fused": Ranking("fused", fused), "rerank": Ranking("rerank", rerank)}, timings=()
     )
-    order = packing_order(run)
+    order = packing_order(run, "rerank")
     assert [h.chunk.start_line for h in order] == [4, 2, 1, 3, 5]
     assert [h.rank for h in order] == [1, 2, 3, 4, 5]
+    # By default the prompt follows the fused list: no reranker has beaten it on both dev sets.
+    assert [h.chunk.start_line for h in packing_order(run)] == [1, 2, 3, 4, 5]
+    assert [h.chunk.start_line for h in packing_order(run, "fused")] == [1, 2, 3, 4, 5]

@@ -79,9 +79,16 @@ def test_split_identifiers_covers_every_default_word(text: str) -> None:
         parts = {
             p.lower()
             for p in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[^\W\d_A-Za-z]+", word)
+            if not (len(p) == 1 and p.isdigit())  # `¹` is a digit to str.isdigit, not to \d
         }
         assert word.lower() in present or parts <= present, (word, split)
     assert all(t == t.lower() and not (t.isdigit() and len(t) == 1) for t in split)
+
+
+def test_a_superscript_digit_is_no_part_of_its_own() -> None:
+    """Found by hypothesis: `0¹_` has the default word `0¹`; its only other part, `¹`, is a
+    single digit (str.isdigit), which no token is."""
+    assert tokenize("0¹_", split_identifiers=True) == ["0¹_"]
 
 
 def test_a_compound_segment_is_covered_by_its_parts() -> None:

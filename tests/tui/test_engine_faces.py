@@ -73,7 +73,7 @@ async def test_a_128k_budget_repacks_from_a_deeper_list(
             for i in range(300)
         )
     )
-    app = build_app(tui_settings)
+    app = build_app(tui_settings.with_(packing="chunks"))  # whole chunks fill the budget
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, "charge report cart total")
         shown = app.session.last_run

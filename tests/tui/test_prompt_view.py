@@ -28,7 +28,7 @@ async def test_changing_the_budget_changes_the_prompt_token_count(
             for i in range(300)
         )
     )
-    app = build_app(tui_settings)
+    app = build_app(tui_settings.with_(packing="chunks"))  # whole chunks fill the budget
     async with app.run_test(size=SIZE) as pilot:
         await search(pilot, "charge report cart total")
         assert app.session.packed is not None
@@ -113,7 +113,7 @@ async def test_every_token_count_and_file_name_shows_whole_in_the_prompt_view(
 ) -> None:
     """The tokens column lost its last digit (`66` for 660) when a long path pushed it past
     the border, even at 200 columns; the Dropped table showed rank and reason, no path."""
-    settings = nested_settings.with_(chunk_lines=12, budget=4000)
+    settings = nested_settings.with_(chunk_lines=12, budget=4000, packing="chunks")
     app = build_app(settings)
     async with app.run_test(size=size) as pilot:
         await search(pilot, "admin index session cookie")

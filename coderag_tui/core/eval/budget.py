@@ -67,6 +67,8 @@ def prompt_recall(
     """How much of the answer a packed prompt carries (see `BudgetScore`)."""
     shown: dict[str, set[int]] = {}
     for block in packed.blocks:
+        if block.outline:  # signatures only: the file is named, its code is not in
+            continue
         lines = shown.setdefault(block.path, set())
         for start, end in block.shown:
             lines.update(range(start, end + 1))

@@ -76,13 +76,13 @@ _BODY_TYPES = frozenset(
         "enum_member_declaration_list",
     }
 )
-_FUNCTION_VALUES = frozenset(
+FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
 )
 
 
 @dataclass(frozen=True)
-class _Grammar:
+class Grammar:
     """Which tree-sitter node types are units in one language, and how they nest."""
 
     units: Mapping[str, str]  # node type -> "function" | "class" | "method" | "namespace"
@@ -126,29 +126,29 @@ _PREPROC = frozenset(
     {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef"}
 )
 
-GRAMMAR_RULES: dict[str, _Grammar] = {
-    "python": _Grammar(
+GRAMMAR_RULES: dict[str, Grammar] = {
+    "python": Grammar(
         units={"function_definition": "function", "class_definition": "class"},
         wrappers=frozenset({"decorated_definition"}),
     ),
-    "javascript": _Grammar(
+    "javascript": Grammar(
         units=_JS_UNITS,
         wrappers=frozenset({"export_statement"}),
         declarations=frozenset({"lexical_declaration", "variable_declaration"}),
     ),
-    "typescript": _Grammar(
+    "typescript": Grammar(
         units=_TS_UNITS,
         wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
         declarations=frozenset({"lexical_declaration", "variable_declaration"}),
     ),
-    "go": _Grammar(
+    "go": Grammar(
         units={
             "function_declaration": "function",
             "method_declaration": "method",
             "type_declaration": "class",
         }
     ),
-    "rust": _Grammar(
+    "rust": Grammar(
         units={
             "function_item": "function",
             "function_signature_item": "function",
@@ -162,7 +162,7 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
         },
         attach=frozenset({"line_comment", "block_comment", "attribute_item"}),
     ),
-    "java": _Grammar(
+    "java": Grammar(
         units={
             "class_declaration": "class",
             "interface_declaration": "class",
@@ -176,8 +176,8 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
         attach=frozenset({"line_comment", "block_comment"}),
         flatten=frozenset({"enum_body_declarations"}),
     ),
-    "c": _Grammar(units=_C_UNITS, self_body=_PREPROC),
-    "cpp": _Grammar(
+    "c": Grammar(units=_C_UNITS, self_body=_PREPROC),
+    "cpp": Grammar(
         units={
             **_C_UNITS,
             "class_specifier": "class",
@@ -186,7 +186,7 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
         wrappers=frozenset({"template_declaration"}),
         self_body=_PREPROC,
     ),
-    "ruby": _Grammar(
+    "ruby": Grammar(
         units={
             "method": "function",
             "singleton_method": "function",
@@ -195,7 +195,7 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
             "module": "class",
         }
     ),
-    "c_sharp": _Grammar(
+    "c_sharp": Grammar(
         units={
             "class_declaration": "class",
             "struct_declaration": "class",
@@ -212,7 +212,7 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
             "namespace_declaration": "namespace",
         }
     ),
-    "php": _Grammar(
+    "php": Grammar(
         units={
             "function_definition": "function",
             "class_declaration": "class",
@@ -223,7 +223,7 @@ GRAMMAR_RULES: dict[str, _Grammar] = {
             "namespace_definition": "namespace",
         }
     ),
-    "kotlin": _Grammar(
+    "kotlin": Grammar(
         units={
             "function_declaration": "function",
             "class_declaration": "class",
@@ -341,7 +341,7 @@ class _Layout:
     names a merged chunk of that scope whose parts differ in kind.
     """
 
-    def __init__(self, rules: _Grammar, limit: int) -> None:
+    def __init__(self, rules: Grammar, limit: int) -> None:
         self.rules = rules
         self.limit = limit
         self.out: list[_Range] = []
@@ -404,13 +404,13 @@ class _Layout:
                     if inner is not None:
                         return inner
                 return None
-            if node_type in rules.declarations and _declares_function(node):
+            if node_type in rules.declarations and declares_function(node):
                 kind = "function"
             else:
                 return None
         if kind == "namespace":
             # Small namespaces stay inside the surrounding code; big ones are opened up.
-            if ce - cs + 1 <= self.limit or _body(node, rules) is None:
+            if ce - cs + 1 <= self.limit or body_of(node, rules) is None:
                 return None
         elif kind == "function" and in_class:
             kind = "method"
@@ -421,7 +421,7 @@ class _Layout:
             self.out.append((start, end, kind, scope))
             return
         if kind in ("class", "namespace"):
-            body = _body(node, self.rules)
+            body = body_of(node, self.rules)
             if body is not None:
                 mark = len(self.out)
                 members = _members(body, self.rules)
@@ -452,17 +452,17 @@ class _Layout:
         return sorted(found)
 
 
-def _declares_function(node: Node) -> bool:
+def declares_function(node: Node) -> bool:
     """`const f = () => …` / `var g = function () …`: a declaration whose value is a function."""
     for child in node.named_children:
         if child.type == "variable_declarator":
             value = child.child_by_field_name("value")
-            if value is not None and value.type in _FUNCTION_VALUES:
+            if value is not None and value.type in FUNCTION_VALUES:
                 return True
     return False
 
 
-def _body(node: Node, rules: _Grammar) -> Node | None:
+def body_of(node: Node, rules: Grammar) -> Node | None:
     """The node holding a class's or namespace's members (the node itself for `#ifdef`)."""
     if node.type in rules.self_body:
         return node
@@ -475,7 +475,7 @@ def _body(node: Node, rules: _Grammar) -> Node | None:
     return None
 
 
-def _members(body: Node, rules: _Grammar) -> list[Node]:
+def _members(body: Node, rules: Grammar) -> list[Node]:
     members: list[Node] = []
     for child in body.named_children:
         if child.type in rules.flatten:

@@ -469,22 +469,23 @@ def secret_account(packed: PackedPrompt) -> SecretAccount:
 def packing_order(run: SearchRun, source: str | None = None) -> list[Hit]:
     """The hits a prompt packs from, renumbered from 1.
 
-    By default the final ranking, then the rest of the fused (else BM25) list: a reranker
-    keeps only its top few, and the fused list behind it lets a large budget fill. With
-    `source`, that ranking's hits alone (empty when it is unavailable).
+    By default the fused list (BM25 when there is none). With `source` "rerank", the
+    reranker's top and then the rest of the fused list behind it (a reranker keeps only its
+    top few); with another ranking's name, that list alone (empty when it is unavailable).
     """
-    if source is not None:
-        ranking = run.rankings.get(source)  # type: ignore[call-overload]
-        hits = list(ranking.hits) if ranking is not None and ranking.available else []
-        return [Hit(h.chunk, h.score, i) for i, h in enumerate(hits, start=1)]
-    final = list(run.final.hits)
-    seen = {h.chunk.key for h in final}
-    for name in ("fused", "bm25"):
-        ranking = run.rankings.get(name)
-        if ranking is not None and ranking.available and ranking.hits:
-            final += [h for h in ranking.hits if h.chunk.key not in seen]
-            break
-    return [Hit(h.chunk, h.score, i) for i, h in enumerate(final, start=1)]
+
+    def listed(name: str) -> list[Hit]:
+        ranking = run.rankings.get(name)  # type: ignore[call-overload]
+        return list(ranking.hits) if ranking is not None and ranking.available else []
+
+    if source is None or source == "rerank":
+        base = listed("fused") or listed("bm25")
+        first = listed("rerank") if source == "rerank" else []
+        seen = {h.chunk.key for h in first}
+        hits = first + [h for h in base if h.chunk.key not in seen]
+    else:
+        hits = listed(source)
+    return [Hit(h.chunk, h.score, i, h.why) for i, h in enumerate(hits, start=1)]
 
 
 def _by_order(cand: _Candidate) -> int:

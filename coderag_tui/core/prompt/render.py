@@ -87,6 +87,13 @@ def line_range(start: int, end: int) -> str:
     return f"{start}–{end}"
 
 
+def line_ranges(start: int, end: int, parts: Sequence[tuple[int, int]] = ()) -> str:
+    """The lines a block shows: `a–b`, or its parts `a–b, c, d–e` when lines were left out."""
+    if not parts or (len(parts) == 1 and parts[0] == (start, end)):
+        return line_range(start, end)
+    return ", ".join(str(a) if a == b else line_range(a, b) for a, b in parts)
+
+
 def escape(text: str) -> str:
     """XML text escaping that keeps code readable: `&` and `<` always, `>` only after `]]`."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace("]]>", "]]&gt;")
@@ -112,12 +119,23 @@ class Template:
     block_format: str = ""  # user files only (empty: markdown blocks)
 
     def render_block(
-        self, *, path: str, start: int, end: int, language: str | None, code: str
+        self,
+        *,
+        path: str,
+        start: int,
+        end: int,
+        language: str | None,
+        code: str,
+        parts: Sequence[tuple[int, int]] = (),
     ) -> str:
-        """One code block with its header; `code` is its lines joined by newlines (no final one)."""
+        """One code block with its header; `code` is its lines joined by newlines (no final one).
+        With `parts`, the header names the line ranges shown (the code holds an elision line
+        between them)."""
+        lines = line_ranges(start, end, parts)
         if self.kind == "xml":
+            xml_lines = lines.replace("–", "-").replace(" ", "")
             attrs = (
-                f"path={quoteattr(path)} lines={quoteattr(f'{start}-{end}')}"
+                f"path={quoteattr(path)} lines={quoteattr(xml_lines)}"
                 f" language={quoteattr(fence_tag_for(language, path))}"
             )
             return f"<chunk {attrs}>\n{escape(code)}\n</chunk>"
@@ -128,13 +146,13 @@ class Template:
                 "path": path,
                 "start": str(start),
                 "end": str(end),
-                "lines": line_range(start, end),
+                "lines": lines,
                 "language": tag,
                 "fence": fence,
                 "code": code,
             }
             return _substitute(self.block_format, values).rstrip("\n")
-        return f"### [{path} · lines {line_range(start, end)}]\n{fence}{tag}\n{code}\n{fence}"
+        return f"### [{path} · lines {lines}]\n{fence}{tag}\n{code}\n{fence}"
 
     def render(self, blocks: Sequence[str], task: str, change: str = "") -> str:
         """The whole prompt from rendered blocks (in order), the task and, when given, the

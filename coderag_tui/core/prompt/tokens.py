@@ -176,7 +176,7 @@ class TokenCounter:
         missing = [i for i, value in enumerate(result) if value is None]
         if missing:
             todo = [texts[i] for i in missing]
-            if self._encode_batch is not None and len(todo) > 1:
+            if self._encode_batch is not None and len(todo) > 1 and _worth_threads(todo):
                 counts = [len(ids) for ids in self._encode_batch(todo)]
             else:
                 counts = [self._raw_count(t) for t in todo]
@@ -185,9 +185,29 @@ class TokenCounter:
                 self._remember(keys[i], value)
         return [int(v or 0) for v in result]
 
+    def count_each(self, texts: Sequence[str]) -> list[int]:
+        """Counts for many short texts (a file's lines), one after another and uncached:
+        for short texts the cache's hashing and a batch call's threads (one task per text)
+        cost more than the encoding."""
+        return [self._raw_count(t) if t else 0 for t in texts]
+
     def cache_size(self) -> int:
         with self._lock:
             return len(self._cache)
+
+
+BATCH_CHARS = 1_000_000  # below this much text, encoding in turn beats tiktoken's threads
+
+
+def _worth_threads(texts: Sequence[str]) -> bool:
+    """Whether a batch is large enough that tiktoken's threaded batch call (a thread pool
+    started per call, one task per text) beats encoding one text after another."""
+    total = 0
+    for text in texts:
+        total += len(text)
+        if total >= BATCH_CHARS:
+            return True
+    return False
 
 
 def _counter_for(encoding: Any, requested: str, note: str) -> TokenCounter:

@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
+from coderag_tui.core.prompt.account import saved, stopped
 from coderag_tui.core.records import DroppedChunk
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
@@ -131,10 +132,12 @@ class PromptScreen(Screen[None]):
                 meter(fraction, 20),
                 f" {fraction:.0%}",
                 (
-                    f"  ·  {counting}  ·  template {one_line(session.template_name)}  ·  "
-                    f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped",
+                    f"  ·  {counting}  ·  template {one_line(session.template_name)}",
                     "$text-muted",
                 ),
+                "\n ",
+                (saved(packed), "bold"),
+                (f"  ·  {stopped(packed)}" if packed.stopped else "", "$text-muted"),
             )
         )
         shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
@@ -146,7 +149,8 @@ class PromptScreen(Screen[None]):
                     block.chunk_keys[0],
                     (
                         ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
-                        + ("⚠" if block.secrets else ""),
+                        + ("⚠" if block.secrets else "")
+                        + ("⋮" if block.outline else ""),
                         str(block.best_rank),
                         f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
                         f"{block.tokens:,}",

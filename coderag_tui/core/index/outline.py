@@ -1,0 +1,186 @@
+"""A file's definitions as nested line spans: what a prompt packs instead of a line window.
+
+Each definition (function, method, class and their equivalents, by `chunk.GRAMMAR_RULES`) is a
+`Unit`: its lines (decorators and wrappers such as `export` included), the last line of its
+signature (the line before its body starts, or its first line when the body opens on it) and
+how deeply it nests. The packer (`core.prompt.spans`) takes the smallest unit that carries a
+match, or a unit's signature with the matched lines below it, and lists units' signatures as
+an outline of files that did not fit.
+
+Files in a language without a grammar, or whose parse is mostly errors, have no units.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coderag_tui.core.index.chunk import (
+    FUNCTION_VALUES,
+    GRAMMAR_RULES,
+    MAX_ERROR_SHARE,
+    Grammar,
+    body_of,
+)
+from coderag_tui.core.index.languages import parser_for
+
+if TYPE_CHECKING:
+    import tree_sitter
+    from tree_sitter import Node
+
+MAX_PARSE_BYTES = 2_000_000  # a larger file is outlined by nothing rather than parsed slowly
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One definition: lines start..end (1-based, inclusive), its signature start..head_end,
+    its kind (function, method, class, namespace), nesting depth (0: top level) and the
+    first line of the comments right above it (its doc comment; `start` when none)."""
+
+    start: int
+    end: int
+    head_end: int
+    kind: str
+    depth: int
+    doc: int = 0
+
+    @property
+    def first(self) -> int:
+        """The first line of the definition with its doc comment."""
+        return self.doc or self.start
+
+    @property
+    def n_lines(self) -> int:
+        return self.end - self.start + 1
+
+    def holds(self, line: int) -> bool:
+        return self.start <= line <= self.end
+
+
+def _rows(node: Node) -> tuple[int, int]:
+    start, end = node.start_point, node.end_point
+    last = end.row if end.column == 0 and end.row > start.row else end.row + 1
+    return start.row + 1, last
+
+
+_queries: dict[str, tree_sitter.Query | None] = {}
+_queries_lock = threading.Lock()
+
+
+def _patterns(language: str) -> list[str]:
+    """One query pattern per kind of definition of a language (`chunk.GRAMMAR_RULES`)."""
+    rules = GRAMMAR_RULES[language]
+    values = " ".join(f"({v})" for v in sorted(FUNCTION_VALUES))
+    patterns = [f"({node}) @unit.{kind}" for node, kind in rules.units.items()]
+    patterns += [
+        f"({decl} (variable_declarator value: [{values}])) @unit.function"
+        for decl in sorted(rules.declarations)
+    ]
+    if rules.declarations:  # `app.set = function set(…) {…}`
+        patterns.append(
+            f"(expression_statement (assignment_expression right: [{values}])) @unit.function"
+        )
+    return patterns
+
+
+def _query(language: str) -> tree_sitter.Query | None:
+    """The outline query of a language, compiled once per process: every pattern the
+    grammar knows (a grammar version may lack a node type; its pattern is left out)."""
+    with _queries_lock:
+        if language in _queries:
+            return _queries[language]
+        parser = parser_for(language)
+        compiled = None
+        if parser is not None and parser.language is not None:
+            import tree_sitter
+
+            kept = []
+            for pattern in _patterns(language):
+                try:
+                    tree_sitter.Query(parser.language, pattern)
+                except Exception:  # a node type this grammar does not have
+                    continue
+                kept.append(pattern)
+            compiled = tree_sitter.Query(parser.language, "\n".join(kept)) if kept else None
+        _queries[language] = compiled
+        return compiled
+
+
+def definition_units(text: str, language: str | None) -> tuple[Unit, ...]:
+    """Every definition of a file, sorted by first line (outer before inner)."""
+    rules = GRAMMAR_RULES.get(language or "")
+    data = text.encode("utf-8", errors="surrogatepass")
+    if rules is None or not language or len(data) > MAX_PARSE_BYTES:
+        return ()
+    parser = parser_for(language)
+    query = _query(language)
+    if parser is None or query is None:
+        return ()
+    import tree_sitter
+
+    try:
+        tree = parser.parse(data)
+        captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
+    except Exception:  # the binding refused the input: no outline
+        return ()
+    root = tree.root_node
+    if root.has_error:
+        bad = sum(_rows(c)[1] - _rows(c)[0] + 1 for c in root.named_children if c.type == "ERROR")
+        if root.type == "ERROR" or bad / max(1, text.count("\n") + 1) > MAX_ERROR_SHARE:
+            return ()
+    found: dict[tuple[int, int], tuple[int, int, int, str, int]] = {}
+    for name, nodes in captures.items():
+        for node in nodes:
+            lines = _lines_of(node, name.removeprefix("unit."), rules)
+            found.setdefault((lines[0], lines[1]), lines)
+    ordered = sorted(found.values(), key=lambda u: (u[0], -u[1]))
+    units: list[Unit] = []
+    open_units: list[Unit] = []  # the units enclosing the next one, outermost first
+    for start, end, head_end, kind, doc in ordered:
+        while open_units and open_units[-1].end < start:
+            open_units.pop()
+        if kind == "function" and open_units and open_units[-1].kind == "class":
+            kind = "method"
+        unit = Unit(start, end, head_end, kind, len(open_units), doc)
+        units.append(unit)
+        open_units.append(unit)
+    return tuple(units)
+
+
+def _lines_of(node: Node, kind: str, rules: Grammar) -> tuple[int, int, int, str, int]:
+    """A definition's (first line, last line, signature's last line, kind, doc comment's
+    first line), its wrappers (decorators, `export`) included."""
+    start, end = _rows(node)
+    outer = node
+    while outer.parent is not None and outer.parent.type in rules.wrappers:
+        outer = outer.parent
+    body = body_of(node, rules)
+    head_end = start
+    if body is not None and body is not node:
+        body_start = body.start_point.row + 1
+        head_end = body_start - 1 if body_start > start else body_start
+    first = _rows(outer)[0]
+    doc = _doc_start(outer, first, rules.attach)
+    return first, end, max(first, min(head_end, end)), kind, doc
+
+
+def _doc_start(node: Node, start: int, attach: frozenset[str]) -> int:
+    """The first line of the comments right above `node` (at most one blank line between),
+    else `start`."""
+    first = start
+    before = node.prev_named_sibling
+    while before is not None and before.type in attach:
+        b_start, b_end = _rows(before)
+        if b_end < first - 2:
+            break
+        first = b_start
+        before = before.prev_named_sibling
+    return first
+
+
+def enclosing(units: tuple[Unit, ...], line: int) -> list[Unit]:
+    """The units holding `line`, innermost first."""
+    found = [u for u in units if u.holds(line)]
+    found.sort(key=lambda u: (u.n_lines, -u.depth))
+    return found

@@ -1,0 +1,58 @@
+"""What a packed prompt holds and saves, in the words every face shows (CLI, TUI, MCP).
+
+`saved` says how many files the prompt carries code from, in how many tokens, against what
+those files hold whole ("9 files in 1,940 tokens; those files hold 84k tokens"): the reading
+the prompt spares the model. `stopped` says why packing ended and what it left out, counted
+by reason, so a prompt that stops early says it stopped on purpose.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from coderag_tui.core.prompt.pack import EXCLUDED, OVER_BUDGET, SECRET
+from coderag_tui.core.prompt.pack_spans import BELOW_FLOOR, OUTLINED
+from coderag_tui.core.records import PackedPrompt
+
+
+def tokens_label(n: int) -> str:
+    """1940 -> `1,940`, 84212 -> `84k`, 1234567 -> `1.2M`: a count of tokens as read."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{round(n / 1000)}k"
+    return f"{n:,}"
+
+
+def saved(packed: PackedPrompt) -> str:
+    """`9 files in 1,940 tokens; those files hold 84k tokens` (plus the outlined files)."""
+    files = packed.code_files
+    outlined = len({b.path for b in packed.blocks if b.outline})
+    n = len(files)
+    line = f"{n} file{'s' if n != 1 else ''} in {tokens_label(packed.tokens)} tokens"
+    if packed.files_tokens is not None and n:
+        line += f"; {'those files hold' if n != 1 else 'that file holds'} "
+        line += f"{tokens_label(packed.files_tokens)} tokens"
+    if outlined:
+        line += f"; {outlined} more file{'s' if outlined != 1 else ''} outlined (signatures)"
+    return line
+
+
+def stopped(packed: PackedPrompt) -> str:
+    """Why packing ended and what it left out, by reason: `stopped: relevance ended; left
+    out 37 chunks below the relevance floor, 2 over budget`."""
+    counts = Counter(d.reason for d in packed.dropped)
+    parts = [
+        f"{counts[reason]} {label}"
+        for reason, label in (
+            (BELOW_FLOOR, "below the relevance floor"),
+            (OVER_BUDGET, "over budget"),
+            (OUTLINED, "outlined only"),
+            (EXCLUDED, "excluded"),
+            (SECRET, "with suspected secrets"),
+        )
+        if counts[reason]
+    ]
+    head = f"stopped: {packed.stopped}" if packed.stopped else ""
+    left = f"left out {', '.join(parts)}" if parts else ""
+    return "; ".join(p for p in (head, left) if p)

@@ -1,0 +1,239 @@
+"""Packing by meaning: the span of a match, one block per file without overlaps, more files
+before more of one, nothing below the relevance floor, never over the budget, secrets never
+shown. Real tree-sitter definitions, real tiktoken counts, the real markdown template."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coderag_tui.core.index.outline import definition_units
+from coderag_tui.core.prompt.pack import SECRET, PackInputs, split_lines
+from coderag_tui.core.prompt.pack_spans import (
+    BELOW_FLOOR,
+    STOP_RELEVANCE,
+    SpanInputs,
+    pack_spans,
+    relevant_keys,
+)
+from coderag_tui.core.prompt.render import load_template
+from coderag_tui.core.prompt.spans import (
+    ELISION,
+    FileFacts,
+    FileView,
+    QueryMatch,
+    compact_span,
+    cost,
+    focus,
+    full_span,
+    runs,
+)
+from coderag_tui.core.prompt.tokens import token_counter
+from coderag_tui.core.rank.words import tokenize
+from coderag_tui.core.records import Chunk, Hit, Ranking, SearchRun, SecretFinding
+from tests.core.test_budget import synthetic_module, window_chunks
+
+SESSIONS = '''"""Sessions: how a request's session is opened and saved."""
+
+import json
+
+
+class SessionStore:
+    """Keeps sessions by id."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, dict[str, str]] = {}
+
+    def open_session(self, sid: str) -> dict[str, str]:
+        """Open the session with this id, creating an empty one."""
+        return self.sessions.setdefault(sid, {})
+
+    def save_session(self, sid: str, data: dict[str, str]) -> None:
+        """Save a session: serialise it and keep it under its id."""
+        blob = json.dumps(data)
+        self.sessions[sid] = json.loads(blob)
+
+    def clear(self) -> None:
+        self.sessions.clear()
+
+
+def unrelated(x: int) -> int:
+    return x * 2
+'''
+FILES = {
+    "app/sessions.py": SESSIONS,
+    **{f"app/mod{i}.py": synthetic_module(i, 12) for i in range(6)},
+}
+
+
+def _weights(query: str) -> QueryMatch:
+    words = functools.partial(tokenize, split_identifiers=True)
+    return QueryMatch({w: 1.0 for w in set(words(query))}, words)
+
+
+def _inputs(budget: int, **extra: object) -> PackInputs:
+    return PackInputs(
+        budget=budget,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text=FILES.get,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _how(query: str, relevant: frozenset[str] | None = None, breadth: int = 10) -> SpanInputs:
+    def facts(path: str, text: str | None, language: str | None) -> FileFacts:
+        return FileFacts(definition_units(text, language) if text is not None else ())
+
+    return SpanInputs(match=_weights(query), facts=facts, relevant=relevant, breadth=breadth)
+
+
+def _hits(size: int = 8) -> list[Hit]:
+    chunks = [c for path, text in FILES.items() for c in window_chunks(path, text, size)]
+    return [Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, start=1)]
+
+
+def _code_of(text: str) -> dict[str, list[str]]:
+    """Each block's header line ranges and code lines, by path."""
+    out: dict[str, list[str]] = {}
+    header = r"^### \[([^\n]+?) · lines ([^\n\]]+)\]\n(`{3,})\w*\n(.*?)\n\3$"
+    for match in re.finditer(header, text, re.M | re.S):
+        assert match.group(1) not in out, "two blocks of one file"
+        out[match.group(1)] = match.group(4).split("\n")
+    return out
+
+
+def _view(path: str = "app/sessions.py", query: str = "save the session serialise") -> FileView:
+    text = FILES[path]
+    return FileView(
+        path=path,
+        language="python",
+        lines=split_lines(text),
+        facts=FileFacts(definition_units(text, "python")),
+        match=_weights(query),
+        count=token_counter("cl100k_base").count_each,
+    )
+
+
+def test_a_match_inside_a_method_packs_the_method_under_its_class_line() -> None:
+    lines = split_lines(SESSIONS)
+    first = lines.index("class SessionStore:") + 1
+    start = next(i for i, line in enumerate(lines, 1) if "def save_session" in line)
+    view = _view()
+    found = focus(view, 15, 26)  # a window from save_session's docstring to `unrelated`
+    assert found.unit is not None and (found.unit.start, found.unit.end) == (start, start + 3)
+    assert full_span(view, 15, 26, found, 500, 2) == ((first, first), (start, start + 3))
+    # within 30 tokens: the signatures above the best line, and that line
+    compact = compact_span(view, 15, 26, found, 30, 2)
+    assert compact[0] == (first, first) and cost(view, compact, 2) <= 30
+    chunk = Chunk("app/sessions.py", 15, 26, "lines", "python", "")
+    packed = pack_spans([Hit(chunk, 1.0, 1)], _inputs(120), _how("save the session serialise"))
+    (block,) = packed.blocks
+    assert block.text.split("\n")[:3] == [lines[first - 1], ELISION, lines[start - 1]]
+    assert f"lines {first}, {start}–" in packed.text
+    # with room to spare, the ranked window itself comes in whole behind its method
+    roomy = pack_spans([Hit(chunk, 1.0, 1)], _inputs(4000), _how("save the session serialise"))
+    assert roomy.blocks[0].shown == ((first, first), (start, 26))
+
+
+def test_a_small_budget_covers_more_files_before_a_second_place_in_one() -> None:
+    hits = _hits()
+    packed = pack_spans(hits, _inputs(900), _how("retry delay gateway charge", breadth=6))
+    assert len(packed.code_files) >= 5
+    first_paths = list(dict.fromkeys(h.chunk.path for h in hits))
+    assert list(packed.code_files) == first_paths[: len(packed.code_files)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.integers(min_value=60, max_value=6000),
+    size=st.sampled_from([4, 8, 16, 64]),
+    breadth=st.integers(min_value=1, max_value=12),
+    seed=st.integers(min_value=0, max_value=10_000),
+)
+def test_blocks_never_overlap_never_exceed_the_budget_and_show_the_file(
+    budget: int, size: int, breadth: int, seed: int
+) -> None:
+    import random
+
+    hits = _hits(size)
+    random.Random(seed).shuffle(hits)
+    hits = [Hit(h.chunk, h.score, r) for r, h in enumerate(hits, start=1)]
+    packed = pack_spans(hits, _inputs(budget), _how("retry charge gateway session", None, breadth))
+    assert packed.tokens <= budget
+    assert token_counter("cl100k_base").count(packed.text) == packed.tokens
+    code = _code_of(packed.text)
+    assert set(code) == {b.path for b in packed.blocks}
+    for block in packed.blocks:
+        shown = block.shown
+        assert list(shown) == runs(n for a, b in shown for n in range(a, b + 1))  # disjoint
+        file_lines = split_lines(FILES[block.path])
+        expected: list[str] = []
+        for i, (a, b) in enumerate(shown):
+            expected += ([ELISION] if i else []) + file_lines[a - 1 : b]
+        assert code[block.path] == expected
+
+
+def test_nothing_below_the_relevance_floor_is_packed_and_packing_says_why_it_stopped() -> None:
+    hits = _hits()
+    keep = frozenset(h.chunk.key for h in hits[:3])
+    packed = pack_spans(hits, _inputs(16000), _how("retry delay", relevant=keep))
+    packed_keys = {k for b in packed.blocks for k in b.chunk_keys}
+    assert packed_keys <= keep
+    assert {b.path for b in packed.blocks} <= {h.chunk.path for h in hits[:3]}
+    assert packed.stopped == STOP_RELEVANCE and packed.tokens < 16000 // 2
+    below = [d for d in packed.dropped if d.reason == BELOW_FLOOR]
+    assert len(below) == len(hits) - 3
+
+
+def test_the_relevance_floor_takes_any_list_s_top_and_a_share_of_the_best_score() -> None:
+    chunks = [Chunk("a.py", i, i, "lines", "python", f"x{i}") for i in range(1, 8)]
+    fused = Ranking("fused", tuple(Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, 1)))
+    bm25 = Ranking("bm25", (Hit(chunks[6], 5.0, 1),))
+    run = SearchRun("q", {"fused": fused, "bm25": bm25}, timings=())
+    # fused ranks 1-3 are in its top 3; BM25 ranks chunk 7 first; 1/5 < 0.25 of the best
+    assert relevant_keys(run, None, 3, 0.0) == {c.key for c in (*chunks[:3], chunks[6])}
+    assert relevant_keys(run, None, 10, 0.25) == {c.key for c in chunks[:4]}
+
+
+def test_a_held_secret_line_is_shown_by_no_other_span() -> None:
+    text = SESSIONS.replace("json.loads(blob)", "json.loads(blob)  # key AKIA0000")
+    lines = split_lines(text)
+    secret_line = next(i for i, line in enumerate(lines, 1) if "AKIA" in line)
+    method = next(i for i, line in enumerate(lines, 1) if "def save_session" in line)
+    # a chunk above the secret line whose definition (the whole method) holds that line
+    near = Chunk("app/sessions.py", method, secret_line - 1, "lines", "python", "")
+    held = Chunk("app/sessions.py", secret_line, secret_line, "lines", "python", "")
+    finding = SecretFinding(secret_line, 1, secret_line, 5, "AWS Access Key")
+    inputs = PackInputs(
+        budget=4000,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text={"app/sessions.py": text}.get,
+        secrets={"app/sessions.py": (finding,)},
+    )
+    packed = pack_spans(
+        [Hit(held, 2.0, 1), Hit(near, 1.0, 2)], inputs, _how("save session json loads")
+    )
+    assert "AKIA" not in packed.text
+    assert any(d.reason == SECRET and d.key == held.key for d in packed.dropped)
+    (block,) = packed.blocks
+    shown = {n for a, b in block.shown for n in range(a, b + 1)}
+    assert set(range(method, secret_line)) <= shown  # the method, up to its last line ...
+    assert secret_line not in shown  # ... which holds the secret
+
+
+@pytest.mark.parametrize("budget", [300, 1000])
+def test_what_does_not_fit_is_outlined_by_its_signatures(budget: int) -> None:
+    hits = _hits(64)
+    packed = pack_spans(hits, _inputs(budget), _how("retry delay gateway charge", breadth=2))
+    outlined = [b for b in packed.blocks if b.outline]
+    for block in outlined:
+        assert all(line.lstrip().startswith(("def ", ELISION)) for line in block.text.split("\n"))
+        assert block.path not in packed.code_files
