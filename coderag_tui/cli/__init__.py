@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 141
     from coderag_tui.cli.tui_cmd import run_tui
 
-    return run_tui(args_list)
+    return run_tui(args_list, command_summaries)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,6 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.core.rank import definitions_process
+from coderag_tui.core.rank.bm25_index import (
+    BM25Index,
+    BM25Options,
+    ChunkNumbers,
+    Postings,
+    bm25_dir,
+)
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
@@ -81,8 +88,6 @@ class Child(definitions_process.Child):
 def start(store: Store, settings: Settings) -> Child | None:
     """A child following the first build of `settings`' chunking into `store` (see the
     module docstring); None when there is nothing for it to do or no second core."""
-    from coderag_tui.core.rank.lexical import BM25Index, BM25Options, bm25_dir
-
     options = BM25Options.of(settings)
     directory = bm25_dir(settings, options)
     if definitions_process.cores() < definitions_process.MIN_CORES:
@@ -136,7 +141,6 @@ def main(args: dict[str, Any]) -> int:
         parent = _Parent()
         from coderag_tui.core.index.chunk_list import ChunkList
         from coderag_tui.core.index.store import Store
-        from coderag_tui.core.rank.lexical import BM25Index, BM25Options, ChunkNumbers, Postings
         from coderag_tui.core.rank.segments import CurrentTable
 
         options = BM25Options(**args["options"])
