@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
+from coderag_tui.core.echo import echo
 from coderag_tui.core.records import Chunk, FileHit, Hit, RankingName, SearchRun
-from coderag_tui.core.visible import one_line, visible
+from coderag_tui.core.visible import one_line
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress
@@ -37,8 +38,9 @@ RANKING_TITLES: dict[str, str] = {
 
 
 def say(message: str) -> None:
-    """One status line on stderr, `coderag: …`, with control characters written out."""
-    print(f"coderag: {visible(message)}", file=sys.stderr)
+    """One status line on stderr, `coderag: …`: one line, bounded, secrets masked
+    (`core.echo`), since a message may repeat a repository's or an agent's text."""
+    print(f"coderag: {echo(message)}", file=sys.stderr)
 
 
 IndexCallback = Callable[["IndexProgress"], None]

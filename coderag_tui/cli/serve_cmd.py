@@ -45,6 +45,7 @@ from coderag_tui.cli.server import (
     send,
     socket_path,
 )
+from coderag_tui.core.echo import echo
 from coderag_tui.core.records import Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings, SettingsError
@@ -210,7 +211,7 @@ class _Log:
 
     def __call__(self, message: str) -> None:
         with self._lock:
-            self._stream.write(f"coderag: {visible(message)}\n")
+            self._stream.write(f"coderag: {echo(message)}\n")
             self._stream.flush()
 
 

@@ -21,6 +21,7 @@ from coderag_tui.cli.common import (
     scope_from_args,
     settings_from_args,
 )
+from coderag_tui.core.echo import echo
 
 
 def build_parser(
@@ -65,7 +66,7 @@ def run_tui(argv: list[str], commands: Callable[[], list[tuple[str, str]]] | Non
         settings = settings_from_args(args, warnings=warnings)
         scope, _ = scope_from_args(args, settings.repo_root)
     except UserError as exc:
-        print(f"coderag: {exc}", file=sys.stderr)
+        print(f"coderag: {echo(str(exc))}", file=sys.stderr)
         return exc.exit_code
     from coderag_tui.tui.app import default_state_path, make_app
     from coderag_tui.tui.state import read_saved_theme

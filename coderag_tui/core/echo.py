@@ -1,0 +1,40 @@
+"""Outside text said back: one line, bounded, and with its secrets masked as a prompt masks them.
+
+coderag repeats text it did not write: a value from a repository's `.coderag.toml` in a
+warning, a path or a pattern in a refusal, the query an answer was ranked for (which `--from`
+and MCP's `related` take from a file's lines), an agent's argument. Said raw, a newline in it
+forges a line of coderag's own (`coderag: … | sh`) on stderr or in a log, a megabyte of it
+comes back as a megabyte, and a key on a line `--from` points at is printed. So every such
+echo (stderr, the log, MCP answers and JSON fields) goes through `echo` (or `masked` where
+the text keeps its lines, in a JSON string): secrets masked as `<redacted:KIND>` by the same
+scan the prompt uses, control characters and newlines written out (`core.visible.one_line`),
+and at most `limit` characters, the cut said with `…`.
+"""
+
+from __future__ import annotations
+
+from coderag_tui.core.visible import one_line
+
+MAX_ECHO_CHARS = 1000  # a notice, a log line or a refusal
+# Characters scanned for secrets beyond what is shown: a secret that starts in the shown part
+# is found whole (the scan's window is 4,000 characters).
+_SCAN_MARGIN = 8192
+
+
+def masked(text: str) -> str:
+    """`text` with each suspected secret replaced by `<redacted:KIND>`, its lines kept."""
+    from coderag_tui.core.index.secret_scan import redact_lines, scan_text
+
+    findings = scan_text("task", text)
+    if not findings:
+        return text
+    return "\n".join(redact_lines(text.split("\n"), 1, findings))
+
+
+def echo(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """`text` fit to say back on one line: secrets masked, control characters and newlines
+    written out, at most `limit` characters."""
+    return one_line(masked(text[: limit + _SCAN_MARGIN]), limit)
+
+
+__all__ = ["MAX_ECHO_CHARS", "echo", "masked"]
