@@ -37,4 +37,13 @@ def echo(text: str, limit: int = MAX_ECHO_CHARS) -> str:
     return one_line(masked(text[: limit + _SCAN_MARGIN]), limit)
 
 
-__all__ = ["MAX_ECHO_CHARS", "echo", "masked"]
+def echoed_query(query: str, secrets: str, limit: int = 500) -> str:
+    """The query an answer repeats (a JSON field, an MCP answer): its secrets masked unless
+    `secrets` is "allow" (a query can be a file's lines: `--from`, MCP's `related`), at most
+    `limit` characters, the cut said with `…`."""
+    head = query[: limit + _SCAN_MARGIN]
+    shown = head if secrets == "allow" else masked(head)
+    return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+__all__ = ["MAX_ECHO_CHARS", "echo", "echoed_query", "masked"]
