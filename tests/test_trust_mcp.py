@@ -50,23 +50,25 @@ def test_a_refusal_is_one_bounded_sentence_whatever_the_argument(
 ) -> None:
     async def scenario(client: Client) -> None:
         huge = "x" * 5_000_000
-        for tool, arguments in (
+        long: tuple[tuple[str, dict[str, object]], ...] = (
             ("search", {"query": "cart", "mode": huge}),
             ("search", {"query": "cart", "k": huge}),
             ("related", {"path": huge, "line": 1}),
             ("search", {"query": huge}),
-        ):
+        )
+        for tool, arguments in long:
             said = await refused(client, tool, **arguments)
             assert len(said) < 1200, (tool, len(said))
         started = time.perf_counter()
         said = await refused(client, "search", query="cart", paths=["p" * 1_000_000] * 20)
         assert len(said) < 1200 and time.perf_counter() - started < 30
-        for tool, arguments in (
+        wrong: tuple[tuple[str, dict[str, object]], ...] = (
             ("search", {"query": "cart", "k": "ten"}),
             ("search", {"query": ["cart"]}),
             ("related", {"path": 7, "line": "one"}),
             ("context", {"task": {"a": 1}}),
-        ):
+        )
+        for tool, arguments in wrong:
             said = await refused(client, tool, **arguments)
             assert "pydantic" not in said and "http" not in said, said
         found = await call(client, "search", query="cart total", k=2, paths=["shop/"])
