@@ -1036,7 +1036,20 @@ def _from_repo_file(info: SettingInfo, value: Any, repo: Path, current: Any) -> 
     resolved = in_repo.resolve()
     if not _inside(resolved, root):
         raise _Ignored("it names a path outside the repository")
+    if info.meta.names:  # the template: someone else's file that cannot be used is ignored
+        _check_repo_template(resolved)
     return str(resolved)
+
+
+def _check_repo_template(path: Path) -> None:
+    """_Ignored when the repository's template file cannot be used (a FIFO or a folder, larger
+    than its bound, not UTF-8, not a template): someone else's file never stops a prompt."""
+    from coderag_tui.core.prompt.render import TemplateError, load_template
+
+    try:
+        load_template(str(path))
+    except TemplateError as exc:
+        raise _Ignored(f"its template cannot be used: {str(exc).rstrip('.')}") from None
 
 
 def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> str:

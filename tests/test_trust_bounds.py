@@ -10,15 +10,23 @@ is a FIFO, too large or not UTF-8, and a query of one very long word.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from coderag_tui.cli import main
 from coderag_tui.core.index.walk import MAX_IGNORE_BYTES, MAX_IGNORE_PATTERNS, walk
 from tests.fixtures.hostile_repo import SLOW_IGNORE_NAME, SLOW_IGNORE_PATTERN
 from tests.fixtures.tiny_repo import make_tiny_repo
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @pytest.mark.parametrize("git", [True, False])
@@ -77,3 +85,77 @@ def test_a_walk_of_a_plain_folder_reads_gitignore_with_git_semantics(tmp_path: P
     (repo / ".gitignore").write_text("shop/\n!shop/cart.py\n")
     files = {f.path for f in walk(repo).files}
     assert not any(path.startswith("shop/") for path in files)  # a folder cannot be re-entered
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "latin-1", "no-task"])
+def test_someone_elses_template_never_stops_a_prompt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    repo = make_tiny_repo(tmp_path / "shop")
+    template = repo / "prompt.tpl"
+    if kind == "fifo":
+        os.mkfifo(template)
+    elif kind == "folder":
+        template.mkdir()
+    elif kind == "latin-1":
+        template.write_bytes(b"caf\xe9 {context} {task}\n")
+    else:
+        template.write_text("no placeholders at all\n")
+    (repo / ".coderag.toml").write_text('template = "prompt.tpl"\n')
+    code, out, err = _cli(capsys, "prompt", "refund", str(repo), "--no-dense", "--index-dir",
+                          str(tmp_path / "ix"))  # fmt: skip
+    assert code == 0, err
+    assert "## Task" in out
+    (line,) = [line for line in err.splitlines() if "ignored template" in line]
+    assert "its template cannot be used" in line
+
+
+def test_an_index_folder_where_nothing_can_be_made_is_one_sentence(
+    tiny_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = (
+        "import sys\n"
+        "from coderag_tui.cli import main\n"
+        "argv = ['search', 'cart', sys.argv[1], '--no-dense', '--index-dir', '/proc/self']\n"
+        "sys.exit(main(argv))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tiny_repo)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("coderag: ") and "--index-dir" in line
+
+
+def test_a_damaged_cache_file_nested_deep_is_repaired(
+    tiny_repo: Path, index_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["search", "refund", str(tiny_repo), "--no-dense", "--index-dir", str(index_dir)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    tables = list(index_dir.rglob("files.json"))
+    assert tables
+    for table in tables:
+        table.write_text("[" * 100_000)
+    for _ in range(2):
+        code, out, err = _cli(capsys, *argv)
+        assert code == 0 and "shop/payment.py" in out, err
+        assert "Traceback" not in err
+    cart = tiny_repo / "shop" / "cart.py"
+    cart.write_text(cart.read_text() + "\n# an edit: the tables are read, found damaged, rebuilt\n")
+    code, out, err = _cli(capsys, *argv)
+    assert code == 0 and "shop/payment.py" in out, err
+    for table in index_dir.rglob("files.json"):
+        assert not table.read_text().startswith("[["), table
+
+
+def test_a_dataset_line_nested_deep_is_one_sentence(
+    tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("[" * 50_000 + "\n")
+    code, _, err = _cli(capsys, "eval", str(data), "--repo", str(tiny_repo), "--index-dir",
+                        str(tmp_path / "ix"))  # fmt: skip
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "nested too deeply" in line

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui import __version__
+from coderag_tui.core.capped import parse_json
 from coderag_tui.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply |
             conn.settimeout(_left(deadline))  # sendall's timeout is for the whole message
             conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
             conn.shutdown(socket.SHUT_WR)
-            reply = json.loads(_read_all(conn, deadline))
+            reply = parse_json(_read_all(conn, deadline))
     except TimeoutError:
         print(
             f"coderag: the server for this index did not answer within {ASK_TIMEOUT_S:g} s; "
@@ -228,7 +229,7 @@ def read_request(conn: socket.socket) -> dict[str, Any] | None:
     if not data.strip():
         return None
     try:
-        message = json.loads(data)
+        message = parse_json(data)
     except RecursionError:  # json recurses per level: a deep enough request ends here
         message = None
     except ValueError:  # not JSON, or not UTF-8
