@@ -159,3 +159,24 @@ def test_a_dataset_line_nested_deep_is_one_sentence(
     assert code == 2
     (line,) = err.strip().splitlines()
     assert "nested too deeply" in line
+
+
+def test_a_query_of_one_long_word_is_ranked_in_bounded_time(
+    tiny_repo: Path, tmp_path: Path
+) -> None:
+    """The signals read a 40k-character word in 38 s before (its length squared); 100k
+    characters would take minutes. The search runs in a child with a minute to spare."""
+    code = (
+        "import sys\n"
+        "from coderag_tui.cli import main\n"
+        "query = 'a/' * 50_000\n"
+        "sys.exit(main(['search', query, sys.argv[1], '--no-dense', '--index-dir', sys.argv[2]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tiny_repo), str(tmp_path / "ix")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ranked on its first 65,536 characters" in done.stderr

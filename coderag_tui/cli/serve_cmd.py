@@ -340,7 +340,7 @@ def _handle(resident: Resident, message: dict[str, Any]) -> tuple[dict[str, Any]
     if resident.checks.checked > checks_before.checked:
         by_path = resident.checks.by_path > checks_before.by_path
         checked = "checked: the changed paths" if by_path else "checked: every file"
-    query = one_line(str(request.get("query") or request.get("task") or ""))
+    query = one_line(str(request.get("query") or request.get("task") or "")[: QUERY_SHOWN + 1])
     shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
     ms = (time.perf_counter() - started) * 1000.0
     return reply, f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked})."
