@@ -229,7 +229,7 @@ def read_request(conn: socket.socket) -> dict[str, Any] | None:
     if not data.strip():
         return None
     try:
-        message = parse_json(data)
+        message = json.loads(data)
     except RecursionError:  # json recurses per level: a deep enough request ends here
         message = None
     except ValueError:  # not JSON, or not UTF-8
