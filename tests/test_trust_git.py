@@ -20,7 +20,7 @@ from coderag_tui.core import git
 from coderag_tui.core.index.changes import working_change
 from coderag_tui.core.learn.history import HistoryOptions, history_pairs, hunks
 from coderag_tui.settings import Settings
-from tests.fixtures.hostile_repo import arm_repository
+from tests.fixtures.hostile_repo import FORGED_LINE, arm_repository
 from tests.fixtures.tiny_repo import make_tiny_repo
 
 BASHRC = "# the user's own shell start-up file\nalias ll='ls -l'\n"
@@ -167,3 +167,31 @@ def test_a_diff_reads_its_paths_whatever_the_repository_prefixes(tmp_path: Path)
     cart.write_text(cart.read_text() + "\n# note\n")
     change = working_change(Settings(repo=repo))
     assert [f.path for f in change.files] == ["shop/cart.py"]
+
+
+def test_an_armed_repository_changes_nothing_outside_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every trap of the armed fixture at once, through the faces a user runs in it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    bashrc = home / ".bashrc"
+    bashrc.write_text(BASHRC)
+    repo = make_tiny_repo(tmp_path / "shop")
+    canary = tmp_path / "canary"
+    arm_repository(repo, canary, victim=bashrc)
+    monkeypatch.chdir(repo)
+    ix = str(tmp_path / "ix")
+    code, _, err = _cli(capsys, "search", "cart", ".", "--index-dir", ix, "--log-file",
+                        "coderag.log")  # fmt: skip
+    assert code == 2 and "never writes through a link" in _one_sentence(err, "coderag.log")
+    for argv in (
+        ("index", "."),
+        ("search", "cart total", ".", "--no-dense", "--rerank"),
+        ("prompt", "how is the total made?", ".", "--no-dense"),
+    ):
+        code, _, err = _cli(capsys, *argv, "--index-dir", ix)
+        assert code == 0, err
+        assert not any(line.startswith(FORGED_LINE[:20]) for line in err.splitlines()), err
+    assert _ran(canary) == []
+    assert bashrc.read_text() == BASHRC
