@@ -62,8 +62,10 @@ def test_an_ignore_pattern_is_matched_in_linear_time(tmp_path: Path, git: bool) 
     ids=["larger-than-its-bound", "more-patterns-than-its-bound"],
 )
 def test_an_ignore_file_past_its_bounds_is_not_read(
-    tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A --log-file of an earlier test keeps the package's records to itself: hear them here.
+    monkeypatch.setattr(logging.getLogger("coderag_tui"), "propagate", True)
     repo = make_tiny_repo(tmp_path / "shop")
     (repo / ".coderagignore").write_text(content)
     with caplog.at_level(logging.WARNING, logger="coderag_tui.core.index.walk"):
