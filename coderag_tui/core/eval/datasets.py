@@ -591,9 +591,7 @@ def from_git_history(
         message = git_output(repo, "show", "-s", "--format=%B", revisions=[sha], paths=()).strip()
         if not message:
             continue
-        diff = _git(
-            repo, "diff", "--no-ext-diff", "--no-textconv", "-U0", parent, sha, "--", *modified
-        )
+        diff = git_output(repo, "diff", "-U0", revisions=[parent, sha], paths=modified)
         rows.append(
             EvalRow(
                 id=sha[:12],
