@@ -99,3 +99,19 @@ def test_search_from_a_line_never_repeats_its_secrets_in_json(
     out = capsys.readouterr().out
     assert not any(key in out for key in KEYS), out
     assert "<redacted:" in json.loads(out)["query"]
+
+
+def test_a_call_during_a_first_build_says_how_far_it_got(tiny_repo: Path) -> None:
+    from coderag_tui.cli.mcp_tools import Tools
+    from coderag_tui.core.index.indexer import IndexProgress
+    from coderag_tui.settings import Settings
+
+    tools = Tools(Settings(repo=tiny_repo))
+    for step, said in (
+        (IndexProgress("walk", 0, 0, 0, 0, 2.0), "files are being listed (2 s so far)"),
+        (IndexProgress("index", 300, 1200, 900, 0, 9.0), "300 of 1,200 files, 9 s so far"),
+        (IndexProgress("bm25", 0, 0, 52_000, 0, 31.0), "BM25 index of 52,000 chunks"),
+        (IndexProgress("wait", 0, 0, 0, 0, 0.0), "another coderag is building"),
+    ):
+        tools._opening.progress = step
+        assert said in tools.status()["state"]

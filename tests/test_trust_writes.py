@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,35 @@ def test_the_index_and_its_caches_are_private_to_the_user(
                 done = subprocess.run([*NOBODY, "cat", str(db)], capture_output=True, cwd="/")
                 assert done.returncode != 0 and b"private file" not in done.stdout
     assert os.umask(own) == own  # the process's own umask is put back
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("a\ncoderag: forged", "a\\ncoderag: forged"),
+        ("bell \x07 and \x1b[2J", "bell \\x07 and \\x1b[2J"),
+        ("got 'AKIAQQQQQQQQQQQQ7ABC'", "got '<redacted:AWS Access Key>'"),
+        (
+            "postgres://admin:hunter2@db/prod",
+            "postgres://admin:<redacted:Basic Auth Credentials>@db/prod",
+        ),
+        ("x" * 5000, "x" * 999 + "…"),
+    ],
+)
+def test_an_echo_is_one_line_bounded_and_masked(text: str, shown: str) -> None:
+    from coderag_tui.core.echo import echo
+
+    assert echo(text) == shown
+
+
+def test_coderags_own_lines_pass_the_echo_without_the_secret_detectors() -> None:
+    """The detectors' import costs half a second: a prompt's summary line must not pay it."""
+    code = (
+        "import sys\n"
+        "from coderag_tui.core.echo import echo\n"
+        "echo('prompt: 7,812 of 8,000 tokens (cl100k_base), 12 blocks; packing stopped')\n"
+        "echo('fused = RRF of BM25 and dense + signals')\n"
+        "print('detect_secrets' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
