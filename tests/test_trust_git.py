@@ -77,7 +77,7 @@ def test_git_runs_no_program_the_repository_configures(
         assert _ran(canary) == [], argv
     # The folder laid out as a git dir is walked as the plain folder it is.
     code, out, err = _cli(
-        capsys, "search", "handle event", str(repo / "service"), "--index-dir", ix
+        capsys, "search", "handle event", str(repo / "service"), "--no-dense", "--index-dir", ix
     )
     assert code == 0 and "handler.py" in out, err
     assert _ran(canary) == []
