@@ -989,6 +989,7 @@ class _Source:
 
 # A config file larger than this is not read: settings take a few hundred bytes, and a
 # repository's file is someone else's (a sparse 3 GB file must not cost minutes).
+MAX_TEMPLATE_BYTES = 256 * 1024  # a template file's bound (`core.prompt.render` reads it)
 MAX_CONFIG_BYTES = 256 * 1024
 # Unknown keys of one file named one by one; the rest are counted in one line.
 UNKNOWN_NAMED = 5
@@ -1090,7 +1091,33 @@ def _from_repo_file(info: SettingInfo, value: Any, repo: Path, current: Any) -> 
     resolved = in_repo.resolve()
     if not _inside(resolved, root):
         raise _Ignored("it names a path outside the repository")
+    if info.meta.names:  # the template: someone else's file that cannot be used is ignored
+        _check_repo_template(resolved)
     return str(resolved)
+
+
+def _check_repo_template(path: Path) -> None:
+    """_Ignored when the repository's template file cannot be used (a FIFO or a folder, larger
+    than a template may be, not UTF-8, without its placeholders): someone else's file never
+    stops a prompt. (Read with the template's own bound; `core.prompt.render` parses it.)"""
+
+    def unusable(why: str) -> _Ignored:
+        return _Ignored(f"its template cannot be used: {why}")
+
+    if not path.is_file():  # a FIFO is never opened
+        raise unusable("it is not a readable file")
+    try:
+        data = read_capped(path, MAX_TEMPLATE_BYTES)
+    except OSError as exc:
+        raise unusable(f"it cannot be read ({exc.strerror})") from None
+    if data is None:
+        raise unusable(f"it is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise unusable("it is not UTF-8 text") from None
+    if "{context}" not in text or "{task}" not in text:
+        raise unusable("it has no {context} or {task} placeholder")
 
 
 def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> str:

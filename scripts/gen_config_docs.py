@@ -247,12 +247,15 @@ for a value out of its limits. See [security.md](security.md).
 
 - The index lives in the user cache folder (`~/.cache/coderag/index/` on Linux): one SQLite
   database per repository plus one embedding cache shared by all of them; `index_dir` puts it
-  elsewhere. Models coderag derives from installed packages (the ONNX and int8 copies, the
-  static table) are kept once per machine in `~/.cache/coderag/models`.
+  elsewhere. What coderag makes there is yours alone (folders 0700, files 0600). Models
+  coderag derives from installed packages (the ONNX and int8 copies, the static table) are
+  kept once per machine in `~/.cache/coderag/models`.
 - A template file is plain text with `{{role}}`, `{{context}}` and `{{task}}` placeholders and a
   per-block part below a line `=== chunk ===` (`{{path}}`, `{{lines}}`, `{{language}}`,
   `{{fence}}`, `{{code}}`); see the docstring of `coderag_tui/core/prompt/render.py`. A template
-  file larger than {MAX_TEMPLATE_BYTES // 1024} KiB is not read.
+  file larger than {MAX_TEMPLATE_BYTES // 1024} KiB is not read. One a repository's
+  `.coderag.toml` names that cannot be used (too large, not UTF-8, not a template) is ignored
+  with one warning.
 - Your own themes are YAML files in `theme_dir`, with the schema of `themes/coderag-dark.yaml`.
 """
 

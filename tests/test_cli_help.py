@@ -69,4 +69,4 @@ def test_log_file_records_the_fallbacks_taken(
     code = main(["index", str(tiny_repo), "--log-file", str(tmp_path)])
     assert code == 2
     err = capsys.readouterr().err
-    assert "cannot write the log file" in err and "Traceback" not in err
+    assert "is a folder, and coderag writes only regular files" in err and "Traceback" not in err

@@ -329,7 +329,9 @@ def test_search_and_prompt_answer_from_an_index_folder_they_may_not_write() -> N
     with public_folder() as pub:
         repo = make_tiny_repo(pub / "repo", git=False)
         ix = pub / "ix"
-        assert main(["index", str(repo), "--index-dir", str(ix)]) == 0  # root's index, mode 755
+        assert main(["index", str(repo), "--index-dir", str(ix)]) == 0
+        # root's index is root's alone until root shares it on purpose, read-only
+        subprocess.run(["chmod", "-R", "go+rX", str(ix)], check=True)
         _touch_a_file(repo)
         home = pub / "home"
         home.mkdir()

@@ -296,11 +296,18 @@ def test_a_huge_template_or_config_is_refused_unread(
     with big.open("wb") as handle:  # sparse: 3 GB that take no disk
         handle.truncate(3 * 1024**3)
     (tiny_repo / ".coderag.toml").write_text('template = "bigtpl.txt"\n')
-    code, _, err = _cli(
+    code, out, err = _cli(
         capsys, "prompt", "refund", str(tiny_repo), "--index-dir", str(index_dir), "--no-dense"
     )
+    assert code == 0 and "## Task" in out  # someone else's template never stops a prompt
+    _one_sentence(err, "ignored template", "larger than 256 KiB")
+    # The user's own is the user's to fix: it stops the prompt with one sentence.
+    code, _, err = _cli(
+        capsys, "prompt", "refund", str(tiny_repo), "--index-dir", str(index_dir), "--no-dense",
+        "--template", str(big),
+    )  # fmt: skip
     assert code == 2
-    _one_sentence(err, "larger than 256 KiB")
+    _one_sentence(err, "coderag: the template file", "larger than 256 KiB")
     # A config file past its bound is not read at all: one warning, and coderag runs.
     (tiny_repo / ".coderag.toml").write_text("a = 1\n" * (MAX_CONFIG_BYTES // 6 + 1))
     code, _, err = _cli(capsys, "index", str(tiny_repo), "--index-dir", str(index_dir))

@@ -16,6 +16,7 @@ from types import ModuleType
 
 from coderag_tui import __version__
 from coderag_tui.cli.common import Parser, UserError
+from coderag_tui.core.echo import echo
 from coderag_tui.core.visible import visible
 
 # subcommand name -> module under coderag_tui.cli
@@ -100,10 +101,27 @@ def _parse_command(name: str, argv: list[str]) -> argparse.Namespace:
     return args
 
 
+# What coderag creates is the user's alone (folders 0700, files 0600): an index holds the text
+# of every file it read, a 0600 password file's included, and a cache or a log repeats it.
+PRIVATE_UMASK = 0o077
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run coderag with `argv` (default: the process's arguments); returns the exit code.
+    Everything it creates meanwhile is private to the user (`PRIVATE_UMASK` added to the
+    umask; an existing file keeps its mode); the umask is put back after."""
+    before = os.umask(PRIVATE_UMASK)
+    os.umask(before | PRIVATE_UMASK)
+    try:
+        return _main(argv)
+    finally:
+        os.umask(before)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and (mistyped := _mistyped(args_list[0])) is not None:
-        print(f"coderag: {mistyped}", file=sys.stderr)
+        print(f"coderag: {echo(mistyped)}", file=sys.stderr)
         return 2
     chosen = args_list[0] if args_list and args_list[0] in COMMANDS else None
     commands = _available_commands(chosen) if chosen is not None else {}
@@ -113,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(module.run(args))
         except UserError as exc:
-            print(f"coderag: {visible(str(exc))}", file=sys.stderr)
+            print(f"coderag: {echo(str(exc))}", file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             print("coderag: interrupted; what was already indexed is kept.", file=sys.stderr)
@@ -125,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 141
     from coderag_tui.cli.tui_cmd import run_tui
 
-    return run_tui(args_list)
+    return run_tui(args_list, command_summaries)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import io
 import json
 import logging
 import os
@@ -13,9 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from coderag_tui.core.echo import echo
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import Origin, Scope
-from coderag_tui.core.visible import one_line, visible
+from coderag_tui.core.visible import one_line
 from coderag_tui.settings import (
     SCHEMA,
     SettingInfo,
@@ -56,21 +58,57 @@ def add_repo_args(parser: argparse.ArgumentParser, *, path_positional: bool = Tr
     add_setting_flags(parser, ["index_dir", "log_file"])
 
 
-def start_log(path: Path | None) -> None:
-    """Append coderag's debug log to `path` (once per file and process), or a UserError."""
+class _LogFile(logging.StreamHandler):  # type: ignore[type-arg]
+    """coderag's debug log in a file the user named: each record one line, bounded and with
+    its secrets masked (`core.echo`: a record may repeat a repository's value), opened the
+    one way a named file is written (`core.safe_write.open_for_append`). A write that fails
+    later (a full disk) is said once, and the log stops there."""
+
+    def __init__(self, path: str, guarded: Path | None) -> None:
+        from coderag_tui.core.safe_write import open_for_append
+
+        binary = open_for_append(Path(path), guarded=guarded)
+        text = io.TextIOWrapper(binary, encoding="utf-8", errors="backslashreplace")
+        super().__init__(text)
+        self.baseFilename = path
+        self.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+
+    def format(self, record: logging.LogRecord) -> str:
+        return echo(super().format(record), MAX_LOG_LINE_CHARS)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        why = getattr(error, "strerror", None) or type(error).__name__
+        logging.getLogger("coderag_tui").removeHandler(self)
+        print(
+            f"coderag: {echo(f'could not write the log file {self.baseFilename} ({why})')}; "
+            "the log stops here.",
+            file=sys.stderr,
+        )
+
+
+MAX_LOG_LINE_CHARS = 4000
+
+
+def start_log(path: Path | None, guarded: Path | None = None) -> None:
+    """Append coderag's debug log to `path` (once per file and process), never through a link
+    inside `guarded` (the repository) or into anything but a regular file; or a UserError."""
     if path is None:
         return
+    from coderag_tui.core.safe_write import UnsafePath
+
     target = os.path.abspath(path)
     package = logging.getLogger("coderag_tui")
     if any(getattr(h, "baseFilename", None) == target for h in package.handlers):
         return
     try:
-        handler = logging.FileHandler(target, encoding="utf-8", delay=False)
+        handler = _LogFile(target, guarded)
+    except UnsafePath as exc:
+        raise UserError(str(exc)) from exc
     except OSError as exc:
         raise UserError(
             f"cannot write the log file {path} ({exc.strerror}): give --log-file a writable path."
         ) from exc
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     package.addHandler(handler)
     package.setLevel(logging.DEBUG)
     package.propagate = False  # into the file only: a library's root handler prints to stderr
@@ -364,12 +402,12 @@ def diff_query_from(settings: Settings, args: argparse.Namespace) -> tuple[str, 
     said = f"query: the change, {change.describe()}"
     if change.cut:
         said += " (git's diff was longer than 4 MiB: its start is used)"
-    print(f"coderag: {visible(said)}.", file=sys.stderr)
+    print(f"coderag: {echo(said)}.", file=sys.stderr)
     if change.left_out:
         shown = ", ".join(f"{path} ({why})" for path, why in change.left_out[:5])
         more = len(change.left_out) - 5
         extra = f" and {more} more" if more > 0 else ""
-        print(f"coderag: not part of it: {visible(shown)}{extra}.", file=sys.stderr)
+        print(f"coderag: not part of it: {echo(shown)}{extra}.", file=sys.stderr)
     return query, origin, change
 
 
@@ -446,8 +484,8 @@ def settings_from_args(
         warnings.extend(str(w) for w in loaded.warnings)
     else:
         for warning in loaded.warnings:
-            print(f"coderag: {visible(str(warning))}", file=sys.stderr)
-    start_log(loaded.settings.log_file)
+            print(f"coderag: {echo(str(warning))}", file=sys.stderr)
+    start_log(loaded.settings.log_file, guarded=loaded.settings.repo_root)
     return loaded.settings
 
 
@@ -475,5 +513,5 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> int:
-    print(f"coderag: {message}", file=sys.stderr)
+    print(f"coderag: {echo(message)}", file=sys.stderr)
     return code

@@ -35,12 +35,13 @@ from coderag_tui.cli.mcp_tools import (
     MAX_HIT_CHARS,
     MAX_K,
     MAX_OFFSET,
-    Mode,
+    MODES,
     ToolFailure,
     Tools,
 )
 from coderag_tui.cli.render import say
 from coderag_tui.cli.server import cookie_dir, private_folder
+from coderag_tui.core.echo import echo
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -151,12 +152,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _range(low: int, high: int | None) -> dict[str, Any]:
-    """A number's bounds in the tool's schema, for the agent to read; the tool checks them
-    itself, so a value outside gets one sentence instead of the SDK's validation report."""
-    bounds: dict[str, int] = {"minimum": low}
+    """A whole number's type and bounds in the tool's schema, for the agent to read."""
+    bounds: dict[str, Any] = {"type": "integer", "minimum": low}
     if high is not None:
         bounds["maximum"] = high
     return {"json_schema_extra": bounds}
+
+
+def _kind(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's type in the tool's schema, for the agent to read. Parameters are
+    annotated `Any`: the tool checks each argument itself (`mcp_tools`), so a wrong type or a
+    value out of bounds gets one sentence instead of the SDK's multi-line validation report."""
+    return {"json_schema_extra": schema}
+
+
+_STRING = _kind({"type": "string"})
 
 
 def build_server(tools: Tools, start: Any = None) -> "MCPServer[Any]":
@@ -188,21 +198,32 @@ def build_server(tools: Tools, start: Any = None) -> "MCPServer[Any]":
         try:
             return work()
         except ToolFailure as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(echo(str(exc))) from None
 
     @server.tool(name="search", description=SEARCH_DOC, annotations=reading)
     def search(
-        query: Annotated[str, Field(description="the question, identifiers or code to look for")],
+        query: Annotated[
+            Any, Field(description="the question, identifiers or code to look for", **_STRING)
+        ],
         k: Annotated[
-            int, Field(description=f"hits on this page, 1 to {MAX_K}", **_range(1, MAX_K))
+            Any, Field(description=f"hits on this page, 1 to {MAX_K}", **_range(1, MAX_K))
         ] = 10,
-        mode: Annotated[Mode, Field(description="which ranking to return")] = "fused",
+        mode: Annotated[
+            Any,
+            Field(
+                description="which ranking to return",
+                **_kind({"type": "string", "enum": list(MODES)}),
+            ),
+        ] = "fused",
         paths: Annotated[
-            list[str] | None,
-            Field(description="only rank files under these repository paths or globs"),
+            Any,
+            Field(
+                description="only rank files under these repository paths or globs",
+                **_kind({"type": "array", "items": {"type": "string"}}),
+            ),
         ] = None,
         offset: Annotated[
-            int,
+            Any,
             Field(
                 description=f"hits to skip (a previous answer's next_offset), 0 to {MAX_OFFSET}",
                 **_range(0, MAX_OFFSET),
@@ -213,9 +234,11 @@ def build_server(tools: Tools, start: Any = None) -> "MCPServer[Any]":
 
     @server.tool(name="context", description=CONTEXT_DOC, annotations=reading)
     def context(
-        task: Annotated[str, Field(description="what the model should do; also the search query")],
+        task: Annotated[
+            Any, Field(description="what the model should do; also the search query", **_STRING)
+        ],
         budget: Annotated[
-            int,
+            Any,
             Field(
                 description=f"tokens the prompt may take, 256 to {MAX_BUDGET:,}",
                 **_range(256, MAX_BUDGET),
@@ -234,9 +257,11 @@ def build_server(tools: Tools, start: Any = None) -> "MCPServer[Any]":
 
     @server.tool(name="related", description=RELATED_DOC, annotations=reading)
     def related(
-        path: Annotated[str, Field(description="a file of the repository, e.g. src/cart.py")],
-        line: Annotated[int, Field(description="a line of that file (1-based)", **_range(1, None))],
-        k: Annotated[int, Field(description=f"hits, 1 to {MAX_K}", **_range(1, MAX_K))] = 10,
+        path: Annotated[
+            Any, Field(description="a file of the repository, e.g. src/cart.py", **_STRING)
+        ],
+        line: Annotated[Any, Field(description="a line of that file (1-based)", **_range(1, None))],
+        k: Annotated[Any, Field(description=f"hits, 1 to {MAX_K}", **_range(1, MAX_K))] = 10,
     ) -> dict[str, Any]:
         return answered(lambda: tools.related(path, line, k))  # type: ignore[no-any-return]
 

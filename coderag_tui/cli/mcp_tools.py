@@ -12,7 +12,13 @@ Repository text is someone else's, and the asking program is a model acting on i
   prompt would (`secrets` setting), and the answer says which;
 - texts are data in JSON strings, never markup, and every answer is bounded: at most `MAX_K`
   hits a page, `MAX_HIT_CHARS` characters of text a hit, `MAX_ANSWER_CHARS` characters in all,
-  `MAX_BUDGET` tokens a prompt; whatever is cut is said in the answer, with the next page.
+  `MAX_BUDGET` tokens a prompt; whatever is cut is said in the answer, with the next page;
+- what an answer repeats is bounded and masked too: the query it was ranked for (for
+  `related`, a file's own lines) has its secrets masked as a prompt's task has them (unless
+  `secrets` is allow), and a refusal quotes an argument on one line, cut at 80 characters;
+- every argument is checked here, its type included, so a wrong one gets one sentence;
+- `related` reads only a file inside the scope the server was started with (`--include`,
+  `--exclude`), as `search` ranks only those.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from coderag_tui import __version__
+from coderag_tui.core.echo import echoed_query
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.records import EVERY_FILE, Hit, RankingName, Scope, SearchRun
 
@@ -42,6 +49,8 @@ MAX_ANSWER_CHARS = 60_000  # characters of all the texts of one answer
 MAX_BUDGET = 32_000  # tokens of a `context` prompt
 MAX_QUERY_CHARS = 20_000  # characters of a query or task
 MAX_PATHS = 20  # patterns in `search`'s paths
+MAX_PATH_CHARS = 1024  # characters of one path or pattern an agent passes
+MAX_QUERY_ECHO = 500  # characters of the query an answer repeats
 OPEN_WAIT_S = 20.0  # how long a tool waits for the index to open before saying so
 
 
@@ -113,9 +122,19 @@ class Tools:
         step, embedded = self._opening.progress, self._opening.embedded
         if embedded is not None:
             return f"the model is embedding the chunks ({embedded[0]:,} of {embedded[1]:,})"
-        if step is None or not step.files_total:
+        if step is None:
             return "the index is being opened"
-        return f"the index is being built ({step.files_done:,} of {step.files_total:,} files)"
+        seconds = f"{step.elapsed_s:.0f} s so far"
+        if step.stage == "wait":
+            return "another coderag is building this repository's index; waiting for it"
+        if step.stage == "bm25":
+            return f"the BM25 index of {step.chunks:,} chunks is being built ({seconds})"
+        if step.stage == "walk" or not step.files_total:
+            return f"the repository's files are being listed ({seconds})"
+        return (
+            f"the index is being built ({step.files_done:,} of {step.files_total:,} files, "
+            f"{seconds})"
+        )
 
     @contextmanager
     def _engine(self, settings: Settings, *, rerank: bool = False) -> Iterator[Engine]:
@@ -141,8 +160,8 @@ class Tools:
         """Ranked chunks for a question, a page at a time (see `mcp_cmd` for the contract)."""
         query = _text(query, "query")
         k, offset = _bounded(k, 1, MAX_K, "k"), _bounded(offset, 0, MAX_OFFSET, "offset")
-        if mode not in MODES:
-            raise ToolFailure(f"mode must be one of {', '.join(MODES)}, not {mode!r}.")
+        if not isinstance(mode, str) or mode not in MODES:
+            raise ToolFailure(f"mode must be one of {', '.join(MODES)}, not {_quoted(mode)}.")
         scope = self.scope.narrowed(self._patterns(paths))
         settings = self.settings.with_(k=offset + k, rerank=mode == "rerank")
         with self._engine(settings, rerank=mode == "rerank") as engine:
@@ -156,16 +175,22 @@ class Tools:
 
         k = _bounded(k, 1, MAX_K, "k")
         line = _bounded(line, 1, 10_000_000, "line")
+        path = _path(path, "path")
         settings = self.settings.with_(k=k, rerank=False)
         try:
             # the lines ending at LINE (included): the code an agent points at
             query, origin = code_query(settings, path, line + 1, settings.query_lines)
         except LocationError as exc:
             raise ToolFailure(str(exc)) from exc
+        span = origin.spans[0]
+        if not self.scope.accepts(span.path):
+            raise ToolFailure(
+                f"{_quoted(span.path)} is outside the files this server answers for "
+                f"({self.scope.describe()}): give a file inside them."
+            )
         with self._engine(settings) as engine:
             run = engine.search(query, settings, origin, self.scope)
             answer = self._page(engine, run, "fused", k, 0)
-        span = origin.spans[0]
         answer["origin"] = {
             "path": span.path,
             "start_line": span.start_line,
@@ -290,10 +315,13 @@ class Tools:
 
         if isinstance(paths, str):
             paths = [paths]
+        if not isinstance(paths, (list, tuple)):
+            raise ToolFailure(f"paths must be a list of paths or globs, not {_quoted(paths)}.")
         if len(paths) > MAX_PATHS:
             raise ToolFailure(f"paths takes at most {MAX_PATHS} paths or globs, not {len(paths)}.")
+        checked = [_path(p, "each of paths") for p in paths]
         try:
-            return tuple(scope_pattern(self.settings.repo_root, p) for p in paths)
+            return tuple(scope_pattern(self.settings.repo_root, p) for p in checked)
         except LocationError as exc:
             raise ToolFailure(str(exc)) from exc
 
@@ -335,7 +363,7 @@ class Tools:
             shown.append(record)
         more = len(ranking.hits) > offset + len(shown)
         answer: dict[str, Any] = {
-            "query": run.query if len(run.query) <= 500 else run.query[:500] + "…",
+            "query": echoed_query(run.query, self.settings.secrets, MAX_QUERY_ECHO),
             "ranking": ranking.name,
             "offset": offset,
             "hits": shown,
@@ -394,8 +422,29 @@ def _scope_record(scope: Scope) -> dict[str, list[str]]:
     return {"include": list(scope.include), "exclude": list(scope.exclude)}
 
 
+def _quoted(value: object) -> str:
+    """An argument as a refusal quotes it: its repr on one line, cut at 80 characters."""
+    from coderag_tui.core.echo import echo
+
+    text = value[:200] if isinstance(value, str) else value
+    return echo(repr(text), 80)
+
+
+def _path(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise ToolFailure(f"{what} must be a repository path as a string, not {_quoted(value)}.")
+    if len(value) > MAX_PATH_CHARS:
+        raise ToolFailure(
+            f"{what} is {len(value):,} characters long, more than {MAX_PATH_CHARS:,}: "
+            "give a repository path."
+        )
+    return value
+
+
 def _text(text: str, what: str) -> str:
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise ToolFailure(f"the {what} must be a string, not {_quoted(text)}.")
+    if not text.strip():
         raise ToolFailure(f"the {what} is empty: say what to look for.")
     if len(text) > MAX_QUERY_CHARS:
         raise ToolFailure(
@@ -407,5 +456,7 @@ def _text(text: str, what: str) -> str:
 
 def _bounded(value: int, low: int, high: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ToolFailure(f"{what} must be a whole number from {low} to {high:,}, not {value!r}.")
+        raise ToolFailure(
+            f"{what} must be a whole number from {low} to {high:,}, not {_quoted(value)}."
+        )
     return value

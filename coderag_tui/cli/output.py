@@ -18,7 +18,7 @@ from typing import Any, Literal, TextIO, TypeGuard
 
 from rich.console import Console
 
-from coderag_tui.core.visible import visible
+from coderag_tui.core.echo import echo
 
 ColorSystem = Literal["standard", "256", "truecolor", "windows"]  # rich's names
 COLOR_SYSTEMS: dict[str, ColorSystem] = {
@@ -150,8 +150,8 @@ class Output:
         return self.out_facts.console(self.out, width=width)
 
     def say(self, message: str) -> None:
-        """One status line on `err`, `coderag: …`, with control characters written out."""
-        self.err.write(f"coderag: {visible(message)}\n")
+        """One status line on `err`, `coderag: …` (`render.say`'s rules: `core.echo`)."""
+        self.err.write(f"coderag: {echo(message)}\n")
         self.err.flush()
 
     def print_json(self, data: Any) -> None:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
+from coderag_tui.core.echo import echo, echoed_query
 from coderag_tui.core.records import Chunk, FileHit, Hit, RankingName, SearchRun
-from coderag_tui.core.visible import one_line, visible
+from coderag_tui.core.visible import one_line
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress
@@ -36,9 +37,13 @@ RANKING_TITLES: dict[str, str] = {
 }
 
 
+MAX_QUERY_ECHO_CHARS = 4000  # of the query `--json` repeats (`--from` and `--diff` make long ones)
+
+
 def say(message: str) -> None:
-    """One status line on stderr, `coderag: …`, with control characters written out."""
-    print(f"coderag: {visible(message)}", file=sys.stderr)
+    """One status line on stderr, `coderag: …`: one line, bounded, secrets masked
+    (`core.echo`), since a message may repeat a repository's or an agent's text."""
+    print(f"coderag: {echo(message)}", file=sys.stderr)
 
 
 IndexCallback = Callable[["IndexProgress"], None]
@@ -246,9 +251,11 @@ def run_record(
     *,
     files: bool = False,
     secrets: Mapping[str, tuple[str, ...]] | None = None,
+    secret_mode: str = "hold",
 ) -> dict[str, Any]:
     """A JSON-ready SearchRun: rankings (top k hits), optional files, timings and notes;
-    `secrets` (kinds by chunk key, see Engine.secret_kinds) marks hits with suspected secrets."""
+    `secrets` (kinds by chunk key, see Engine.secret_kinds) marks hits with suspected secrets,
+    and the query is repeated with its own masked unless `secret_mode` is allow."""
     rankings: dict[str, Any] = {}
     for name in names:
         ranking = run.rankings.get(name)
@@ -272,7 +279,7 @@ def run_record(
             ]
         rankings[name] = entry
     return {
-        "query": run.query,
+        "query": echoed_query(run.query, secret_mode, MAX_QUERY_ECHO_CHARS),
         "rankings": rankings,
         "timings": [{"stage": t.stage, "ms": round(t.ms, 4)} for t in run.timings],
         "total_ms": round(run.total_ms, 4),

@@ -244,6 +244,7 @@ def answer(
             settings.k,
             files=args.files,
             secrets=secrets,
+            secret_mode=settings.secrets,
         )
         record["repo"] = str(settings.repo_root)
         record["chunking"] = settings.chunking_spec.key

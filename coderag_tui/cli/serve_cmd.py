@@ -45,6 +45,7 @@ from coderag_tui.cli.server import (
     send,
     socket_path,
 )
+from coderag_tui.core.echo import echo
 from coderag_tui.core.records import Scope
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.settings import Settings, SettingsError
@@ -210,7 +211,7 @@ class _Log:
 
     def __call__(self, message: str) -> None:
         with self._lock:
-            self._stream.write(f"coderag: {visible(message)}\n")
+            self._stream.write(f"coderag: {echo(message)}\n")
             self._stream.flush()
 
 
@@ -339,7 +340,7 @@ def _handle(resident: Resident, message: dict[str, Any]) -> tuple[dict[str, Any]
     if resident.checks.checked > checks_before.checked:
         by_path = resident.checks.by_path > checks_before.by_path
         checked = "checked: the changed paths" if by_path else "checked: every file"
-    query = one_line(str(request.get("query") or request.get("task") or ""))
+    query = one_line(str(request.get("query") or request.get("task") or "")[: QUERY_SHOWN + 1])
     shown = query if len(query) <= QUERY_SHOWN else query[: QUERY_SHOWN - 1] + "…"
     ms = (time.perf_counter() - started) * 1000.0
     return reply, f"{command} {shown!r}: exit {reply['code']} in {ms:.0f} ms (index {checked})."

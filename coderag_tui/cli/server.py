@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from coderag_tui import __version__
+from coderag_tui.core.capped import parse_json
 from coderag_tui.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def ask(settings: Settings, command: str, request: Mapping[str, Any]) -> Reply |
             conn.settimeout(_left(deadline))  # sendall's timeout is for the whole message
             conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
             conn.shutdown(socket.SHUT_WR)
-            reply = json.loads(_read_all(conn, deadline))
+            reply = parse_json(_read_all(conn, deadline))
     except TimeoutError:
         print(
             f"coderag: the server for this index did not answer within {ASK_TIMEOUT_S:g} s; "

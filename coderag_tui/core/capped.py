@@ -4,6 +4,7 @@ more than a bound, so a huge or sparse file costs nothing before it is refused."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def read_capped(path: Path, limit: int) -> bytes | None:
@@ -13,3 +14,15 @@ def read_capped(path: Path, limit: int) -> bytes | None:
     with path.open("rb") as handle:
         data = handle.read(limit + 1)
     return data if len(data) <= limit else None
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`json.loads(text)`, with JSON nested too deeply for the decoder (100k `[`) a ValueError
+    like any other damage, instead of a RecursionError that no caller expects: a cache file
+    or a line someone else wrote is then repaired or refused, never a traceback."""
+    import json
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply") from None

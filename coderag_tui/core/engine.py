@@ -221,6 +221,12 @@ class PromptResult:
     change_secrets: tuple[str, ...] = ()
 
 
+# Characters of a query that are ranked: a task of megabytes (a serve client's, a paste on
+# stdin) is ranked on its start, as BM25 and the embedder gain nothing from more; the prompt
+# still carries the whole task.
+MAX_RANKED_QUERY_CHARS = 64 * 1024
+
+
 def masked_task(task: str, mode: str) -> tuple[str, tuple[str, ...]]:
     """The task with each suspected secret masked as `<redacted:KIND>` (as it is when `mode`
     is "allow"), and the kinds found: a task can be repository text (`--from`) or a paste."""
@@ -806,12 +812,21 @@ class Engine:
             )
         outside = searcher.outside(scope) if scope.active else frozenset()
         depth = search_depth(settings)
+        cut = len(query) > MAX_RANKED_QUERY_CHARS
+        if cut:  # a task may be megabytes (a serve client's, stdin's): its start is ranked
+            query = query[:MAX_RANKED_QUERY_CHARS]
         run = searcher.run(query, settings.with_(depth=depth), exclude=own | outside)
+        notes = run.notes
+        if cut:
+            notes = (
+                *notes,
+                f"the query was ranked on its first {MAX_RANKED_QUERY_CHARS:,} characters.",
+            )
         return SearchRun(
             query=run.query,
             rankings=run.rankings,
             timings=run.timings,
-            notes=run.notes,
+            notes=notes,
             depth=depth,
             origin=origin,
             left_out=len(own),

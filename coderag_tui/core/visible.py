@@ -36,6 +36,12 @@ def control_count(text: str) -> int:
     return len(_CONTROL.findall(text))
 
 
-def one_line(text: str) -> str:
-    """`visible`, with newlines and tabs written out too: for a name shown on one line."""
-    return visible(text).replace("\n", "\\n").replace("\t", "\\t")
+def one_line(text: str, limit: int | None = None) -> str:
+    """`visible`, with newlines and tabs written out too: for a name shown on one line; with
+    `limit`, cut to at most that many characters (the cut said with `…`)."""
+    if limit is not None and len(text) > limit:  # cut first: a huge text costs nothing more
+        text = text[: limit + 1]
+    shown = visible(text).replace("\n", "\\n").replace("\t", "\\t")
+    if limit is not None and len(shown) > limit:
+        shown = shown[: max(0, limit - 1)] + "…"
+    return shown

@@ -318,10 +318,10 @@ def test_postings_counted_in_batches_are_each_words_chunks_ascending_with_counts
     holding it in order with how often: checked against a count made word by word."""
     from collections import Counter
 
-    from coderag_tui.core.rank import lexical
+    from coderag_tui.core.rank import bm25_index
     from coderag_tui.core.rank.lexical import BM25Options, Postings, chunk_tokens
 
-    monkeypatch.setattr(lexical, "_BATCH", batch)
+    monkeypatch.setattr(bm25_index, "_BATCH", batch)
     options = BM25Options(split_identifiers=True, path_in_text=True)
     postings = Postings.from_chunks(CHUNKS, options)
     expected: dict[str, list[tuple[int, int]]] = {}

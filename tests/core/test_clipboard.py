@@ -112,7 +112,7 @@ def test_out_is_always_written_and_reported(headless: None, tmp_path: Path) -> N
 def test_an_unwritable_out_path_is_reported(tmp_path: Path) -> None:
     result = copy_text("x", out=tmp_path, clipboard=False)  # a directory, not a file
     assert not result.ok
-    assert result.message.startswith(f"could not save to {tmp_path}")
+    assert result.message.startswith(f"{tmp_path} is a folder, and coderag writes only regular")
 
 
 def test_without_a_tool_or_a_terminal_the_user_learns_what_to_install(tmp_path: Path) -> None:

@@ -13,22 +13,26 @@ is ever checked out over.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from coderag_tui.core import git
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.eval.gold_lines import changed_lines
 from coderag_tui.core.eval.metrics import GoldChunk, Target
 from coderag_tui.core.index.languages import language_for
+from coderag_tui.core.visible import one_line
 
 # Fields only semble's annotation format has: a row with any of them is scored the semble way.
 SEMBLE_FIELDS = ("secondary_files", "category", "benchmark_root")
@@ -74,6 +78,7 @@ SOURCE_LANGUAGES = frozenset(
     }
 )
 
+MAX_ROW_BYTES = 4 << 20  # of one dataset line: a question with its answers, never a file
 MISSING_SUFFIX = ".missing.txt"  # beside a tree: files whose blob the repository lacks
 TEST_DIRS = frozenset({"test", "tests", "testing"})
 
@@ -179,12 +184,19 @@ def parse_row(row: dict[str, Any], where: str) -> EvalRow:
             raise DatasetError(
                 f"{where} has an origin without path/start_line/end_line: fix it."
             ) from exc
+    repo = _text(row, "repo")
+    base_commit = _text(row, "base_commit")
+    if base_commit is not None:
+        try:
+            git.revision(base_commit.strip(), "base_commit")
+        except git.BadRevision as exc:
+            raise DatasetError(f"{where}: {exc}") from None
     return EvalRow(
         id=row_id,
         query=query,
         gold_files=tuple(g.strip("/") for g in gold),
-        repo=_text(row, "repo"),
-        base_commit=_text(row, "base_commit"),
+        repo=None if repo is None else check_repo_name(repo.strip(), where),
+        base_commit=None if base_commit is None else base_commit.strip(),
         gold_chunks=tuple(chunks),
         secondary_files=_paths(row, "secondary_files", where),
         category=_text(row, "category"),
@@ -211,21 +223,49 @@ def _ranges_of(row: dict[str, Any], name: str, where: str) -> list[GoldChunk]:
     return ranges
 
 
+def _dataset_lines(handle: IO[bytes]) -> Iterator[str | None]:
+    """The dataset's lines as text, None for one longer than `MAX_ROW_BYTES` (never read
+    whole)."""
+    while True:
+        line = handle.readline(MAX_ROW_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_ROW_BYTES and not line.endswith(b"\n"):
+            yield None
+            return
+        yield line.decode("utf-8", "replace").rstrip("\r\n")
+
+
 def load_dataset(path: Path) -> list[EvalRow]:
     """Read a JSONL dataset (blank lines ignored) or say which line is wrong."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a folder cannot be read
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        handle = path.open("rb")
     except OSError as exc:
         raise DatasetError(f"cannot read the dataset {path}: check the path ({exc}).") from exc
+    with handle:
+        return _rows(path, _dataset_lines(handle))
+
+
+def _rows(path: Path, lines: Iterable[str | None]) -> list[EvalRow]:
     rows: list[EvalRow] = []
     for number, line in enumerate(lines, start=1):
+        where = f"{one_line(path.name, 120)} line {number}"
+        if line is None:
+            raise DatasetError(
+                f"{where} is longer than {MAX_ROW_BYTES // (1 << 20)} MiB: a row is one question."
+            )
         if not line.strip():
             continue
-        where = f"{path.name} line {number}"
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where} is not valid JSON ({exc.msg}): fix that line.") from exc
+        except RecursionError:
+            raise DatasetError(
+                f"{where} is nested too deeply to be a row: fix that line."
+            ) from None
         if not isinstance(data, dict):
             raise DatasetError(f"{where} is not a JSON object: each line must be one row.")
         rows.append(parse_row(data, where))
@@ -296,7 +336,26 @@ class CandidateFilter:
 
 def is_git_dir(path: Path) -> bool:
     """A checkout (has .git) or a bare repository (HEAD + objects)."""
-    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+    return (path / ".git").exists() or _is_bare(path)
+
+
+def _is_bare(path: Path) -> bool:
+    """A bare repository the user keeps (HEAD + objects, no .git): git is given it with
+    `--git-dir`, since it never takes a bare-looking folder it finds for itself."""
+    return (
+        not (path / ".git").exists() and (path / "HEAD").is_file() and (path / "objects").is_dir()
+    )
+
+
+def check_repo_name(repo: str, where: str) -> str:
+    """A dataset's `repo`, owner/name or name: a path below `--repos`, never out of it."""
+    parts = repo.replace("\\", "/").split("/")
+    if repo.startswith("/") or any(part in ("", ".", "..") for part in parts) or len(repo) > 200:
+        raise DatasetError(
+            f"{where} has a repo {one_line(repr(repo), 80)} that is not a name like "
+            "owner/name: a dataset names repositories under --repos, never a path out of it."
+        )
+    return repo
 
 
 def find_repository(repos_dir: Path, repo: str) -> Path | None:
@@ -306,40 +365,49 @@ def find_repository(repos_dir: Path, repo: str) -> Path | None:
     if owner:
         plus = repos_dir / f"{owner}+{name}"
         candidates += [plus, plus / "repo", repos_dir / f"{owner}__{name}"]
+    root = os.path.normpath(repos_dir)
     for candidate in candidates:
-        if candidate.is_dir() and is_git_dir(candidate):
+        inside = os.path.normpath(candidate).startswith(root.rstrip(os.sep) + os.sep)
+        if inside and candidate.is_dir() and is_git_dir(candidate):
             return candidate
     return None
 
 
-def _git(git_dir: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(git_dir), *args], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise DatasetError(f"git {' '.join(args[:2])} failed in {git_dir}: {done.stderr.strip()}")
-    return done.stdout
+def git_output(
+    git_dir: Path, *args: str, revisions: Sequence[str] = (), paths: Sequence[str] | None = None
+) -> str:
+    """git's output in `git_dir` (a work tree or a bare repository), or a DatasetError."""
+    done = git.run(git_dir, *args, revisions=revisions, paths=paths, git_dir=_is_bare(git_dir))
+    if done is None or done.returncode != 0:
+        err = "" if done is None else done.stderr.decode("utf-8", "replace").strip()
+        raise DatasetError(f"git {' '.join(args[:2])} failed in {git_dir}: {one_line(err, 300)}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def start_git(git_dir: Path, *args: str) -> subprocess.Popen[bytes]:
+    """A running git in `git_dir` reading its stdin (`cat-file --batch`)."""
+    return git.start(git_dir, *args, git_dir=_is_bare(git_dir), stdin=subprocess.PIPE)
 
 
 def resolve_commit(git_dir: Path, commit: str) -> str:
     """The full sha of `commit` in git_dir, or a DatasetError saying it is missing."""
-    done = subprocess.run(
-        ["git", "-C", str(git_dir), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise DatasetError(
-            f"commit {commit} is not in {git_dir}: fetch the repository's full history."
+    try:
+        out = git_output(
+            git_dir, "rev-parse", "--verify", "--quiet", revisions=[f"{commit}^{{commit}}"]
         )
-    return done.stdout.strip()
+    except (DatasetError, git.BadRevision):
+        raise DatasetError(
+            f"commit {one_line(commit, 80)} is not in {git_dir}: fetch the repository's full "
+            "history."
+        ) from None
+    return out.strip()
 
 
 def commit_time(git_dir: Path, commit: str) -> int:
     """Committer time (unix seconds) of a commit, so rows can be ordered along history."""
     try:
-        return int(_git(git_dir, "show", "-s", "--format=%ct", commit).strip() or 0)
+        out = git_output(git_dir, "show", "-s", "--format=%ct", revisions=[commit], paths=())
+        return int(out.strip() or 0)
     except (DatasetError, ValueError):
         return 0
 
@@ -398,14 +466,12 @@ def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -
     of `git archive`, because archive aborts on the first missing blob (mirrors and partial
     clones leave large data files out) and cannot filter before reading.
     """
-    listing = subprocess.run(
-        ["git", "-C", str(git_dir), "ls-tree", "-r", "-z", "--full-tree", sha],
-        capture_output=True,
-        check=False,
+    listing = git.run(
+        git_dir, "ls-tree", "-r", "-z", "--full-tree", revisions=[sha], git_dir=_is_bare(git_dir)
     )
-    if listing.returncode != 0:
-        err = listing.stderr.decode(errors="replace").strip()
-        raise DatasetError(f"git ls-tree {sha[:12]} failed in {git_dir}: {err}")
+    if listing is None or listing.returncode != 0:
+        err = "" if listing is None else listing.stderr.decode(errors="replace").strip()
+        raise DatasetError(f"git ls-tree {sha[:12]} failed in {git_dir}: {one_line(err, 300)}")
     entries: list[tuple[str, str, str]] = []  # (mode, object, path)
     for record in listing.stdout.split(b"\0"):
         if not record:
@@ -415,12 +481,7 @@ def _extract(git_dir: Path, sha: str, dest: Path, candidates: CandidateFilter) -
         path = raw_path.decode(errors="surrogateescape")
         if kind == "blob" and mode != "160000" and candidates.accepts(path):
             entries.append((mode, obj, path))
-    proc = subprocess.Popen(
-        ["git", "-C", str(git_dir), "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_git(git_dir, "cat-file", "--batch")
     assert proc.stdin is not None and proc.stdout is not None
     feeder = threading.Thread(
         target=feed_lines, args=(proc.stdin, [obj for _, obj, _ in entries]), daemon=True
@@ -502,23 +563,19 @@ def from_git_history(
     The commit message is the query, the parent is the base commit and the modified files
     (present at the parent) are the gold files.
     """
-    if (
-        not is_git_dir(repo)
-        and subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, check=False
-        ).returncode
-        != 0
-    ):
+    if not is_git_dir(repo) and git.output(repo, "rev-parse", "--git-dir") is None:
         raise DatasetError(f"{repo} is not a git repository: --from-git-history needs one.")
     scan = options.max_scan or max(200, 20 * n)
-    log = _git(repo, "log", "--no-merges", f"-n{scan}", "--format=%H %P")
+    log = git_output(repo, "log", "--no-merges", f"-n{scan}", "--format=%H %P")
     rows: list[EvalRow] = []
     for line in log.splitlines():
         parts = line.split()
         if len(parts) != 2:  # root commit (no parent) or malformed
             continue
         sha, parent = parts
-        raw = _git(repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", parent, sha)
+        raw = git_output(
+            repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", revisions=[parent, sha]
+        )
         fields_ = raw.split("\0")
         modified = [
             path
@@ -531,12 +588,10 @@ def from_git_history(
         ]
         if not options.min_files <= len(modified) <= options.max_files:
             continue
-        message = _git(repo, "show", "-s", "--format=%B", sha).strip()
+        message = git_output(repo, "show", "-s", "--format=%B", revisions=[sha], paths=()).strip()
         if not message:
             continue
-        diff = _git(
-            repo, "diff", "--no-ext-diff", "--no-textconv", "-U0", parent, sha, "--", *modified
-        )
+        diff = git_output(repo, "diff", "-U0", revisions=[parent, sha], paths=modified)
         rows.append(
             EvalRow(
                 id=sha[:12],

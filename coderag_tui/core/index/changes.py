@@ -13,15 +13,16 @@ is repository text: faces mask secrets in it before it reaches a prompt, as they
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from coderag_tui.core import git
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.walk import vet
 from coderag_tui.core.records import LineSpan, SourceFile
+from coderag_tui.core.visible import one_line
 
 if TYPE_CHECKING:
     from coderag_tui.settings import Settings
@@ -79,11 +80,13 @@ class Change:
         taken = 0
         for change in self.files:
             out.append(change.path)
+            in_hunk = False
             for line in change.diff.splitlines()[1:]:
-                if line.startswith(("+++", "---")):
-                    continue
                 hunk = _HUNK.match(line)
+                if not hunk and not in_hunk:  # the header: `--- a/…`, `+++ b/…`, index …
+                    continue
                 if hunk:
+                    in_hunk = True
                     if hunk.group(5).strip():
                         out.append(hunk.group(5).strip())
                     continue
@@ -108,41 +111,44 @@ def working_change(settings: Settings, ref: str = "HEAD") -> Change:
     ChangeError in one sentence when there is none to read."""
     root = str(settings.repo_root)
     ref = ref.strip() or "HEAD"
-    if ref.startswith("-"):
-        raise ChangeError(f"{ref!r} is not a commit: give a branch, tag or commit after --diff.")
+    try:
+        git.revision(ref)
+    except git.BadRevision:
+        said = one_line(repr(ref), 80)
+        raise ChangeError(
+            f"{said} is not a commit: give a branch, tag or commit after --diff."
+        ) from None
     if _git(root, "rev-parse", "--is-inside-work-tree") is None:
         raise ChangeError(
             f"{settings.repo_root} is not a git work tree: --diff compares your files with a "
             "commit of one."
         )
-    target = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    target = _git(root, "rev-parse", "--verify", "--quiet", revisions=[f"{ref}^{{commit}}"])
     if target is None:
         if ref == "HEAD":
             raise ChangeError(
                 "this repository has no commit yet: --diff compares your files with one."
             )
         raise ChangeError(
-            f"{ref!r} is not a commit of this repository: give a branch, tag or commit "
-            "(git branch -a lists them)."
+            f"{one_line(repr(ref), 80)} is not a commit of this repository: give a branch, tag "
+            "or commit (git branch -a lists them)."
         )
     base = target.strip()
     if ref != "HEAD":
-        meet = _git(root, "merge-base", base, "HEAD")
+        meet = _git(root, "merge-base", revisions=[base, "HEAD"])
         if meet:
             base = meet.strip()
     raw = _git_bytes(
         root,
-        "-c",
-        "core.quotePath=false",
         "diff",
         "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
         "--no-renames",
         "--unified=3",
+        "--src-prefix=a/",  # whatever the repository's diff.noprefix or mnemonicPrefix say
+        "--dst-prefix=b/",
         "--relative",  # a repository inside a larger work tree: its own files, its own paths
-        base,
-        "--",
+        revisions=[base],
+        paths=(),
     )
     if raw is None:
         raise ChangeError(f"git could not diff the work tree against {ref}.")
@@ -175,9 +181,11 @@ def _path_of(section: str) -> tuple[str | None, bool]:
     name, which is left out rather than guessed."""
     new = old = None
     for line in section.splitlines()[1:8]:
-        if line.startswith("+++ "):
+        if line.startswith("@@"):  # the header ends here: below are the file's own lines
+            break
+        if line.startswith("+++ ") and new is None:
             new = line[4:]
-        elif line.startswith("--- "):
+        elif line.startswith("--- ") and old is None:
             old = line[4:]
     if new == "/dev/null" and old is not None and old.startswith("a/"):
         return old[2:], True
@@ -229,7 +237,7 @@ def _file_change(path: str, section: str) -> FileChange:  # noqa: C901
             close(new_line - 1)
             new_line = int(hunk.group(3))
             continue
-        if not new_line or line.startswith(("+++ ", "--- ")):
+        if not new_line:  # the header (`+++ b/…` below a hunk is an added `++ b/…` line)
             continue
         mark = line[:1]
         if mark == "+":
@@ -263,7 +271,7 @@ def _untracked(
     from coderag_tui.core.index.indexer import read_indexable
 
     root = str(settings.repo_root)
-    raw = _git_bytes(root, "ls-files", "-z", "--others", "--exclude-standard")
+    raw = _git_bytes(root, "ls-files", "-z", "--others", "--exclude-standard", paths=())
     names = [n for n in (raw or b"").decode("utf-8", "surrogateescape").split("\0") if n]
     found: list[FileChange] = []
     for path in sorted(names):
@@ -288,23 +296,12 @@ def _untracked(
     return found
 
 
-def _git_bytes(root: str, *argv: str) -> bytes | None:
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # never take (or refresh) the user's git index
-    try:
-        proc = subprocess.run(
-            ["git", "-C", root, *argv],
-            capture_output=True,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+def _git_bytes(
+    root: str, *argv: str, revisions: Sequence[str] = (), paths: Sequence[str] | None = None
+) -> bytes | None:
+    return git.output(root, *argv, revisions=revisions, paths=paths, timeout=_GIT_TIMEOUT_S)
 
 
-def _git(root: str, *argv: str) -> str | None:
-    out = _git_bytes(root, *argv)
+def _git(root: str, *argv: str, revisions: Sequence[str] = ()) -> str | None:
+    out = _git_bytes(root, *argv, revisions=revisions)
     return None if out is None else out.decode("utf-8", errors="replace")

@@ -22,6 +22,7 @@ from typing import overload
 
 import numpy as np
 
+from coderag_tui.core.capped import parse_json
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.index.store import Store
 from coderag_tui.core.records import Chunk
@@ -176,7 +177,7 @@ class ChunkList(Sequence[Chunk]):
 
     @classmethod
     def _from_folder(cls, store: Store, spec_key: str, folder: Path) -> ChunkList:
-        columns = json.loads((folder / "files.json").read_text(encoding="utf-8"))
+        columns = parse_json((folder / "files.json").read_text(encoding="utf-8"))
         counts = np.load(folder / "counts.npy", allow_pickle=False)
         spans = np.load(folder / "spans.npy", allow_pickle=False)
         paths, languages, kinds = columns["paths"], columns["languages"], columns["kinds"]

@@ -13,28 +13,16 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-import subprocess
 from pathlib import Path
+
+from coderag_tui.core import git
 
 _GIT_TIMEOUT_S = 30
 
 
 def _git(root: str, *argv: str) -> str | None:
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    try:
-        proc = subprocess.run(
-            ["git", "-C", root, *argv],
-            capture_output=True,
-            env=env,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.decode("ascii", errors="replace").strip()
+    out = git.output(root, *argv, timeout=_GIT_TIMEOUT_S)
+    return None if out is None else out.decode("ascii", errors="replace").strip()
 
 
 def repository_identity(root: Path) -> str:

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from coderag_tui.core.capped import parse_json
+
 RECORD_SUFFIX = ".sound"
 _FORMAT = 1
 _TICK_POLL_S = 0.001
@@ -107,7 +109,7 @@ def write(index: Path, snapshot: Snapshot) -> None:
 def matches(index: Path) -> bool:
     """Does the record beside `index` match the file and its WAL as they are now?"""
     try:
-        data = json.loads(record_path(index).read_bytes())
+        data = parse_json(record_path(index).read_bytes())
         recorded = Snapshot(
             int(data["clock_ns"]),
             _as_identity(data["index"]),

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coderag_tui.core.capped import parse_json
 from coderag_tui.core.hashing import text_hash, utf8_hash
 from coderag_tui.core.index import secret_scan
 from coderag_tui.core.index.chunk import CHUNKER_VERSION, chunk_file
@@ -648,7 +649,7 @@ def _unchanged_report(
     if not raw or store.get_meta(secret_scan.SCANNER_META_KEY) != secret_scan.SCANNER_VERSION:
         return None
     try:
-        record = json.loads(raw)
+        record = parse_json(raw)
         if record.get("digest") != digest:
             return None
         run.files_total = run.unchanged = run.done = int(record["files_total"])

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.index.store import IndexDamaged, IndexNotWritable, Store, StoreError
@@ -194,7 +195,9 @@ class IndexKeeper:
             lock.acquire(timeout=0)
             held = True
         except Timeout:  # (a TimeoutError, so an OSError: caught first)
-            pass
+            # Another run holds it, or no file can be made there at all (`/proc/self`), which
+            # filelock cannot tell apart: waiting on the latter would never end.
+            usable = _can_create_in(path.parent)
         except OSError:
             usable = False
         if usable and not held:
@@ -272,3 +275,14 @@ def _refuse_linked_place(settings: Settings) -> None:
             "coderag never writes through a link: pass --index-dir outside the repository, or "
             "remove the link."
         )
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Can a file be made in `folder` (a lock file, an index)?"""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from coderag_tui.core.capped import parse_json
+
 _T = TypeVar("_T")
 _KEPT = 8  # files whose loaded value is kept (a few bases of one or two chunkings)
 _loaded: dict[tuple[str, str], tuple[tuple[int, int, int, int], Any]] = {}
@@ -87,7 +89,7 @@ def make_folder_once(
 def read_folder_meta(directory: Path, meta_name: str, fmt: object) -> dict[str, Any] | None:
     """The folder's metadata when it exists, parses and has format `fmt`; otherwise None."""
     try:
-        meta = json.loads((directory / meta_name).read_text(encoding="utf-8"))
+        meta = parse_json((directory / meta_name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict) or meta.get("format") != fmt:

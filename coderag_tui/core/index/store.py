@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from coderag_tui.core.capped import parse_json
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.hashing import text_hash
 from coderag_tui.core.index import identity_record
@@ -738,7 +739,7 @@ class Store(_Database):
         if raw is None:
             return None
         try:
-            values = json.loads(raw)
+            values = parse_json(raw)
         except ValueError:
             return None
         return dict(values) if isinstance(values, dict) else None

@@ -36,16 +36,22 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import stat
 import subprocess
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from coderag_tui.core import git
 from coderag_tui.core.index.languages import NAMED_FILES, NAMED_PREFIXES, language_for
 from coderag_tui.core.records import SkippedFile, SkipReason, SourceFile
+from coderag_tui.core.visible import one_line
+
+_log = logging.getLogger(__name__)
 
 VENDORED_DIRS: frozenset[str] = frozenset(
     {
@@ -137,6 +143,9 @@ BINARY_EXTENSIONS: frozenset[str] = frozenset(
 )  # fmt: skip
 
 GITIGNORE = ".gitignore"
+# Bounds of one ignore file (see `_IgnoreRules`): past either, its patterns are not read.
+MAX_IGNORE_BYTES = 256 * 1024
+MAX_IGNORE_PATTERNS = 2000
 CODERAG_IGNORE = ".coderagignore"  # gitignore syntax: what coderag alone leaves out
 BINARY_SNIFF_BYTES = 8192
 VIRTUALENV_MARKER = "pyvenv.cfg"
@@ -276,20 +285,15 @@ def _ignored_by(root_real: str, parts: Sequence[str]) -> str:
 
 def _git_check_ignore(root_real: str, rels: Sequence[str]) -> set[str] | None:
     """Which of `rels` git ignores (a tracked file never is), or None when git cannot say."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    try:
-        proc = subprocess.run(
-            ["git", "-C", root_real, "check-ignore", "-z", "--stdin"],
-            input="\0".join(rels).encode("utf-8", errors="surrogateescape") + b"\0",
-            capture_output=True,
-            env=env,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode not in (0, 1):
+    proc = git.run(
+        root_real,
+        "check-ignore",
+        "-z",
+        "--stdin",
+        input="\0".join(rels).encode("utf-8", errors="surrogateescape") + b"\0",
+        timeout=_GIT_TIMEOUT_S,
+    )
+    if proc is None or proc.returncode not in (0, 1):
         return None
     out = proc.stdout.decode("utf-8", errors="surrogateescape")
     return {name for name in out.split("\0") if name}
@@ -395,8 +399,6 @@ def fingerprint(
     root_real = os.path.realpath(root)
     if not os.path.exists(os.path.join(root_real, ".git")):
         return None  # not the top of a work tree (a sub-folder, or none): walk decides
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # never take (or refresh) the user's git index
     commands = (
         ["ls-files", "-z", "-s", "-v", "--cached", "--others", "--exclude-standard"],
         ["diff-files", "-z", "--name-only"],
@@ -404,15 +406,7 @@ def fingerprint(
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for argv in commands:
-            procs.append(
-                subprocess.Popen(
-                    ["git", "-C", root_real, *argv],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    stdin=subprocess.DEVNULL,
-                    env=env,
-                )
-            )
+            procs.append(git.start(root_real, *argv))
         outputs = [proc.communicate(timeout=_GIT_TIMEOUT_S)[0] for proc in procs]
     except (OSError, subprocess.SubprocessError):
         for proc in procs:
@@ -520,26 +514,10 @@ def _git_ls_files(root_real: str) -> list[str] | None:
     An empty listing also returns None, so a folder that its enclosing repository ignores
     (say a checkout inside `build/`) is still walked instead of looking empty.
     """
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # listing must never take the index lock from the user
-    try:
-        proc = subprocess.run(
-            [
-                "git",
-                "-C",
-                root_real,
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            capture_output=True,
-            env=env,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    proc = git.run(
+        root_real, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout=120
+    )
+    if proc is None:
         return None
     if proc.returncode != 0 or not proc.stdout:
         return None
@@ -601,7 +579,14 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
 
 
 class _IgnoreRules:
-    """The patterns of one .gitignore file, matched relative to the folder that holds it."""
+    """The patterns of one .gitignore file, matched relative to the folder that holds it.
+
+    pathspec reads the patterns with git's semantics; each pattern's regular expression is
+    then matched by RE2, whose time is linear in the path, instead of Python's backtracking
+    `re` (`*a*a*a*a*a*a*a*a*ab` took Python minutes on a 48-character name). A file larger than
+    `MAX_IGNORE_BYTES` or with more than `MAX_IGNORE_PATTERNS` patterns is not read at all (a
+    warning says so), so one path costs at most that many linear matches.
+    """
 
     __slots__ = ("base", "spec")
 
@@ -611,18 +596,11 @@ class _IgnoreRules:
 
     @classmethod
     def load(cls, path: str, base: str) -> _IgnoreRules | None:
-        from pathspec import GitIgnoreSpec
-
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
+        lines = _ignore_lines(path)
+        if not lines:
             return None
-        try:
-            spec = GitIgnoreSpec.from_lines(lines)
-        except ValueError:  # a line git cannot read either (a lone `!`): git skips it
-            spec = GitIgnoreSpec.from_lines([line for line in lines if _readable(line)])
-        return cls(base, spec) if spec.patterns else None
+        spec = _linear_spec(lines)
+        return cls(base, spec) if spec is not None else None
 
     def check(self, rel: str, *, is_dir: bool) -> bool | None:
         """True: ignored, False: re-included by a `!pattern`, None: no pattern matched."""
@@ -631,15 +609,58 @@ class _IgnoreRules:
         return result
 
 
-def _readable(line: str) -> bool:
-    """Whether a .gitignore line is a pattern pathspec can read."""
-    from pathspec import GitIgnoreSpec
+def _ignore_lines(path: str) -> list[str]:
+    """The lines of an ignore file, or none (said in a warning) when it is past its bounds."""
+    from coderag_tui.core.capped import read_capped
 
     try:
-        GitIgnoreSpec.from_lines([line])
-    except ValueError:
-        return False
-    return True
+        data = read_capped(Path(path), MAX_IGNORE_BYTES)
+    except OSError:
+        return []
+    if data is None:
+        _log.warning(
+            "%s is larger than %d KiB, so its patterns were not read.",
+            one_line(path, 300),
+            MAX_IGNORE_BYTES // 1024,
+        )
+        return []
+    lines = data.decode("utf-8", "replace").splitlines()
+    patterns = sum(1 for line in lines if line.strip() and not line.startswith("#"))
+    if patterns > MAX_IGNORE_PATTERNS:
+        _log.warning(
+            "%s holds %d patterns, more than %d, so they were not read.",
+            one_line(path, 300),
+            patterns,
+            MAX_IGNORE_PATTERNS,
+        )
+        return []
+    return lines
+
+
+def _linear_spec(lines: Sequence[str]) -> object | None:
+    """A pathspec `GitIgnoreSpec` of `lines` whose patterns RE2 matches (see `_IgnoreRules`);
+    a line git cannot read either (a lone `!`) is skipped, as git skips it. None when no
+    pattern is left."""
+    import re2
+    from pathspec import GitIgnoreSpec
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    patterns = []
+    with warnings.catch_warnings():  # Python's `re` warns about some classes (`[[`): not ours
+        warnings.simplefilter("ignore")
+        for line in lines:
+            try:
+                pattern = GitIgnoreSpecPattern(line)
+            except ValueError:
+                continue
+            if pattern.regex is not None:
+                try:
+                    pattern.regex = re2.compile(pattern.regex.pattern)
+                except re2.error:
+                    continue
+            patterns.append(pattern)
+    spec = GitIgnoreSpec(patterns, backend="simple")
+    return spec if any(p.include is not None for p in patterns) else None
 
 
 def _ignored(rules: tuple[_IgnoreRules, ...], rel: str, *, is_dir: bool) -> bool:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from coderag_tui.core.capped import parse_json
 from coderag_tui.core.engine import Dense, Engine, Rerank
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.learn.history import FollowedTree, HistoryPair
@@ -191,7 +192,7 @@ def load_groups(path: Path) -> tuple[list[QueryGroup], dict[str, Any]]:
     """The groups saved by `save_groups`, and their description; ValueError when the file
     was written for other features."""
     with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(bytes(data["meta"]).decode())
+        meta = parse_json(bytes(data["meta"]).decode())
         if tuple(meta.get("features", ())) != FEATURE_NAMES:
             raise ValueError(f"{path} holds other features than this coderag computes")
         x, y, files, sizes = data["x"], data["y"], data["files"], data["sizes"]

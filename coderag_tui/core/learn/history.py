@@ -16,7 +16,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -25,8 +24,10 @@ from pathlib import Path
 from coderag_tui.core.eval.datasets import (
     DatasetError,
     feed_lines,
+    git_output,
     is_source_path,
     is_test_path,
+    start_git,
 )
 from coderag_tui.core.index.languages import language_for
 from coderag_tui.core.rank.roles import path_roles
@@ -104,14 +105,21 @@ class HistoryOptions:
     max_gold: int = MAX_GOLD
 
 
-def git(git_dir: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(git_dir), *args], capture_output=True, text=True, check=False,
-        errors="replace",
-    )  # fmt: skip
-    if check and done.returncode != 0:
-        raise DatasetError(f"git {' '.join(args[:2])} failed in {git_dir}: {done.stderr.strip()}")
-    return done.stdout
+def git(
+    git_dir: Path,
+    *args: str,
+    revisions: Sequence[str] = (),
+    paths: Sequence[str] | None = None,
+    check: bool = True,
+) -> str:
+    """git's output in `git_dir` (`core.git`'s way: none of the repository's programs, the
+    revisions after `--end-of-options`); a DatasetError when it fails, or "" unless `check`."""
+    try:
+        return git_output(git_dir, *args, revisions=revisions, paths=paths)
+    except DatasetError:
+        if check:
+            raise
+        return ""
 
 
 def clean_message(message: str) -> tuple[str, str]:
@@ -156,7 +164,9 @@ def is_gold_path(path: str) -> bool:
 
 def hunks(git_dir: Path, parent: str, sha: str, path: str) -> tuple[tuple[int, int], ...]:
     """The parent's lines each hunk of `path` replaced; an insertion marks the lines around."""
-    diff = git(git_dir, "diff", "-U0", "--no-renames", "--no-color", parent, sha, "--", path)
+    diff = git(
+        git_dir, "diff", "-U0", "--no-renames", "--no-color", revisions=[parent, sha], paths=[path]
+    )
     spans: list[tuple[int, int]] = []
     for match in _HUNK.finditer(diff):
         start = int(match.group(1))
@@ -208,7 +218,8 @@ def _log(git_dir: Path, options: HistoryOptions) -> Iterator[_Logged]:
     read with one `git log`."""
     text = git(
         git_dir, "log", "--no-merges", f"-n{options.scan}", "--no-renames", "--name-status",
-        "-z", "--format=%x1e%H%x00%P%x00%an%x00%ae%x00%ct%x00%B%x00", options.commit,
+        "-z", "--format=%x1e%H%x00%P%x00%an%x00%ae%x00%ct%x00%B%x00",
+        revisions=[options.commit], paths=(),
     )  # fmt: skip
     for record in text.split("\x1e")[1:]:
         fields = record.split("\x00")
@@ -241,7 +252,7 @@ class FollowedTree:
             if self.folder.exists():
                 shutil.rmtree(self.folder)
             self.folder.mkdir(parents=True)
-            listing = git(self.git_dir, "ls-tree", "-r", "-z", "--full-tree", commit)
+            listing = git(self.git_dir, "ls-tree", "-r", "-z", "--full-tree", revisions=[commit])
             wanted: list[tuple[str, str]] = []
             for record in listing.split("\0"):
                 meta, _, path = record.partition("\t")
@@ -252,7 +263,14 @@ class FollowedTree:
                     wanted.append((obj, path))
             self._write(wanted)
         else:
-            diff = git(self.git_dir, "diff-tree", "-r", "-z", "--no-renames", self.commit, commit)
+            diff = git(
+                self.git_dir,
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-renames",
+                revisions=[self.commit, commit],
+            )
             wanted = []
             fields = diff.split("\0")
             for meta, path in zip(fields[0::2], fields[1::2], strict=False):
@@ -295,10 +313,7 @@ def _blobs(git_dir: Path, objects: Sequence[str]) -> Iterator[bytes | None]:
     """Each object's content in order (None for a missing or larger-than-`MAX_BLOB_BYTES` one)."""
     if not objects:
         return
-    proc = subprocess.Popen(
-        ["git", "-C", str(git_dir), "cat-file", "--batch"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    proc = start_git(git_dir, "cat-file", "--batch")
     assert proc.stdin is not None and proc.stdout is not None
     feeder = threading.Thread(target=feed_lines, args=(proc.stdin, objects), daemon=True)
     feeder.start()

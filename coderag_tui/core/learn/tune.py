@@ -16,7 +16,6 @@ import importlib.util
 import json
 import math
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -133,10 +132,7 @@ def tune(
     """Fit a model to the history of `settings.repo`, measure it on the latest commits held
     back, and write it beside the index (see the module docstring)."""
     root = settings.repo_root
-    inside = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--git-dir"], capture_output=True, check=False
-    )
-    if not is_git_dir(root) and inside.returncode != 0:
+    if not is_git_dir(root) and git(root, "rev-parse", "--git-dir", check=False) == "":
         raise TuneError(f"{root} is not a git repository: `coderag tune` learns from its history.")
     seconds: dict[str, float] = {}
     started = time.perf_counter()

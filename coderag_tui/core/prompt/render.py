@@ -50,6 +50,7 @@ from xml.sax.saxutils import quoteattr
 from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.languages import fence_tag, language_for
+from coderag_tui.settings import MAX_TEMPLATE_BYTES
 
 ROLE = "You are an expert software engineer. Use the code context below to answer the task."
 CONTEXT_HEADING = "## Relevant context from the codebase"
@@ -218,9 +219,8 @@ def parse_template_file(text: str, *, name: str) -> Template:
     )
 
 
-# A template file larger than this is refused unread: a template is a page of text, and a
-# repository may name one of its own files (a sparse 3 GB file must not be read whole).
-MAX_TEMPLATE_BYTES = 256 * 1024
+# A template file larger than MAX_TEMPLATE_BYTES is refused unread: a template is a page of
+# text, and a repository may name one of its own files (a sparse 3 GB file must not be read).
 
 
 def load_template(name_or_path: str, *, context_first: bool = True) -> Template:

@@ -18,20 +18,27 @@ tokenizes any row it has not seen, counts, and saves the BM25 folder exactly as 
 would (`BM25Index.save`, with the file table), so `load_or_build_bm25` loads it. Anything
 else (the store changed, the child failed, was killed or too slow): it saves nothing and the
 parent builds BM25 as without it. The result is the same either way (a test holds the two
-equal). Closing its stdin (the parent is interrupted, or died) stops it.
+equal). It ends when its parent does, whatever its signal state
+(`definitions_process.ParentWatch`): the parent closing its stdin (interrupted, or given up),
+or dying.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-import threading
 from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.core.rank import definitions_process
+from coderag_tui.core.rank.bm25_index import (
+    BM25Index,
+    BM25Options,
+    ChunkNumbers,
+    Postings,
+    bm25_dir,
+)
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
@@ -81,8 +88,6 @@ class Child(definitions_process.Child):
 def start(store: Store, settings: Settings) -> Child | None:
     """A child following the first build of `settings`' chunking into `store` (see the
     module docstring); None when there is nothing for it to do or no second core."""
-    from coderag_tui.core.rank.lexical import BM25Index, BM25Options, bm25_dir
-
     options = BM25Options.of(settings)
     directory = bm25_dir(settings, options)
     if definitions_process.cores() < definitions_process.MIN_CORES:
@@ -105,38 +110,12 @@ def start(store: Store, settings: Settings) -> Child | None:
     return definitions_process.spawn(_BOOT, args, Child, _record)
 
 
-class _Parent:
-    """The parent's one line (`Child.done`), read on a thread; a closed stdin interrupts
-    the main thread (KeyboardInterrupt), so nothing half-written is left."""
-
-    def __init__(self) -> None:
-        self.said: dict[str, Any] | None = None
-        self.heard = threading.Event()
-        threading.Thread(target=self._read, name="coderag-parent", daemon=True).start()
-
-    def _read(self) -> None:
-        buffer = b""
-        try:
-            while chunk := os.read(0, 65536):
-                buffer += chunk
-                if b"\n" in buffer and self.said is None:
-                    line, _, buffer = buffer.partition(b"\n")
-                    self.said = json.loads(line.decode("utf-8"))
-                    self.heard.set()
-        except (OSError, ValueError):
-            pass
-        import _thread
-
-        _thread.interrupt_main()
-
-
 def main(args: dict[str, Any]) -> int:
     """The child: follow the build, then count and save BM25 (see the module docstring)."""
     try:
-        parent = _Parent()
+        parent = definitions_process.ParentWatch(args.get("parent"))
         from coderag_tui.core.index.chunk_list import ChunkList
         from coderag_tui.core.index.store import Store
-        from coderag_tui.core.rank.lexical import BM25Index, BM25Options, ChunkNumbers, Postings
         from coderag_tui.core.rank.segments import CurrentTable
 
         options = BM25Options(**args["options"])

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import numpy as np
 
+from coderag_tui.core.capped import parse_json
 from coderag_tui.core.hashing import utf8_hash
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.languages import parser_for
@@ -677,7 +678,7 @@ def _read_cache(path: Path) -> dict[str, list[FileDefinition]]:
     """The per-content cache (file language and text hash -> definitions); {} when it is
     missing, from another extractor version or damaged (every file is then parsed)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
         if data["version"] != EXTRACTOR_VERSION:
             return {}
         return {

@@ -13,11 +13,15 @@ waits for it after BM25 and then calls `load_or_build_definitions` as before, wh
 saved folder — or, when the child saved nothing (it failed, was killed, was too slow, or the
 store changed), builds in-process: the result is the same either way.
 
-Stopping: the child watches its stdin and stops itself (KeyboardInterrupt, so a folder being
-written is removed) when the parent closes it or dies; the parent closes it when it is
-interrupted (Ctrl-C) or gives up waiting, and kills the child if it has not stopped
-`GRACE_S` later. A child killed while saving leaves at most a temporary folder beside the
-definitions, never a half-written one.
+Stopping: the child ends when its parent does, whatever the signal state it inherited
+(`ParentWatch`). It stops itself (KeyboardInterrupt, so a folder being written is removed)
+when the parent closes its stdin or dies (stdin's end, or its parent's pid seen gone every
+`POLL_S`); Python's own SIGINT handler is put back first, because a child of `coderag index &`
+started from a script inherits SIGINT ignored, which made that interrupt a no-op and left the
+child looping for ever. Should the interrupt not end it within `GRACE_S` (a long call in C),
+it exits there and then. The parent closes stdin when it is interrupted (Ctrl-C) or gives up
+waiting, and kills the child if it has not stopped `GRACE_S` later. A child killed while
+saving leaves at most a temporary folder beside the definitions, never a half-written one.
 
 `MIN_CHUNKS`: the child costs a start and its own read of the chunks, so it pays only over
 many chunks, and only when the second core is really free; when the host lends less than two
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
 MIN_CHUNKS = 4096  # fewer chunks: built in-process (see the module docstring)
 MIN_CORES = 2  # fewer usable cores: built in-process (see the module docstring)
 GRACE_S = 2.0  # how long a child asked to stop may take before it is killed
+POLL_S = 0.5  # how often a child checks that its parent is still there
 WAIT_FLOOR_S = 5.0  # after BM25, wait at least this long (or as long as BM25 took)
 
 # Exit codes of the child.
@@ -193,12 +198,13 @@ _C = TypeVar("_C", bound=Child)
 def spawn(
     boot: str, args: dict[str, Any], kind: type[_C], record: Callable[[str], None]
 ) -> _C | None:
-    """Start `python -c boot ARGS` (ARGS: `args` as JSON) as a `kind` of child whose stdin
-    the parent holds; None when it cannot start. `record` hears what happened."""
+    """Start `python -c boot ARGS` (ARGS: `args` as JSON, with this process's pid as
+    "parent") as a `kind` of child whose stdin the parent holds; None when it cannot start.
+    `record` hears what happened."""
     errors = tempfile.TemporaryFile()  # noqa: SIM115 (the child's stderr: `Child` closes it)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-c", boot, json.dumps(args)],
+            [sys.executable, "-c", boot, json.dumps({**args, "parent": os.getpid()})],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=errors,
@@ -211,31 +217,64 @@ def spawn(
     return kind(process, errors, record)
 
 
-def _stop_when_asked() -> None:
-    """Raise KeyboardInterrupt in the main thread when stdin closes (the parent asks us to
-    stop, or died) or SIGTERM comes, so a folder being written is removed on the way out."""
+class ParentWatch:
+    """The child's side of its link to the parent: the first line the parent writes (`said`,
+    `heard`), and the child's end when the parent closes the pipe or dies, whatever signal
+    state the child inherited (see the module docstring, "Stopping")."""
 
-    def watch() -> None:
+    def __init__(self, parent: int | None) -> None:
+        self.parent = parent
+        self.said: dict[str, Any] | None = None
+        self.heard = threading.Event()
+        self._gone = threading.Event()
+        self._lock = threading.Lock()
+        # Python's handler, even when SIGINT came ignored: `interrupt_main` is a no-op without.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _terminated)
+        for target, name in ((self._read, "coderag-parent-read"), (self._poll, "coderag-parent")):
+            threading.Thread(target=target, name=name, daemon=True).start()
+
+    def _read(self) -> None:
+        buffer = b""
         try:  # the file descriptor, not sys.stdin: its lock would stall the interpreter's exit
-            while os.read(0, 65536):
-                pass
-        except OSError:
+            while chunk := os.read(0, 65536):
+                buffer += chunk
+                if self.said is None and b"\n" in buffer:
+                    line, _, buffer = buffer.partition(b"\n")
+                    said = json.loads(line.decode("utf-8"))
+                    self.said = said if isinstance(said, dict) else {}
+                    self.heard.set()
+        except (OSError, ValueError):
             pass
+        self._stop()
+
+    def _poll(self) -> None:
+        while not self._gone.wait(POLL_S):
+            if self.parent is not None and os.getppid() != self.parent:
+                self._stop()
+
+    def _stop(self) -> None:
+        """Interrupt the main thread (its `finally` blocks remove what was half written); exit
+        outright if it is still running `GRACE_S` later."""
+        with self._lock:
+            if self._gone.is_set():
+                return
+            self._gone.set()
         import _thread
 
         _thread.interrupt_main()
+        time.sleep(GRACE_S)
+        os._exit(INTERRUPTED)
 
-    def terminated(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, terminated)
-    threading.Thread(target=watch, name="coderag-parent-watch", daemon=True).start()
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(args: dict[str, Any]) -> int:
     """The child: build and save the definitions `args` describe (see `start`)."""
     try:
-        _stop_when_asked()
+        ParentWatch(args.get("parent"))
         from coderag_tui.core.index.store import Store
         from coderag_tui.core.rank.definitions import load_or_build_definitions_at
         from coderag_tui.core.rank.segments import CurrentTable

@@ -18,7 +18,6 @@ the score) and shows the largest few.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from coderag_tui.core.capped import read_capped
+from coderag_tui.core.capped import parse_json, read_capped
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.query_terms import STOPWORDS, QueryTerms
@@ -576,7 +575,7 @@ class LearnedModel:
         meta: dict[str, object] = {}
         if meta_path.is_file():
             try:
-                loaded = json.loads(_read_small(meta_path))
+                loaded = parse_json(_read_small(meta_path))
             except (OSError, ValueError, RecursionError) as exc:
                 raise ModelError(f"{meta_path} is not valid JSON: write the model again.") from exc
             if isinstance(loaded, dict):
@@ -608,7 +607,7 @@ class LearnedModel:
         folder = resources.files("coderag_tui.core.rank")
         text = folder.joinpath(SHIPPED_MODEL).read_text(encoding="utf-8")
         meta_file = folder.joinpath(SHIPPED_MODEL.replace(".txt", ".json"))
-        meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+        meta = parse_json(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
         return cls.from_text(text, "shipped", meta, where=f"the shipped {SHIPPED_MODEL}")
 
 

@@ -20,6 +20,9 @@ from coderag_tui.core.rank.definitions import form
 from coderag_tui.core.rank.roles import roles_asked
 
 LONG_QUERY_WORDS = 30  # a query with more words than this is read as issue text
+# A run of non-space characters is read as its first this many: no name or path is longer,
+# and the patterns below cost a run's length squared (one 40k-character word took 38 s).
+MAX_RUN_CHARS = 256
 
 # Words that say nothing about where code lives.
 STOPWORDS = frozenset({
@@ -32,6 +35,7 @@ STOPWORDS = frozenset({
 })  # fmt: skip
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_LONG_RUN = re.compile(rf"\S{{{MAX_RUN_CHARS + 1},}}")
 _IDENT_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 # A qualified name: a.b, a::b, a->b, a\b
@@ -120,7 +124,9 @@ class QueryTerms:
 
 
 def analyse(query: str) -> QueryTerms:  # noqa: C901
-    """Read words, names, paths and frames from a query (see the module docstring)."""
+    """Read words, names, paths and frames from a query (see the module docstring); a run of
+    more than `MAX_RUN_CHARS` non-space characters is read as its start."""
+    query = _LONG_RUN.sub(lambda run: run.group()[:MAX_RUN_CHARS], query)
     raw_words = _WORD.findall(query)
     words = tuple(w.lower() for w in raw_words if w.lower() not in STOPWORDS)
     long = len(raw_words) > LONG_QUERY_WORDS

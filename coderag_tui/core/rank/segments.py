@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from coderag_tui.core.capped import parse_json
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.persist import loaded_once
 from coderag_tui.core.records import Chunk
@@ -98,7 +99,7 @@ class FileTable:
     @classmethod
     def _read(cls, folder: Path) -> FileTable:
         try:
-            data = json.loads((folder / _TABLE).read_text(encoding="utf-8"))
+            data = parse_json((folder / _TABLE).read_text(encoding="utf-8"))
             table = cls(
                 tuple(str(p) for p in data["paths"]),
                 tuple(str(h) for h in data["hashes"]),
