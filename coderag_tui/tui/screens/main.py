@@ -25,7 +25,7 @@ from coderag_tui.tui.screens.layout import (
     LIST_KEYS,
     WIDTH_BREAKPOINTS,
 )
-from coderag_tui.tui.session import dense_title, fused_labels, short_model, why_line
+from coderag_tui.tui.session import Ask, dense_title, fused_labels, short_model, why_line
 from coderag_tui.tui.widgets.latency import LatencyPanel, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
@@ -122,6 +122,20 @@ class MainScreen(Screen[None]):
             "Tune",
             show=False,
             tooltip="Tuning: chunking, budget, RRF k, depth, rerank",
+        ),
+        Binding(
+            "l",
+            "focus_latency",
+            "Latency",
+            show=False,
+            tooltip="Latency: every stage's time, the index",
+        ),
+        Binding(
+            "v",
+            "toggle_scores",
+            "Scores",
+            show=False,
+            tooltip="Show or hide the scores in every list",
         ),
         Binding(
             "z",
@@ -353,7 +367,26 @@ class MainScreen(Screen[None]):
         self.query_one("#mode-label", Label).update("Code ›" if code else "Ask ›")
         self.query_one(QueryInput).set_code_mode(code=code)
         self.set_class(code, "code-mode")
+        self.set_class(False, "change-mode")  # noqa: FBT003 (Textual's signature)
         self.query_one(QueryInput).focus()
+
+    def show_asked(self, ask: Ask, described: str) -> None:
+        """The query bar says what the rankings answer: the words asked, the FILE:LINE in
+        code mode, or (`Diff ›`) the change reviewed, in words."""
+        query = self.query_one(QueryInput)
+        label = self.query_one("#mode-label", Label)
+        review = ask.diff is not None
+        self.set_class(review, "change-mode")
+        if review:
+            label.update("Diff ›")
+            query.placeholder = f"{described} — or type a question"
+            query.value = ""
+            return
+        code = self.host.session.code_mode
+        label.update("Code ›" if code else "Ask ›")
+        query.set_code_mode(code=code)
+        if not query.has_focus or not query.value:  # never over what the user is typing
+            query.value = ask.text
 
     # ------------------------------------------------------------------ events
     @on(Input.Submitted, "#query")
@@ -362,6 +395,8 @@ class MainScreen(Screen[None]):
         if not text:
             return
         self.query_one(QueryInput).remember(text)
+        if self.has_class("change-mode"):  # a question now, not the change
+            self.show_asked(Ask(text, location=self.host.session.code_mode), "")
         self.host.search(text)
 
     @on(RankingColumn.ChunkHighlighted)
@@ -439,6 +474,17 @@ class MainScreen(Screen[None]):
             self._side_for_tuning = True  # Esc gives the preview its place back
         # The panel shows after the next refresh; focus then, or focus finds it hidden.
         self.call_after_refresh(self.query_one("#tune-chunking").focus)
+
+    def action_focus_latency(self) -> None:
+        """The Latency tab, in the side panel's place where `t` put Tuning (or shown where it
+        was hidden, as `t` does)."""
+        self.query_one(TabbedContent).active = "tab-latency"
+        if not self.side_shown:
+            self.action_toggle_side()
+            self._side_for_tuning = True  # Esc gives the preview its place back
+
+    def action_toggle_scores(self) -> None:
+        self.board.toggle_scores()
 
     @property
     def side_shown(self) -> bool:

@@ -20,6 +20,7 @@ from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.screens.layout import BUDGET_KEYS, HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
 from coderag_tui.tui.widgets.chunk_table import ChunkRow, ChunkTable
 from coderag_tui.tui.widgets.latency import meter
+from coderag_tui.tui.widgets.path_label import distinct_parts, split_label
 
 
 def dropped_tally(dropped: Sequence[DroppedChunk]) -> str:
@@ -140,35 +141,36 @@ class PromptScreen(Screen[None]):
         shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
         if rendered.text != shown:
             rendered.load_text(shown)
-        included.show(
-            [
-                ChunkRow(
-                    block.chunk_keys[0],
-                    (
-                        ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
-                        + ("⚠" if block.secrets else ""),
-                        str(block.best_rank),
-                        f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
-                        f"{block.tokens:,}",
-                    ),
-                )
-                for block in packed.blocks
-            ]
-        )
-        dropped.show(
-            [
-                ChunkRow(
-                    drop.key,
-                    (
-                        str(drop.rank or "—"),
-                        one_line(drop.key),
-                        f"{drop.tokens:,}",
-                        drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else ""),
-                    ),
-                )
-                for drop in packed.dropped
-            ]
-        )
+        kept = [
+            ChunkRow(
+                block.chunk_keys[0],
+                (
+                    ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
+                    + ("⚠" if block.secrets else ""),
+                    str(block.best_rank),
+                    f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
+                    f"{block.tokens:,}",
+                ),
+            )
+            for block in packed.blocks
+        ]
+        left = [
+            ChunkRow(
+                drop.key,
+                (
+                    str(drop.rank or "—"),
+                    one_line(drop.key),
+                    f"{drop.tokens:,}",
+                    drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else ""),
+                ),
+            )
+            for drop in packed.dropped
+        ]
+        # One path never reads like another on this screen, in either table.
+        paths = [split_label(row.cells[i])[0] for rows, i in ((kept, 2), (left, 1)) for row in rows]
+        parts = distinct_parts(paths)
+        included.show(kept, parts)
+        dropped.show(left, parts)
         included.border_subtitle = f"{len(packed.blocks)} blocks"
         dropped.border_subtitle = dropped_tally(packed.dropped)
 
