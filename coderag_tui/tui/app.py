@@ -532,6 +532,11 @@ class CoderagApp(App[None]):
         if self.refresh_timer is not None:  # this search brings the new results
             self.refresh_timer.stop()
             self.refresh_timer = None
+        dropped = self.session.new_question(ask)
+        if dropped:
+            self.notify(dropped, timeout=8)
+            if self.has_main_screen:
+                self.main.show_prompt_line()
         serial = self.session.start(ask)
         request = self.session.request(task="")  # the worker sets the task: the query it ran
         self._work(workers.search, self.engine, serial, ask, self.settings, self.scope, request)
@@ -540,15 +545,36 @@ class CoderagApp(App[None]):
         self.call_after_refresh(message.rendered.set)
         if not self.has_main_screen or message.serial != self.session.serial:
             return
+        asked = self.session.asking
         self.session.finished(message.run, self.main.focused_ranking(), message.change)
         self.session.secrets = message.secrets
+        if asked is not None and (asked.fresh or asked.diff is not None):
+            self.main.show_asked(asked, message.asked)  # the bar says what is ranked
         self.main.show_run(message.run)
         self._refresh_prompt_views()
 
     def on_search_failed(self, message: SearchFailed) -> None:
         if not self.has_main_screen or message.serial != self.session.serial:
             return
-        self.session.asking = None
+        failed, session = self.session.asking, self.session
+        session.asking = None
+        reviewed = session.ranked is not None and session.ranked.diff is not None
+        if failed is not None and failed.diff is not None and not failed.fresh and reviewed:
+            # The change on screen cannot be read again (reverted, committed): its rankings
+            # and its review prompt would answer a question that is gone.
+            session.forget_run()
+            self.main.show_asked(Ask(""), "")
+            self.main.show_hints()
+            self.main.show_selection()
+            self._refresh_prompt_views()
+            self.notify(
+                f"The change reviewed is gone — {message.message} Its rankings and prompt are "
+                "cleared.",
+                title="Change review",
+                severity="warning",
+                timeout=10,
+            )
+            return
         self.notify(message.message, title="Search", severity="error", timeout=8)
 
     # ----------------------------------------------------------------- prompt and advice

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from coderag_tui.core.engine import Engine, Lexical, PromptRequest
+    from coderag_tui.core.index.changes import Change
     from coderag_tui.core.index.indexer import IndexProgress
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.settings import Settings
@@ -192,6 +193,7 @@ def search(
     are on screen."""
     worker = get_current_worker()
     query, origin, change = ask.text, ask.origin, ask.change
+    asked = ""
     if ask.diff is not None:
         try:
             query, origin, changed = diff_query(settings, ask.diff)
@@ -199,6 +201,7 @@ def search(
             post(SearchFailed(serial, str(exc)))
             return
         change = changed.text
+        asked = change_words(changed)
     elif ask.location:
         try:
             path, line = parse_location(ask.text)
@@ -216,13 +219,22 @@ def search(
     if worker.is_cancelled:
         return
     # Rankings first: they render while the prompt is packed (token counting takes longer).
-    finished = SearchFinished(serial, run, secrets, change)
+    finished = SearchFinished(serial, run, secrets, change, asked)
     post(finished)
     finished.rendered.wait(timeout=1.0)
     if worker.is_cancelled:
         return
     task = DIFF_TASK if change else run.query
     pack(engine, serial, run, replace(request, task=task, change=change), settings, post)
+
+
+def change_words(change: Change) -> str:
+    """`the change against HEAD: 2 files, +12 −4` (what a change review ranked)."""
+    files = len(change.files)
+    added = sum(f.added for f in change.files)
+    removed = sum(f.removed for f in change.files)
+    against = "uncommitted change" if change.ref == "HEAD" else f"change since {change.ref}"
+    return f"the {against}: {files} file{'s' if files != 1 else ''}, +{added} −{removed}"
 
 
 def pack(
