@@ -701,7 +701,9 @@ class CoderagApp(App[None]):
     def on_prompt_exported(self, message: PromptExported) -> None:
         if self.has_main_screen:  # else the app is shutting down
             severity: SeverityLevel = "information" if message.ok else "error"
-            self.notify(message.how, title=message.title, severity=severity)
+            if message.ok and not message.sure:
+                severity = "warning"
+            self.notify(message.how, title=message.title, severity=severity, timeout=10)
 
     def action_next_template(self) -> None:
         self.notify(f"Template: {self.session.next_template(self.settings.template)}", markup=False)

@@ -170,8 +170,10 @@ class AdviceReady(Message):
 
 @dataclass
 class PromptExported(Message):
-    """The prompt went to the clipboard or a file (or did not: `ok`); `how` says so."""
+    """The prompt went to the clipboard or a file (or did not, or may not have: `ok`, and
+    `sure` False where nothing can tell, as for OSC 52 alone); `how` says so."""
 
     title: str
     how: str
     ok: bool = True
+    sure: bool = True

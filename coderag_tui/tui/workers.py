@@ -279,22 +279,28 @@ def warm_up(settings: Settings, template: str) -> None:
 
 # App._work passes a worker's arguments in order, the message poster last.
 def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:  # noqa: FBT001
-    """Add a system clipboard tool to the OSC 52 copy Textual already sent; say which."""
-    from coderag_tui.core.prompt.clipboard import copy_text
+    """Add a system clipboard tool to the OSC 52 copy Textual already sent; say which, or
+    that the copy cannot be known to have arrived (OSC 52 alone: a terminal may ignore it)."""
+    from coderag_tui.core.prompt.clipboard import OSC52_MESSAGE, copy_text
 
     result = copy_text(text, osc52_stream=io.BytesIO(), use_pyperclip=system_clipboard)
     method = result.method.split("+")[0]
     if result.ok and method == "tmux":
         # tmux drops an application's own OSC 52 by default: say where the text really is.
-        how = f"Copied {tokens:,} tokens: {result.message}."
+        post(PromptExported("Prompt copied", f"Copied {tokens:,} tokens: {result.message}."))
     elif result.ok and method != "osc52":
         how = f"Copied {tokens:,} tokens with {method} (and OSC 52)."
+        post(PromptExported("Prompt copied", how))
     else:
+        # Before the OSC 52 part, what the system tools said (`xclip ran but …`), if anything.
+        why = "" if result.message.startswith(OSC52_MESSAGE) else result.message.split("; ")[0]
+        tools = f"{why}; " if why else "no xclip, xsel or wl-copy found; "
         how = (
-            f"Copied {tokens:,} tokens: sent to the terminal via OSC 52 — your terminal must "
-            "allow clipboard writes (no xclip, xsel or wl-copy found). Ctrl+S saves to a file."
+            f"{tools}the {tokens:,} tokens were only sent to the terminal (OSC 52), which may "
+            "ignore them, and nothing tells coderag whether they arrived. Ctrl+S saves the "
+            "prompt to a file."
         )
-    post(PromptExported("Prompt copied", how))
+        post(PromptExported("Prompt not copied", how, sure=False))
 
 
 def save(text: str, tokens: int, path: Path, repo: Path, post: Post) -> None:
