@@ -19,7 +19,7 @@ from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.screens.layout import BUDGET_KEYS, HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
 from coderag_tui.tui.widgets.chunk_table import ChunkRow, ChunkTable
-from coderag_tui.tui.widgets.latency import meter
+from coderag_tui.tui.widgets.latency import fitting, meter
 from coderag_tui.tui.widgets.path_label import distinct_parts, split_label
 
 
@@ -72,7 +72,10 @@ class PromptScreen(Screen[None]):
         return host_of(self.app)
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="prompt-header")
+        # The lines above the prompt (height auto): the header, and room for more of the
+        # prompt's account.
+        with Vertical(id="prompt-top"):
+            yield Static("", id="prompt-header")
         with Horizontal(id="prompt-body"):
             # A read-only TextArea draws only the visible lines (a 128k-token prompt stays
             # instant) and lets the user select and copy a part of it.
@@ -123,21 +126,30 @@ class PromptScreen(Screen[None]):
             rendered.load_text("")
             return
         fraction = packed.tokens / max(packed.budget, 1)
-        counting = packed.encoding if packed.exact else f"{packed.encoding} (estimate)"
-        header.update(
-            Content.assemble(
+        encoding = packed.encoding.replace("_offline", " (offline)")
+        counting = encoding if packed.exact else f"{encoding} (estimate)"
+        template = one_line(session.template_name)
+        blocks = f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped"
+
+        def head(bar: int) -> Content:
+            return Content.assemble(
                 (" Prompt ", "bold reverse $primary"),
                 " ",
                 (f"{packed.tokens:,} / {packed.budget:,} tokens ", "bold"),
-                meter(fraction, 20),
+                meter(fraction, bar),
                 f" {fraction:.0%}",
-                (
-                    f"  ·  {counting}  ·  template {one_line(session.template_name)}  ·  "
-                    f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped",
-                    "$text-muted",
-                ),
             )
-        )
+
+        # As much as the width holds: the meter narrows, then the words go, then the encoding.
+        account = f" · {counting} · template {template} · {blocks}"
+        variants = [
+            head(20) + Content.styled(account, "$text-muted"),
+            head(12) + Content.styled(account, "$text-muted"),
+            head(8) + Content.styled(f" · {counting} · {template} · {blocks}", "$text-muted"),
+            head(8) + Content.styled(f" · {template} · {blocks}", "$text-muted"),
+            head(8) + Content.styled(f" · {blocks}", "$text-muted"),
+        ]
+        header.update(fitting(variants, self.size.width))
         shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
         if rendered.text != shown:
             rendered.load_text(shown)
@@ -173,6 +185,9 @@ class PromptScreen(Screen[None]):
         dropped.show(left, parts)
         included.border_subtitle = f"{len(packed.blocks)} blocks"
         dropped.border_subtitle = dropped_tally(packed.dropped)
+
+    def on_resize(self) -> None:
+        self.refresh_prompt()
 
     def _selected_keys(self) -> list[str]:
         """Chunk keys under the cursor of the focused table (a block may hold several)."""
