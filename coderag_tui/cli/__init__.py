@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from importlib import import_module
 from types import ModuleType
@@ -163,7 +164,12 @@ def entry() -> None:
     interpreter's teardown; otherwise it exits normally.
     """
     code = main()
-    if not any(name in sys.modules for name in SLOW_TEARDOWN):
+    # Work the TUI left running when the user quit (see CoderagApp.exit) would be joined.
+    main_thread = threading.main_thread()
+    left = any(
+        t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()
+    )
+    if not left and not any(name in sys.modules for name in SLOW_TEARDOWN):
         sys.exit(code)
     try:
         sys.stdout.flush()

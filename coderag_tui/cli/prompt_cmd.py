@@ -38,7 +38,7 @@ from coderag_tui.cli.common import (
 from coderag_tui.cli.render import dense_line, loading_status, say
 from coderag_tui.cli.server import add_no_server_arg, ask_first
 from coderag_tui.core.engine import DIFF_TASK, PromptResult
-from coderag_tui.core.prompt.clipboard import CopyResult, copy_text
+from coderag_tui.core.prompt.clipboard import CopyResult, copied_for_sure, copy_text, keep_prompt
 from coderag_tui.core.prompt.pack import (
     TRIMMED,
     Advice,
@@ -393,16 +393,27 @@ def compose(
     return Composed(packed.text, record, lines)
 
 
-def deliver(args: argparse.Namespace, composed: Composed, repo: Path) -> int:
+def deliver(
+    args: argparse.Namespace, composed: Composed, repo: Path, template: str = "markdown"
+) -> int:
     """Copy, save or print the prompt as `args` ask, then say the status lines (in this
-    process: the clipboard and the files are the asking terminal's)."""
+    process: the clipboard and the files are the asking terminal's). A prompt the clipboard
+    may not have taken is never lost: it is kept in a file (else printed), and said where."""
     copy: CopyResult | None = None
+    kept: CopyResult | None = None
     if args.copy or args.out is not None:
         copy = copy_text(composed.text, out=args.out, clipboard=args.copy, guarded=repo)
+        if args.copy and args.out is None and not copied_for_sure(copy):
+            from coderag_tui.locations import user_data_dir
+
+            kept = keep_prompt(composed.text, user_data_dir() / "prompts", repo.name, template)
+    printed = copy is None or (kept is not None and not kept.ok)
     if args.json:
         went = as_json_copy(copy)
+        if went is not None and kept is not None and kept.ok:
+            went = {**went, "kept": kept.message.removeprefix("saved to ")}
         print_json({**composed.record, "copy": went})
-    elif copy is None:
+    elif printed:
         # On a terminal, escape sequences from the repository are shown, not obeyed; a pipe
         # or a file gets the exact text.
         text = composed.text
@@ -412,6 +423,15 @@ def deliver(args: argparse.Namespace, composed: Composed, repo: Path) -> int:
         say(line)
     if copy is not None:
         say(copy.message)
+        if kept is not None:
+            said = "not copied" if not copy.ok else "maybe not copied (nothing tells)"
+            if kept.ok:
+                where = f"the prompt is in {kept.message.removeprefix('saved to ')}"
+            elif args.json:
+                where = f"{kept.message}; the prompt is in the JSON's `prompt`"
+            else:
+                where = f"{kept.message}; the prompt is on standard output"
+            say(f"{said}: {where}.")
         if not copy.ok:
             return 1
     return 0
@@ -438,7 +458,7 @@ def run(args: argparse.Namespace) -> int:
     if reply is not None:  # a resident server (`coderag serve`) packed it
         if reply.data is None:
             return reply.emit()
-        return deliver(args, Composed(**reply.data), settings.repo_root)
+        return deliver(args, Composed(**reply.data), settings.repo_root, settings.template)
     query, origin = location_query(settings, args) if args.from_location else (None, None)
     change = ""
     if args.diff is not None:
@@ -466,4 +486,4 @@ def run(args: argparse.Namespace) -> int:
             explicit=frozenset(explicit),
             scope=scope,
         )
-    return deliver(args, compose(result, notes, dense), settings.repo_root)
+    return deliver(args, compose(result, notes, dense), settings.repo_root, settings.template)

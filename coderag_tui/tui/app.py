@@ -8,13 +8,17 @@ the old one and indexing never blocks typing; only the handlers below touch app 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.console import RenderableType
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -186,6 +190,23 @@ class CoderagApp(App[None]):
 
     def on_unmount(self) -> None:
         self.engine.close()
+
+    def exit(
+        self,
+        result: None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Quit without waiting for background work to reach its next check (an embedding
+        batch or the static table's distillation took 1 to 6 s on 2 busy cores): the event
+        loop gets a fresh default executor, so closing it waits for none of the worker
+        threads; `cli.entry` then ends the process without joining them. What they write
+        is written in transactions and atomic renames, so nothing is left half done. A
+        headless app (tests, screenshots) still waits, so no test outlives its work."""
+        if not self.is_headless:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to leave
+                asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+        super().exit(result, return_code, message)
 
     def main_ready(self) -> None:
         """The main screen is composed: show the state and start indexing."""
@@ -532,6 +553,11 @@ class CoderagApp(App[None]):
         if self.refresh_timer is not None:  # this search brings the new results
             self.refresh_timer.stop()
             self.refresh_timer = None
+        dropped = self.session.new_question(ask)
+        if dropped:
+            self.notify(dropped, timeout=8)
+            if self.has_main_screen:
+                self.main.show_prompt_line()
         serial = self.session.start(ask)
         request = self.session.request(task="")  # the worker sets the task: the query it ran
         self._work(workers.search, self.engine, serial, ask, self.settings, self.scope, request)
@@ -540,15 +566,36 @@ class CoderagApp(App[None]):
         self.call_after_refresh(message.rendered.set)
         if not self.has_main_screen or message.serial != self.session.serial:
             return
+        asked = self.session.asking
         self.session.finished(message.run, self.main.focused_ranking(), message.change)
         self.session.secrets = message.secrets
+        if asked is not None and (asked.fresh or asked.diff is not None):
+            self.main.show_asked(asked, message.asked)  # the bar says what is ranked
         self.main.show_run(message.run)
         self._refresh_prompt_views()
 
     def on_search_failed(self, message: SearchFailed) -> None:
         if not self.has_main_screen or message.serial != self.session.serial:
             return
-        self.session.asking = None
+        failed, session = self.session.asking, self.session
+        session.asking = None
+        reviewed = session.ranked is not None and session.ranked.diff is not None
+        if failed is not None and failed.diff is not None and not failed.fresh and reviewed:
+            # The change on screen cannot be read again (reverted, committed): its rankings
+            # and its review prompt would answer a question that is gone.
+            session.forget_run()
+            self.main.show_asked(Ask(""), "")
+            self.main.show_hints()
+            self.main.show_selection()
+            self._refresh_prompt_views()
+            self.notify(
+                f"The change reviewed is gone — {message.message} Its rankings and prompt are "
+                "cleared.",
+                title="Change review",
+                severity="warning",
+                timeout=10,
+            )
+            return
         self.notify(message.message, title="Search", severity="error", timeout=8)
 
     # ----------------------------------------------------------------- prompt and advice
@@ -675,10 +722,15 @@ class CoderagApp(App[None]):
     def on_prompt_exported(self, message: PromptExported) -> None:
         if self.has_main_screen:  # else the app is shutting down
             severity: SeverityLevel = "information" if message.ok else "error"
-            self.notify(message.how, title=message.title, severity=severity)
+            if message.ok and not message.sure:
+                severity = "warning"
+            self.notify(message.how, title=message.title, severity=severity, timeout=10)
 
     def action_next_template(self) -> None:
-        self.notify(f"Template: {self.session.next_template(self.settings.template)}", markup=False)
+        # No toast: the prompt line (and the prompt view's header) name the template.
+        self.session.next_template(self.settings.template)
+        if self.has_main_screen:
+            self.main.show_prompt_line()
         self.repack()
 
     def action_toggle_code_mode(self) -> None:
@@ -690,8 +742,18 @@ class CoderagApp(App[None]):
         self.start_indexing()
 
     def action_budget_step(self, direction: int) -> None:
-        self.apply_setting("budget", step_budget(self.settings.budget, direction))
-        self.notify(f"Budget: {self.settings.budget:,} tokens", markup=False)
+        """The next budget preset; the prompt line and the Tuning tab show it (a toast per
+        press stacked over them), and only a press that changes nothing is told."""
+        budget = step_budget(self.settings.budget, direction)
+        if budget == self.settings.budget:
+            end = "largest" if direction > 0 else "smallest"
+            self.notify(
+                f"The budget is at its {end} preset ({budget:,} tokens); the Tuning tab (t) "
+                "takes any number.",
+                timeout=4,
+            )
+            return
+        self.apply_setting("budget", budget)
 
     def action_set_budget(self, budget: int) -> None:
         self.apply_setting("budget", budget)

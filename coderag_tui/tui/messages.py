@@ -137,6 +137,7 @@ class SearchFinished(Message):
     # Kinds of suspected secret in the listed chunks, by chunk key (they are marked).
     secrets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     change: str = ""  # the diff the search asked with (its prompt holds it)
+    asked: str = ""  # what was ranked, in words, where the query bar cannot show it (a change)
     # Set once the results are on screen; the worker packs the prompt after that, because
     # token counting holds the GIL and would otherwise delay the first paint of the results.
     rendered: threading.Event = field(default_factory=threading.Event)
@@ -169,8 +170,10 @@ class AdviceReady(Message):
 
 @dataclass
 class PromptExported(Message):
-    """The prompt went to the clipboard or a file (or did not: `ok`); `how` says so."""
+    """The prompt went to the clipboard or a file (or did not, or may not have: `ok`, and
+    `sure` False where nothing can tell, as for OSC 52 alone); `how` says so."""
 
     title: str
     how: str
     ok: bool = True
+    sure: bool = True

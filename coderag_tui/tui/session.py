@@ -39,6 +39,14 @@ class Ask:
     diff: str | None = None  # a REF: the work tree's change against it is the query
     change: str = ""  # the diff a run again keeps for its prompt
 
+    def same_question(self, other: Ask | None) -> bool:
+        """Does this ask the question `other` asked (the same words, FILE:LINE or change)?"""
+        return other is not None and (self.text, self.location, self.diff) == (
+            other.text,
+            other.location,
+            other.diff,
+        )
+
 
 @dataclass
 class Session:
@@ -49,6 +57,7 @@ class Session:
     serial: int = 0  # of the latest search: results and prompts of older ones are dropped
     pending: Ask | None = None  # asked before the index was ready
     asking: Ask | None = None  # the search running now
+    ranked: Ask | None = None  # the search whose rankings are shown (last_run's)
     last_run: SearchRun | None = None
     prompt: PromptResult | None = None
     pack_error: str = ""
@@ -70,14 +79,44 @@ class Session:
         self.asking = ask
         return self.serial
 
+    def new_question(self, ask: Ask) -> str:
+        """A search the user asked: when it asks another question than the one shown, the
+        pins, exclusions and secrets let in of that one are dropped (they were chosen for
+        it); what to tell the user ("" when nothing was dropped)."""
+        if not ask.fresh or ask.same_question(self.ranked):
+            return ""
+        dropped = [
+            plural(len(marks), word)
+            for marks, word in (
+                (self.pinned, "pin"),
+                (self.excluded, "exclusion"),
+                (self.admitted, "secret let in"),
+            )
+            if marks
+        ]
+        self.pinned, self.excluded, self.admitted = [], [], []
+        if not dropped:
+            return ""
+        return f"A new question: the {', '.join(dropped)} of the last one no longer apply."
+
     def again(self) -> Ask | None:
         """The search to repeat after a new stage or setting: the running one, else the last
-        that ran (as it ran: a code-mode input that failed is never repeated as a query)."""
+        that ran (as it ran: a code-mode input that failed is never repeated as a query; a
+        change is read again, so a change reverted meanwhile is not reviewed any more)."""
         if self.asking is not None:
             return self.asking
+        if self.ranked is not None and self.ranked.diff is not None:
+            return Ask("", diff=self.ranked.diff, fresh=False)
         if self.last_run is not None:
             return Ask(self.last_run.query, self.last_run.origin, fresh=False, change=self.change)
         return None
+
+    def forget_run(self) -> None:
+        """The rankings shown answer a question that is gone (a change reverted): drop them,
+        their prompt and what was chosen for them."""
+        self.ranked = self.last_run = self.prompt = None
+        self.pack_error, self.change, self.selected_key = "", "", None
+        self.pinned, self.excluded, self.admitted = [], [], []
 
     def finished(
         self, run: SearchRun, focused: RankingName | None = None, change: str = ""
@@ -87,6 +126,8 @@ class Session:
         keeps the selection it still lists."""
         fresh = self.asking is None or self.asking.fresh
         self.change = change
+        if self.asking is not None and (self.asking.fresh or self.ranked is None):
+            self.ranked = self.asking  # a run again answers the question the user asked
         self.asking = None
         self.last_run = run
         self.prompt = None  # until its prompt is packed

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from coderag_tui.core.engine import Engine, Lexical, PromptRequest
+    from coderag_tui.core.index.changes import Change
     from coderag_tui.core.index.indexer import IndexProgress
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.settings import Settings
@@ -192,6 +193,7 @@ def search(
     are on screen."""
     worker = get_current_worker()
     query, origin, change = ask.text, ask.origin, ask.change
+    asked = ""
     if ask.diff is not None:
         try:
             query, origin, changed = diff_query(settings, ask.diff)
@@ -199,6 +201,7 @@ def search(
             post(SearchFailed(serial, str(exc)))
             return
         change = changed.text
+        asked = change_words(changed)
     elif ask.location:
         try:
             path, line = parse_location(ask.text)
@@ -216,13 +219,22 @@ def search(
     if worker.is_cancelled:
         return
     # Rankings first: they render while the prompt is packed (token counting takes longer).
-    finished = SearchFinished(serial, run, secrets, change)
+    finished = SearchFinished(serial, run, secrets, change, asked)
     post(finished)
     finished.rendered.wait(timeout=1.0)
     if worker.is_cancelled:
         return
     task = DIFF_TASK if change else run.query
     pack(engine, serial, run, replace(request, task=task, change=change), settings, post)
+
+
+def change_words(change: Change) -> str:
+    """`the change against HEAD: 2 files, +12 −4` (what a change review ranked)."""
+    files = len(change.files)
+    added = sum(f.added for f in change.files)
+    removed = sum(f.removed for f in change.files)
+    against = "uncommitted change" if change.ref == "HEAD" else f"change since {change.ref}"
+    return f"the {against}: {files} file{'s' if files != 1 else ''}, +{added} −{removed}"
 
 
 def pack(
@@ -267,22 +279,28 @@ def warm_up(settings: Settings, template: str) -> None:
 
 # App._work passes a worker's arguments in order, the message poster last.
 def copy(text: str, tokens: int, system_clipboard: bool, post: Post) -> None:  # noqa: FBT001
-    """Add a system clipboard tool to the OSC 52 copy Textual already sent; say which."""
-    from coderag_tui.core.prompt.clipboard import copy_text
+    """Add a system clipboard tool to the OSC 52 copy Textual already sent; say which, or
+    that the copy cannot be known to have arrived (OSC 52 alone: a terminal may ignore it)."""
+    from coderag_tui.core.prompt.clipboard import OSC52_MESSAGE, copy_text
 
     result = copy_text(text, osc52_stream=io.BytesIO(), use_pyperclip=system_clipboard)
     method = result.method.split("+")[0]
     if result.ok and method == "tmux":
         # tmux drops an application's own OSC 52 by default: say where the text really is.
-        how = f"Copied {tokens:,} tokens: {result.message}."
+        post(PromptExported("Prompt copied", f"Copied {tokens:,} tokens: {result.message}."))
     elif result.ok and method != "osc52":
         how = f"Copied {tokens:,} tokens with {method} (and OSC 52)."
+        post(PromptExported("Prompt copied", how))
     else:
+        # Before the OSC 52 part, what the system tools said (`xclip ran but …`), if anything.
+        why = "" if result.message.startswith(OSC52_MESSAGE) else result.message.split("; ")[0]
+        tools = f"{why}; " if why else "no xclip, xsel or wl-copy found; "
         how = (
-            f"Copied {tokens:,} tokens: sent to the terminal via OSC 52 — your terminal must "
-            "allow clipboard writes (no xclip, xsel or wl-copy found). Ctrl+S saves to a file."
+            f"{tools}the {tokens:,} tokens were only sent to the terminal (OSC 52), which may "
+            "ignore them, and nothing tells coderag whether they arrived. Ctrl+S saves the "
+            "prompt to a file."
         )
-    post(PromptExported("Prompt copied", how))
+        post(PromptExported("Prompt not copied", how, sure=False))
 
 
 def save(text: str, tokens: int, path: Path, repo: Path, post: Post) -> None:

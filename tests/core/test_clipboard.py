@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.core.prompt.clipboard import OSC52_MESSAGE, copy_text, osc52_sequence
+from coderag_tui.core.prompt.clipboard import (
+    OSC52_MESSAGE,
+    copied_for_sure,
+    copy_text,
+    keep_prompt,
+    osc52_sequence,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = {"TMUX": "/tmp/tmux-1000/default,4242,0"}
@@ -107,6 +113,27 @@ def test_out_is_always_written_and_reported(headless: None, tmp_path: Path) -> N
     assert only_file.ok and only_file.method == "file"
     assert only_file.message == f"saved to {out}"
     assert out.read_text(encoding="utf-8") == "second\n"
+
+
+def test_only_a_tool_or_tmux_counts_as_copied_for_sure(
+    headless: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    osc52 = copy_text("x", osc52_stream=io.BytesIO(), env={})
+    assert osc52.ok and not copied_for_sure(osc52)  # a terminal may ignore it, silently
+    saved = copy_text("x", out=tmp_path / "p.md", osc52_stream=io.BytesIO(), env={})
+    assert saved.ok and not copied_for_sure(saved)
+    fake_xclip(tmp_path, monkeypatch, works=True)
+    assert copied_for_sure(copy_text("x", osc52_stream=io.BytesIO(), env={}))
+
+
+def test_a_kept_prompt_replaces_the_last_one_of_its_repository(tmp_path: Path) -> None:
+    folder = tmp_path / "prompts"
+    first = keep_prompt("one\n", folder, ".my repo", "xml")
+    second = keep_prompt("two\n", folder, ".my repo", "xml")
+    path = folder / "my_repo-last-prompt.xml"  # the folder's name made a plain file name
+    assert first.ok and second.message == f"saved to {path}"
+    assert [p.name for p in folder.iterdir()] == [path.name]
+    assert path.read_text(encoding="utf-8") == "two\n"
 
 
 def test_an_unwritable_out_path_is_reported(tmp_path: Path) -> None:

@@ -44,21 +44,27 @@ async def test_at_80x24_rankings_preview_and_prompt_line_share_one_screen(
         assert preview.display and not screen.query_one("#side").display
 
 
-async def test_at_80x24_three_columns_show_whole_file_names_and_line_ranges(
+async def test_at_80x24_three_columns_show_ranks_and_whole_distinct_file_names(
     nested_settings: Settings, build_app: AppFactory
 ) -> None:
     """Flask's `src/flask/sessions.py:257-320` in a third of 80 columns: the folders give way
-    (`…/sessions.py:257-320`), then the score and the rank; the name is never cut."""
+    (`sessions.py:257-320`), then the end of the line range; the rank stays, and the name is
+    never cut, nor the folder that tells `sansio/blueprints.py` from `flask/blueprints.py`."""
     app = with_dense(build_app(nested_settings))
     async with app.run_test(size=(80, 24)) as pilot:
-        await search(pilot, "open the session cookie")
+        await search(pilot, "open the session cookie of the blueprint")
         for name in ("bm25", "dense", "fused"):
             table = column(app, name).table
             assert column(app, name).display and table.size.width < 27
             lines = [table.render_line(y).text for y in range(1, table.size.height)]
             assert len(lines) >= 5
-            for key, line in zip(table.keys, lines, strict=False):
-                assert key.rsplit("/", 1)[-1] in line, (name, line)
+            for row, line in zip(table.rows, lines, strict=False):
+                ending = "/".join(row.path.split("/")[-row.parts :])
+                assert line.startswith(f" {row.rank} "), (name, line)
+                label = line.split()[1]
+                assert label.split(":")[0].endswith(ending), (name, line)
+                if len(ending) < 12:
+                    assert f"{ending}{row.lines}" in line, (name, line)
 
 
 async def test_an_off_column_gives_its_width_away_and_says_why_in_one_line(

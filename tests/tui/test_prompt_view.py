@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual.notifications import Notify
 from textual.widgets import DataTable
 
 from coderag_tui.settings import Settings
@@ -44,18 +45,25 @@ async def test_changing_the_budget_changes_the_prompt_token_count(
         assert any(d.reason == "over budget" for d in app.session.packed.dropped)
 
 
-async def test_copy_puts_the_prompt_in_the_clipboard_and_says_how(
+async def test_a_copy_by_osc52_alone_says_not_copied_and_offers_save(
     tui_settings: Settings, build_app: AppFactory, recorder: Recorder
 ) -> None:
-    app = build_app(tui_settings)
+    """A terminal that ignores OSC 52 answers nothing: the app cannot say `copied`."""
+    app = build_app(tui_settings)  # no system clipboard tool: OSC 52 only
     async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
         await search(pilot, "charge card")
         assert app.session.packed is not None
         await pilot.press("ctrl+y")
         await settle(pilot)
-        assert app.clipboard == app.session.packed.text
+        assert app.clipboard == app.session.packed.text  # sent, as far as the app can
         assert "## Task" in app.clipboard and "charge card" in app.clipboard
-        assert any("OSC 52" in n for n in recorder.notifications())
+        told = [m.notification for m in recorder.of(Notify)][-1]
+        assert told.title == "Prompt not copied" and told.severity == "warning"
+        assert "OSC 52" in told.message and "Ctrl+S saves" in told.message
+        assert not any(m.notification.title == "Prompt copied" for m in recorder.of(Notify))
+        await pilot.press("ctrl+s")  # the offer: a file the prompt is sure to reach
+        await pilot.pause()
+        assert type(app.screen).__name__ == "SaveScreen"
 
 
 async def test_prompt_view_pin_and_exclude(tui_settings: Settings, build_app: AppFactory) -> None:

@@ -21,7 +21,9 @@ class TableApp(App[None]):
         yield RankingTable(id="table")
 
     def on_mount(self) -> None:
-        rows = [Row(str(i), f"pkg/mod_{i}.py:1-50", f"{30 - i:.2f}", f"k{i}") for i in range(1, 31)]
+        rows = [
+            Row(str(i), f"pkg/mod_{i}.py", ":1-50", f"{30 - i:.2f}", f"k{i}") for i in range(1, 31)
+        ]
         table = self.query_one(RankingTable)
         table.set_rows(rows)
         table.set_show_cursor(show=True)
@@ -47,7 +49,8 @@ async def test_keys_move_the_cursor_and_scroll_rows_under_a_fixed_header() -> No
         await pilot.pause()
         assert table.cursor_row == 29
         lines = visible_lines(app)
-        assert lines[0].split() == ["#", "chunk", "score"]  # the header stayed
+        # The header stayed, and says how many rows are scrolled past.
+        assert lines[0].split() == ["#", "chunk", "↑", "23", "above", "score"]
         assert lines[-1].split()[:2] == ["30", "pkg/mod_30.py:1-50"]  # the cursor row is in view
         await pilot.press("home")
         await pilot.pause()

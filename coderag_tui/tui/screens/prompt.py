@@ -20,7 +20,8 @@ from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.screens.layout import BUDGET_KEYS, HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
 from coderag_tui.tui.widgets.chunk_table import ChunkRow, ChunkTable
-from coderag_tui.tui.widgets.latency import meter
+from coderag_tui.tui.widgets.latency import fitting, meter
+from coderag_tui.tui.widgets.path_label import distinct_parts, split_label
 
 
 def dropped_tally(dropped: Sequence[DroppedChunk]) -> str:
@@ -72,7 +73,11 @@ class PromptScreen(Screen[None]):
         return host_of(self.app)
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="prompt-header")
+        # The lines above the prompt (height auto): the header, and room for more of the
+        # prompt's account.
+        with Vertical(id="prompt-top"):
+            yield Static("", id="prompt-header")
+            yield Static("", id="prompt-account")
         with Horizontal(id="prompt-body"):
             # A read-only TextArea draws only the visible lines (a 128k-token prompt stays
             # instant) and lets the user select and copy a part of it.
@@ -121,60 +126,77 @@ class PromptScreen(Screen[None]):
                 )
             )
             rendered.load_text("")
+            self.query_one("#prompt-account", Static).update("")
             return
         fraction = packed.tokens / max(packed.budget, 1)
-        counting = packed.encoding if packed.exact else f"{packed.encoding} (estimate)"
-        header.update(
-            Content.assemble(
+        encoding = packed.encoding.replace("_offline", " (offline)")
+        counting = encoding if packed.exact else f"{encoding} (estimate)"
+        template = one_line(session.template_name)
+        blocks = f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped"
+
+        def head(bar: int) -> Content:
+            return Content.assemble(
                 (" Prompt ", "bold reverse $primary"),
                 " ",
                 (f"{packed.tokens:,} / {packed.budget:,} tokens ", "bold"),
-                meter(fraction, 20),
+                meter(fraction, bar),
                 f" {fraction:.0%}",
-                (
-                    f"  ·  {counting}  ·  template {one_line(session.template_name)}",
-                    "$text-muted",
-                ),
-                "\n ",
-                (saved(packed), "bold"),
-                (f"  ·  {stopped(packed)}" if packed.stopped else "", "$text-muted"),
             )
+
+        # As much as the width holds: the meter narrows, then the words go, then the encoding.
+        account = f" · {counting} · template {template} · {blocks}"
+        variants = [
+            head(20) + Content.styled(account, "$text-muted"),
+            head(12) + Content.styled(account, "$text-muted"),
+            head(8) + Content.styled(f" · {counting} · {template} · {blocks}", "$text-muted"),
+            head(8) + Content.styled(f" · {template} · {blocks}", "$text-muted"),
+            head(8) + Content.styled(f" · {blocks}", "$text-muted"),
+        ]
+        header.update(fitting(variants, self.size.width))
+        # What the prompt saves, and why packing stopped (the CLI and MCP say the same).
+        why = f"  ·  {stopped(packed)}" if packed.stopped else ""
+        self.query_one("#prompt-account", Static).update(
+            Content.assemble(" ", (saved(packed), "bold"), (why, "$text-muted"))
         )
         shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
         if rendered.text != shown:
             rendered.load_text(shown)
-        included.show(
-            [
-                ChunkRow(
-                    block.chunk_keys[0],
-                    (
-                        ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
-                        + ("⚠" if block.secrets else "")
-                        + ("⋮" if block.outline else ""),
-                        str(block.best_rank),
-                        f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
-                        f"{block.tokens:,}",
-                    ),
-                )
-                for block in packed.blocks
-            ]
-        )
-        dropped.show(
-            [
-                ChunkRow(
-                    drop.key,
-                    (
-                        str(drop.rank or "—"),
-                        one_line(drop.key),
-                        f"{drop.tokens:,}",
-                        drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else ""),
-                    ),
-                )
-                for drop in packed.dropped
-            ]
-        )
+        kept = [
+            ChunkRow(
+                block.chunk_keys[0],
+                (
+                    ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
+                    + ("⚠" if block.secrets else "")
+                    + ("⋮" if block.outline else ""),
+                    str(block.best_rank),
+                    f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
+                    f"{block.tokens:,}",
+                ),
+            )
+            for block in packed.blocks
+        ]
+        left = [
+            ChunkRow(
+                drop.key,
+                (
+                    str(drop.rank or "—"),
+                    one_line(drop.key),
+                    f"{drop.tokens:,}",
+                    drop.reason + (f" ({', '.join(drop.secrets)})" if drop.secrets else ""),
+                ),
+            )
+            for drop in packed.dropped
+        ]
+        # One path never reads like another on this screen, in either table.
+        paths = [split_label(row.cells[i])[0] for rows, i in ((kept, 2), (left, 1)) for row in rows]
+        parts = distinct_parts(paths)
+        included.show(kept, parts)
+        dropped.show(left, parts)
         included.border_subtitle = f"{len(packed.blocks)} blocks"
         dropped.border_subtitle = dropped_tally(packed.dropped)
+
+    def on_resize(self) -> None:
+        self.refresh_prompt()
 
     def _selected_keys(self) -> list[str]:
         """Chunk keys under the cursor of the focused table (a block may hold several)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,17 +14,14 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from coderag_tui.core.prompt.clipboard import SUFFIXES, file_stem
 from coderag_tui.core.visible import one_line
-
-# What a prompt rendered by each bundled template is; a user's own template may be anything.
-SUFFIXES = {"markdown": ".md", "xml": ".xml"}
 
 
 def suggested_path(folder: Path, repo_name: str, template: str) -> Path:
     """`<folder>/<repo>-prompt.md` (`.xml` for the xml template, `.txt` for one's own), the
     first of `-2`, `-3` … that is free: a suggestion never replaces the last save."""
-    # The folder's name is someone else's text: only plain file-name characters.
-    stem = re.sub(r"[^\w.-]", "_", repo_name, flags=re.ASCII).lstrip(".") or "repo"
+    stem = file_stem(repo_name)
     suffix = SUFFIXES.get(template, ".txt")
     path = folder / f"{stem}-prompt{suffix}"
     number = 1

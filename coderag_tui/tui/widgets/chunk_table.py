@@ -10,7 +10,7 @@ from rich.console import JustifyMethod
 from rich.text import Text
 from textual.widgets import DataTable
 
-from coderag_tui.tui.widgets.ranking_table import fit_middle, whole_name_cells
+from coderag_tui.tui.widgets.path_label import distinct_parts, fit_label, least_cells, split_label
 
 CELL_PADDING = 2  # a DataTable pads every cell with a space on each side
 MIN_TEXT = 8  # a reason cut shorter says nothing (`over b…`): the column leaves instead
@@ -24,11 +24,11 @@ class ChunkRow(NamedTuple):
 
 
 class ChunkTable(DataTable[Text]):
-    """A table of chunks whose `path` column takes the width the others leave, its labels
-    shortened from the folders (`src/…/sessions.py:257-320`); a `text` column (why a chunk
-    was dropped) gives way before the file name does, and leaves where it would say nothing.
-    Every column fits the panel: the tokens column is never cut, as it was when a long path
-    pushed it past the border.
+    """A table of chunks whose `path` column takes the width the others leave, its labels cut
+    to a path ending no other path on screen shares (`src/…/sansio/app.py:1-64`, see
+    `path_label`); a `text` column (why a chunk was dropped) gives way before the file name
+    does, and leaves where it would say nothing. Every column fits the panel: the tokens
+    column is never cut, as it was when a long path pushed it past the border.
     """
 
     def __init__(
@@ -46,12 +46,25 @@ class ChunkTable(DataTable[Text]):
         self._right = frozenset(right)  # right-aligned columns (ranks, tokens)
         self._text = text
         self._rows: list[ChunkRow] = []
+        self._parts: dict[str, int] = {}
         self._width = -1  # the width the rows were laid out for
 
-    def show(self, rows: list[ChunkRow]) -> None:
-        """Replace the rows (the cursor stays on its row number)."""
+    def show(self, rows: list[ChunkRow], parts: dict[str, int] | None = None) -> None:
+        """Replace the rows (the cursor stays on its row number); `parts` (see
+        `path_label.distinct_parts`) by path, over every path on screen (default: these rows')."""
         self._rows = rows
+        if parts is None:
+            parts = distinct_parts(self.paths())
+        self._parts = parts
         self._lay_out()
+
+    def paths(self) -> list[str]:
+        """The paths of the rows' labels."""
+        return [split_label(row.cells[self._path])[0] for row in self._rows]
+
+    def _least(self, label: str) -> int:
+        path, lines = split_label(label)
+        return least_cells(path, lines, self._parts.get(path, 1))
 
     def on_resize(self) -> None:
         if self.scrollable_content_region.width != self._width:
@@ -70,7 +83,7 @@ class ChunkTable(DataTable[Text]):
         shown = sum(1 for i, w in enumerate(natural) if w or i in flexible)
         room = width - fixed - CELL_PADDING * shown
         widths = list(natural)
-        names = max((whole_name_cells(r.cells[self._path]) for r in self._rows), default=0)
+        names = max((self._least(r.cells[self._path]) for r in self._rows), default=0)
         header = cell_len(self._headers[self._path])
         if self._text < 0:
             widths[self._path] = max(room, header)
@@ -105,7 +118,8 @@ class ChunkTable(DataTable[Text]):
             for i in shown:
                 cell = chunk_row.cells[i]
                 if i == self._path:
-                    cell = fit_middle(cell, widths[i])
+                    path, lines = split_label(cell)
+                    cell = fit_label(path, lines, self._parts.get(path, 1), widths[i])
                 text = Text(cell, justify=justify[i])
                 text.truncate(widths[i], overflow="ellipsis")
                 cells.append(text)

@@ -41,6 +41,12 @@ def meter(fraction: float, width: int, style: str = "$accent") -> Content:
     return Content.assemble((filled, style), (track, "$panel-lighten-2"))
 
 
+def fitting(variants: Sequence[Content], width: int) -> Content:
+    """The first (richest) of one line's variants that fits in `width` cells, else the last
+    (its widget's ellipsis cuts it)."""
+    return next((v for v in variants if v.cell_length <= width), variants[-1])
+
+
 def format_ms(ms: float) -> str:
     return f"{ms:,.1f} ms" if ms < 1000 else f"{ms / 1000:,.2f} s"
 

@@ -16,13 +16,8 @@ from textual.widgets import Static
 
 from coderag_tui.core.records import RANKING_NAMES, Hit, Ranking, RankingName, SearchRun
 from coderag_tui.core.visible import one_line, visible
-from coderag_tui.tui.widgets.ranking_table import (
-    HEADER,
-    RankingTable,
-    Row,
-    RowShape,
-    whole_name_cells,
-)
+from coderag_tui.tui.widgets.path_label import distinct_parts, least_cells
+from coderag_tui.tui.widgets.ranking_table import HEADER, RankingTable, Row, RowShape
 
 TITLES: dict[RankingName, str] = {
     "bm25": "BM25",
@@ -51,8 +46,9 @@ class HitRows(Sequence[Row]):
     """A ranking's hits as table rows, each formatted when first drawn: a list scrolls to
     its whole depth (1,280 hits at a 128k budget) without formatting rows nobody looks at.
 
-    The keys and the shape (widest rank and score, every file name's cells) are read from
+    The keys and the shape (widest rank and score, every label's least cells) are read from
     the hits at once: the table follows the selection by key and lays its rows out by them.
+    `parts` says, by path as shown, how many of its last parts tell it apart on screen.
     """
 
     def __init__(
@@ -60,10 +56,12 @@ class HitRows(Sequence[Row]):
         hits: Sequence[Hit],
         score_format: str,
         secrets: Mapping[str, tuple[str, ...]] | None = None,
+        parts: Mapping[str, int] | None = None,
     ) -> None:
         self._hits = hits
         self._format = score_format
         self._secrets = secrets or {}
+        self._parts = parts or {}
         self._rows: dict[int, Row] = {}
         self.keys = tuple(hit.chunk.key for hit in hits)
 
@@ -75,15 +73,18 @@ class HitRows(Sequence[Row]):
         scores = [hit.score for hit in hits]
         # Fixed decimals: the widest score is the largest or the most negative.
         widest = (fmt.format(max(scores)), fmt.format(min(scores)))
-        mark, secrets = cell_len(SECRET_MARK), self._secrets
+        mark, secrets, parts = cell_len(SECRET_MARK), self._secrets, self._parts
+        endings: dict[str, int] = {}  # cells of each path's distinct ending
         names = []
-        for key in self.keys:  # 1,280 of them at a 128k budget: the plain case inline
-            if key.isascii() and key.isprintable():
-                slash = key.rfind("/")
-                cells = len(key) - slash + 1 if slash >= 0 else len(key)
-            else:  # the label shows control characters escaped, wide characters take two
-                cells = whole_name_cells(one_line(key))
-            names.append(cells + mark if secrets and key in secrets else cells)
+        for hit in hits:  # 1,280 of them at a 128k budget: a file's ending is measured once
+            chunk = hit.chunk
+            path = chunk.path
+            cells = endings.get(path)
+            if cells is None:
+                shown = one_line(path)  # the label shows control characters escaped
+                cells = endings[path] = least_cells(shown, "", parts.get(shown, 1))
+            cells += len(str(chunk.start_line)) + len(str(chunk.end_line)) + 2
+            names.append(cells + mark if secrets and chunk.key in secrets else cells)
         names.sort()
         return RowShape(
             max(len(HEADER[0]), *(len(str(r)) for r in ranks)),
@@ -109,14 +110,23 @@ class HitRows(Sequence[Row]):
         if row is None:
             hit = self._hits[index]  # IndexError past the end, as a list
             chunk = hit.chunk
+            path = one_line(chunk.path)
             row = self._rows[index] = Row(
                 str(hit.rank),
-                f"{one_line(chunk.path)}:{chunk.start_line}-{chunk.end_line}",
+                path,
+                f":{chunk.start_line}-{chunk.end_line}",
                 self._format.format(hit.score),
                 self.keys[index],
                 SECRET_MARK if self.keys[index] in self._secrets else "",
+                self._parts.get(path, 1),
             )
         return row
+
+
+def shown_paths(run: SearchRun) -> list[str]:
+    """Every path the lists of a run show, as shown (control characters escaped)."""
+    paths = {hit.chunk.path for ranking in run.rankings.values() for hit in ranking.hits}
+    return [one_line(path) for path in paths]
 
 
 def ranks_line(
@@ -188,11 +198,23 @@ class RankingColumn(Vertical):
         title = self._fitting(*(f"{name} · {label}" for label in self._stage_labels), name)
         if str(self.border_title) != title:
             self.border_title = Content(one_line(title))  # model names are plain text
+        if self.has_class("compact"):  # no border: the header line names the list
+            self.table.set_title(f"{name} …" if self.refreshing else name)
+
+    def set_compact(self, *, compact: bool) -> None:
+        """Without a border (two lists a row on a narrow screen) the header names the list."""
+        if self.has_class("compact") != compact:
+            self.set_class(compact, "compact")
+        if compact:
+            self._show_title()
+        else:
+            self.table.set_title("")
 
     def set_refreshing(self, *, refreshing: bool) -> None:
         """Keep the rows on screen, marked, while a new ranking is on its way."""
         if self.refreshing != refreshing:
             self.set_class(refreshing, "refreshing")
+        self._show_title()
         self._show_subtitle()
 
     def _show_subtitle(self) -> None:
@@ -223,9 +245,10 @@ class RankingColumn(Vertical):
         empty_hint: str = "",
         secrets: Mapping[str, tuple[str, ...]] | None = None,
         pending: bool = False,
+        parts: Mapping[str, int] | None = None,
     ) -> None:
         """Fill the table with every hit of a ranking (it scrolls to the ranking's depth), or
-        explain why there is no list.
+        explain why there is no list; `parts` (see `HitRows`) keeps its labels distinct.
 
         A `pending` column whose stage is still opening keeps its place (it says so) instead
         of giving its width away as an off column does, so the layout does not jump.
@@ -248,7 +271,7 @@ class RankingColumn(Vertical):
             self._show_subtitle()
             return
         self._set_note("" if ranking.hits else "no matches", off=False)
-        rows = HitRows(ranking.hits, SCORE_FORMAT[self.method], secrets)
+        rows = HitRows(ranking.hits, SCORE_FORMAT[self.method], secrets, parts)
         table.set_rows(rows, keys=rows.keys, shape=rows.shape())
         self._count = f"{len(rows):,} hits"
         self._show_subtitle()
@@ -269,14 +292,16 @@ class RankingColumn(Vertical):
             self.set_class(off, "off")
 
     def follow(self, key: str | None) -> None:
-        """Put the cursor on the chunk when this list has it; hide the cursor when it has not."""
+        """Put the cursor on the chunk when this list has it; hide the cursor when it has not.
+        Only the list the user is in scrolls to it: another keeps its place (its top, unless
+        the user scrolled it) and its header says where the chunk is (`↓#48`)."""
         table = self.table
         row = table.index_of(key)
         if row is None:
             table.set_show_cursor(show=False)
             return
         table.set_show_cursor(show=True)
-        table.move_cursor(row)
+        table.move_cursor(row, scroll=table.has_focus)
 
     @on(RankingTable.Highlighted)
     def _row_highlighted(self, event: RankingTable.Highlighted) -> None:
@@ -296,9 +321,16 @@ def off_note(off: list[tuple[RankingName, str]]) -> Content:
     return Content(" · ").join(parts)
 
 
+# Narrower than this, side by side, the lists sit two a row without borders: four lists at
+# 80 columns would leave each label 13 cells, too few for `sansio/blueprints.py` to show.
+COMPACT_BELOW = 26
+
+
 class RankingsBoard(Vertical):
     """The columns BM25 | Dense | Fused | Reranked (the last only while rerank is on); a
-    column that is off gives its width to the others and says why in one line below them."""
+    column that is off gives its width to the others and says why in one line below them.
+    Where the lists would be narrower than COMPACT_BELOW cells, they sit two a row, each
+    named in its header line instead of a border (`compact`)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="columns"):
@@ -317,6 +349,32 @@ class RankingsBoard(Vertical):
         if column.has_class("hidden") == visible:
             column.set_class(not visible, "hidden")
         self._show_off_note()
+        self._lay_out()
+
+    def on_resize(self) -> None:
+        self._lay_out()
+
+    @property
+    def shown(self) -> list[RankingColumn]:
+        """The columns on screen (not hidden, not off)."""
+        return [
+            col
+            for col in self.query(RankingColumn)
+            if not (col.has_class("off") or col.has_class("hidden"))
+        ]
+
+    def _lay_out(self) -> None:
+        shown = self.shown
+        width = self.size.width
+        compact = len(shown) > 2 and 0 < width < COMPACT_BELOW * len(shown)
+        if self.has_class("compact") != compact:
+            self.set_class(compact, "compact")
+        for col in self.query(RankingColumn):
+            col.set_compact(compact=compact)
+            # An odd list out takes the whole last row.
+            wide = compact and len(shown) % 2 == 1 and col is shown[-1]
+            if col.has_class("wide") != wide:
+                col.set_class(wide, "wide")
 
     def show_run(
         self,
@@ -328,7 +386,9 @@ class RankingsBoard(Vertical):
     ) -> None:
         """Fill every column from a search (or show each column's hint before the first one);
         chunks with suspected secrets (kinds by key) are marked; `pending` columns are opening
-        (they keep their place)."""
+        (they keep their place). A path is cut to an ending no other path of any list shares,
+        so that two files never read alike, wherever a list is scrolled to."""
+        parts = distinct_parts(shown_paths(run)) if run is not None else {}
         for name in RANKING_NAMES:
             ranking = None if run is None else run.rankings.get(name)
             column = self.column(name)
@@ -337,8 +397,10 @@ class RankingsBoard(Vertical):
                 empty_hint=hints.get(name, ""),
                 secrets=secrets,
                 pending=name in pending,
+                parts=parts,
             )
         self._show_off_note()
+        self._lay_out()
 
     def set_refreshing(self, *, refreshing: bool) -> None:
         """Mark every list as the last good one, kept on screen until new rankings arrive."""
@@ -364,3 +426,18 @@ class RankingsBoard(Vertical):
     def follow(self, key: str | None) -> None:
         for col in self.query(RankingColumn):
             col.follow(key)
+
+    @property
+    def scores_shown(self) -> bool:
+        """Does any list on screen show its scores now?"""
+        return any(
+            not (col.has_class("off") or col.has_class("hidden")) and col.table.scores_shown()
+            for col in self.query(RankingColumn)
+        )
+
+    def toggle_scores(self) -> bool:
+        """Show the scores in every list, or hide them where any shows; whether they show."""
+        show = not self.scores_shown
+        for col in self.query(RankingColumn):
+            col.table.set_scores(scores=show)
+        return show

@@ -43,6 +43,11 @@ def step_budget(budget: int, direction: int) -> int:
     return next((v for v in reversed(values) if v < budget), values[0])
 
 
+def on_off(value: bool) -> str:  # noqa: FBT001
+    """A switch's state in a word, for terminals and eyes without colour."""
+    return "on" if value else "off"
+
+
 NUMBER_FIELDS = ("chunk_lines", "budget", "rrf_k", "depth", "rerank_keep")
 
 
@@ -109,6 +114,8 @@ class TuningPanel(VerticalScroll):
         with Horizontal(classes="tuning-row"):
             yield Label("rerank", classes="tuning-label")
             yield Switch(value=s.rerank, id="tune-rerank")
+            # The switch says on or off by colour alone: say it in a word too.
+            yield Label(on_off(s.rerank), id="tune-rerank-state")
         with Horizontal(classes="tuning-row"):
             yield Label("rerank keep", classes="tuning-label")
             yield Input(str(s.rerank_keep), type="integer", compact=True, id="tune-rerank_keep")
@@ -131,6 +138,7 @@ class TuningPanel(VerticalScroll):
             self.query_one("#tune-budget-preset", Select).value = budget_choice(settings.budget)
             self.query_one("#custom-budget-row").display = budget_choice(settings.budget) == CUSTOM
             self.query_one("#tune-rerank", Switch).value = settings.rerank
+        self.query_one("#tune-rerank-state", Label).update(on_off(settings.rerank))
         for name in NUMBER_FIELDS:
             field_input = self.query_one(f"#tune-{name}", Input)
             if not field_input.has_focus:
@@ -166,6 +174,7 @@ class TuningPanel(VerticalScroll):
 
     @on(Switch.Changed, "#tune-rerank")
     def _rerank(self, event: Switch.Changed) -> None:
+        self.query_one("#tune-rerank-state", Label).update(on_off(event.value))
         self._report("rerank", event.value)
 
     @on(Input.Submitted)
