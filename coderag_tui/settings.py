@@ -370,6 +370,17 @@ class Settings:
             stage="fusion",
         ),
     )
+    dense_short_lines: int = field(
+        default=8,
+        metadata=_about(
+            "A chunk of fewer lines than this has its dense score scaled down by its share "
+            "of them (half its score for one line, all of it at this many), so one-line and "
+            "near-empty chunks cannot rank on a vector alone; 0 or 1 turns it off.",
+            ge=0,
+            le=200,
+            stage="fusion",
+        ),
+    )
     dense_weight: float = field(
         default=1.0,
         metadata=_about(

@@ -176,3 +176,13 @@ def test_a_scope_leading_outside_the_repository_is_one_sentence(
     code, out, err = search(capsys, "cart", *common, "--no-dense", "--include", pattern)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "inside" in err and "Traceback" not in err
+
+
+def test_the_reranked_list_says_which_reranker_made_it(
+    capsys: pytest.CaptureFixture[str], common: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODERAG_RERANK_BACKEND", "learned")
+    code, out, err = search(capsys, "charge card", *common, "--no-dense", "--rerank", "--k", "3")
+    assert code == 0
+    assert "(learned" in out and "cross-encoder" not in out  # the column's title
+    assert "reranked by the learned model; the prompt follows the fused list" in err

@@ -155,6 +155,8 @@ def rankings_table(
     for name in shown:
         style = RANKING_STYLES.get(name, "")
         header = RANKING_TITLES.get(name, name)
+        if run.rankings[name].by:
+            header = f"{header} ({one_line(run.rankings[name].by)})"
         table.add_column("#", justify="right", style="dim", no_wrap=True)
         table.add_column(header, style=style, overflow="fold")
         table.add_column("score", justify="right", no_wrap=True)

@@ -141,6 +141,7 @@ class Ranking:
     hits: tuple[Hit, ...] = ()
     available: bool = True
     reason: str = ""
+    by: str = ""  # what made the list, when the name does not say (`learned`, a model's name)
 
     def rank_of(self, key: str) -> int | None:
         for hit in self.hits:

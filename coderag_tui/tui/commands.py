@@ -54,7 +54,8 @@ def app_commands(
     yield (
         "Rerank: turn on" if not rerank else "Rerank: turn off",
         run("toggle_rerank"),
-        "Cross-encoder over the fused top candidates",
+        "The learned model, or a cross-encoder found on this machine; the prompt keeps "
+        "the fused order",
     )
     for label, value in BUDGET_PRESETS:
         yield (

@@ -299,3 +299,41 @@ def test_a_files_last_line_is_not_a_hit_of_its_own_but_part_of_its_code(tmp_path
         assert (top.path, top.start_line, top.end_line) == ("sessions.py", 1, 65), name
         assert "response.set_cookie(" in top.text and top.text.endswith('vary.add("Cookie")')
         assert all(h.chunk.n_lines > 1 for h in run.rankings[name].hits), name
+
+
+def test_the_reranked_list_names_its_reranker_and_which_list_the_prompt_follows(
+    tmp_path: Path,
+) -> None:
+    searcher = dense_searcher(tmp_path, reranker=ShortestFirst())
+    run = searcher.run("cart total", Settings(rerank=True))
+    assert run.rankings["rerank"].by == "cross-encoder shortest-first"
+    note = "reranked by the cross-encoder shortest-first; the prompt follows the fused list"
+    assert any(n.startswith(note) for n in run.notes)
+    run = searcher.run("cart total", Settings(rerank=True, prompt_order="reranked"))
+    assert any(n.endswith("the prompt follows it (prompt_order = reranked).") for n in run.notes)
+
+
+def test_a_one_line_chunk_cannot_rank_on_its_vector_alone(tmp_path: Path) -> None:
+    from coderag_tui.core.rank.search import dense_length_prior
+    from coderag_tui.core.records import Chunk
+
+    one = Chunk("static/index.html", 1, 1, "lines", None, "cart total")
+    body = (
+        "def total(cart):\n    items = cart.items\n    prices = [item.price for item in items]\n"
+        "    return sum(prices)\n\n\ndef empty(cart):\n    return not cart.items\n\n"
+    )
+    long = Chunk("shop/total.py", 1, 10, "lines", "python", body)
+    cache = EmbeddingCache.open(tmp_path / "cache.sqlite")
+    embedder = HashingEmbedder()
+    dense = DenseIndex.build([one, long], embedder, cache)
+    bm25 = BM25Index.build([one, long], split_identifiers=False, path_in_text=False)
+    searcher = Searcher([one, long], bm25, dense=dense, embedder=embedder)
+    raw = searcher.run("cart total", Settings(dense_short_lines=0, signals=False))
+    scores = {h.chunk.path: h.score for h in raw.rankings["dense"].hits}
+    assert scores["static/index.html"] > scores["shop/total.py"]  # the words alone, closer
+    weighed = searcher.run("cart total", Settings(signals=False))
+    assert weighed.rankings["dense"].hits[0].chunk.path == "shop/total.py"
+    hit = weighed.rankings["dense"].hits[1]
+    assert hit.score == pytest.approx(scores["static/index.html"] * 0.5)
+    assert dense_length_prior(1, 8) == 0.5 and dense_length_prior(8, 8) == 1.0
+    assert dense_length_prior(4, 0) == 1.0  # off

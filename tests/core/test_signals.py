@@ -329,3 +329,50 @@ def test_search_json_carries_why_for_fused_hits(
     assert sum(signals.values()) == pytest.approx(top["score"])
     assert data["rankings"]["bm25"]["hits"][0]["why"] == []
     assert any(note.startswith("fused = BM25 + signals") for note in data["notes"])
+
+
+CONTEXT_REPO = {
+    "app/ctx.py": "\n".join(
+        [
+            '"""Contexts: an app context is pushed for each request and popped after it."""',
+            "",
+            "class AppContext:",
+            '    """The app context. It is pushed when a request starts; while pushed,',
+            "    current_app points at the app. A context pushed twice is pushed once.",
+            '    """',
+            "",
+            "    def __init__(self, app):",
+            "        self.app = app",
+            "        self.tokens = []",
+            *[f"    def helper_{i}(self):\n        return self.app.name{i}\n" for i in range(4)],
+            "    def push(self):",
+            "        self.tokens.append(_cv.set(self))",
+            "",
+            "    def pop(self):",
+            "        _cv.reset(self.tokens.pop())",
+        ]
+    )
+    + "\n",
+    "app/other.py": '"""Other code: a context for templates, pushed to the renderer."""\n',
+}
+
+
+def test_a_question_in_another_inflection_finds_the_definition_it_names(
+    tmp_path: Path, index_dir: Path
+) -> None:
+    """`pushed` asks where `push` is defined (flask: `ctx.py`'s `def push` fell out of the
+    fused top 100 behind its file's better chunks); the chunk defining it is credited."""
+    repo = write(tmp_path / "flasklike", CONTEXT_REPO)
+    settings = Settings(repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=8)
+    with Engine.open(settings) as engine:
+        run = engine.search("how does the app context get pushed", settings)
+
+    def rank(name: RankingName) -> int:
+        hits = run.rankings[name].hits
+        return next(h.rank for h in hits if "def push" in h.chunk.text)
+
+    other = next(h.rank for h in run.rankings["bm25"].hits if h.chunk.path == "app/other.py")
+    assert rank("bm25") > other  # BM25 reads `pushed` in the other file, not `push`
+    hit = next(h for h in run.rankings["fused"].hits if "def push" in h.chunk.text)
+    assert dict(hit.why)["identifier form: push"] > 0
+    assert rank("fused") < rank("bm25")  # and it rises for it

@@ -49,6 +49,27 @@ DENSE_OFF = "dense search is off: no embedding model was loaded."
 _DENSE_PREFIX = "dense search is off: "
 
 
+LEARNED = "learned model"  # what made a list the learned reranker reordered
+
+
+def _rerank_note(by: str, settings: Settings) -> str:
+    """Which reranker made the Reranked list, and which list the prompt follows."""
+    follows = (
+        "the prompt follows it (prompt_order = reranked)"
+        if settings.prompt_order == "reranked"
+        else "the prompt follows the fused list (prompt_order = fused)"
+    )
+    return f"reranked by the {by}; {follows}."
+
+
+def dense_length_prior(n_lines: int, short: int) -> float:
+    """The share of its dense score a chunk of `n_lines` keeps: 1 from `short` lines up,
+    sliding to half at one line."""
+    if short <= 1 or n_lines >= short:
+        return 1.0
+    return 0.5 + 0.5 * (max(1, n_lines) - 1) / (short - 1)
+
+
 def _strip_dense_prefix(reason: str) -> str:
     """`dense search is off: X` -> `X`, so notes can say "dense is off: X" once."""
     low = reason.lower()
@@ -92,6 +113,22 @@ class Searcher:
             Hit(chunk=self.chunks[i], score=float(s), rank=r)
             for r, (i, s) in enumerate(scored[:limit], start=1)
         )
+
+    def _length_prior(self, scored: list[tuple[int, float]], short: int) -> list[tuple[int, float]]:
+        """Dense scores with chunks of fewer than `short` lines scaled by
+        `dense_length_prior`, best first (a vector alone says little about a line)."""
+        if short <= 1 or not scored:
+            return scored
+        chunks = self.chunks
+        if isinstance(chunks, ChunkList):
+            lines = [int(chunks.ends[i]) - int(chunks.starts[i]) + 1 for i, _ in scored]
+        else:
+            lines = [chunks[i].n_lines for i, _ in scored]
+        rescored = [
+            (i, s * dense_length_prior(n, short)) for (i, s), n in zip(scored, lines, strict=True)
+        ]
+        rescored.sort(key=lambda item: (-item[1], item[0]))
+        return rescored
 
     def facts(self, weights: Weights) -> CodeFacts:
         """What the code signals read about the chunks (files, roles and, when a signal with
@@ -183,7 +220,10 @@ class Searcher:
         if self.dense is not None and self.embedder is not None and query.strip():
             vector = self.embedder.embed_query(query)
             t = timed("embed query", t)
-            dense_scored = keep(self.dense.search(vector, depth + len(exclude)))
+            short = settings.dense_short_lines
+            wanted = depth + len(exclude)
+            found = self.dense.search(vector, wanted * 2 if short > 1 else wanted)
+            dense_scored = keep(self._length_prior(found, short)[:wanted])
             t = timed("vector search", t)
             rankings["dense"] = Ranking("dense", self._hits(dense_scored, depth))
         else:
@@ -266,13 +306,18 @@ class Searcher:
                     Hit(chunk=self.chunks[i], score=s, rank=r, why=why)
                     for r, (i, s, why) in enumerate(reranked[:depth], start=1)
                 ),
+                by=LEARNED,
             )
+            notes.append(_rerank_note(LEARNED, settings))
         else:
             pool = [i for i, _ in fused[: max(settings.rerank_candidates, 0)]]
             scores = reranker.score(query, [self.chunks[i].text for i in pool])
             order = sorted(range(len(pool)), key=lambda j: -scores[j])
             by_model = [(pool[j], float(scores[j])) for j in order]
             timed("rerank", t)
-            rankings["rerank"] = Ranking("rerank", self._hits(by_model, settings.rerank_keep))
+            by = f"cross-encoder {getattr(reranker, 'name', '')}".strip()
+            hits = self._hits(by_model, settings.rerank_keep)
+            rankings["rerank"] = Ranking("rerank", hits, by=by)
+            notes.append(_rerank_note(by, settings))
 
         return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))

@@ -11,7 +11,7 @@ a weight on that scale (a setting each, `signal_*`; 0 turns one off):
   definition spelled in another case (`engine` for `Engine`) half of that.
 * **identifier forms** — the same for names made of the query's plain words (`parse config`
   -> parseConfig, parse_config, ConfigParser), and at half that for a single word (`session`
-  -> Session).
+  -> Session) or its light stem (`pushed` -> push).
 * **path match** — the share of the query's words found in a file's name or its folder's name
   (stems compared: `routes` ~ routing.py).
 * **file coherence** — a file whose candidate chunks score highly together: the sum of its
@@ -351,9 +351,21 @@ def _definitions(terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Ad
     if not terms.name_query and weights.forms > 0:
         for key in terms.forms:
             credit(key, weights.forms, f"{FORM}: {key}")
-        for word in terms.words:
-            if len(word) >= 4 and word.isalpha():
-                credit(word, weights.forms * 0.5, f"{FORM}: {word}")
+        for word in _single_words(terms.words):
+            credit(word, weights.forms * 0.5, f"{FORM}: {word}")
+
+
+def _single_words(words: Sequence[str]) -> list[str]:
+    """The plain words a definition may be named by alone: each of 4+ letters, and its light
+    stem when that differs (`pushed` asks where `push` is defined, `routes` where `route`)."""
+    out: list[str] = []
+    for word in words:
+        if len(word) >= 4 and word.isalpha():
+            out.append(word)
+            root = stem(word)
+            if root != word and len(root) >= 4:
+                out.append(root)
+    return out
 
 
 def _path_match(

@@ -235,6 +235,8 @@ class MainScreen(Screen[None]):
         pending: tuple[RankingName, ...] = ("dense",) if host.dense_pending else ()
         self.board.show_run(run, {}, secrets=host.session.secrets, pending=pending)
         self.board.column("fused").set_stage(*fused_labels(run, settings))
+        reranked = run.rankings.get("rerank")
+        self.board.column("rerank").set_stage(reranked.by if reranked is not None else "")
         self.board.set_rerank_visible(visible=settings.rerank)
         self.latency.show_run(run)
         self.show_selection()
