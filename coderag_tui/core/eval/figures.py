@@ -181,7 +181,7 @@ def _budget_figures(items: Sequence[InstanceResult]) -> list[Figure]:
             )
             for name in series
         ]
-        baseline = f"{READ_WHOLE} (BM25 order)"
+        baseline = READ_WHOLE
         rows = list(wholes.values())
         curves.append(
             _budget_curve(baseline, rows, zip(budgets, xs, strict=True), what, dashed=True)
