@@ -93,3 +93,33 @@ def test_reading_whole_files_counts_a_file_once_it_is_read_within_the_budget() -
 
 def test_budgets_parse_in_tokens_or_thousands() -> None:
     assert parse_budgets("2k, 1000,8k,1000") == (1000, 2000, 8000)
+
+
+def test_the_account_says_what_the_prompt_saves_and_why_it_stopped() -> None:
+    from coderag_tui.core.prompt.account import saved, stopped
+    from coderag_tui.core.records import DroppedChunk
+
+    blocks = (_block("a.py", 1, 9), _block("b.py", 1, 9), _block("c.py", 3, 4))
+    packed = PackedPrompt(
+        text="",
+        tokens=40,
+        budget=2000,
+        encoding="cl100k_base",
+        exact=True,
+        blocks=(*blocks, PackedBlock("d.py", 1, 1, None, "", 7, (), 9, outline=True)),
+        dropped=(
+            DroppedChunk("e.py:1-9", 5, 90, "below the relevance floor"),
+            DroppedChunk("f.py:1-9", 6, 90, "below the relevance floor"),
+            DroppedChunk("g.py:1-9", 7, 90, "over budget"),
+        ),
+        stopped="relevance ended",
+        files_tokens=84_212,
+    )
+    assert saved(packed) == (
+        "3 files in 30 tokens; those files hold 84k tokens; 1 more file outlined (signatures)"
+    )
+    assert stopped(packed) == (
+        "stopped: relevance ended; left out 2 below the relevance floor, 1 over budget"
+    )
+    small = PackedPrompt("", 40, 2000, "cl100k_base", True, blocks, files_tokens=25)
+    assert saved(small) == "3 files whole in 30 tokens"

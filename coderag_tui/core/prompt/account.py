@@ -31,10 +31,14 @@ def saved(packed: PackedPrompt) -> str:
     outlined = len({b.path for b in packed.blocks if b.outline})
     n = len(files)
     used = sum(b.tokens for b in packed.blocks if not b.outline)
-    line = f"{n} file{'s' if n != 1 else ''} in {tokens_label(used)} tokens"
+    files_word = f"{n} file{'s' if n != 1 else ''}"
+    line = f"{files_word} in {tokens_label(used)} tokens"
     if packed.files_tokens is not None and n:
-        line += f"; {'those files hold' if n != 1 else 'that file holds'} "
-        line += f"{tokens_label(packed.files_tokens)} tokens"
+        if packed.files_tokens > used:
+            line += f"; {'those files hold' if n != 1 else 'that file holds'} "
+            line += f"{tokens_label(packed.files_tokens)} tokens"
+        else:  # small files: the prompt holds them whole (headers make it the larger)
+            line = f"{files_word} whole in {tokens_label(used)} tokens"
     if outlined:
         line += f"; {outlined} more file{'s' if outlined != 1 else ''} outlined (signatures)"
     return line
