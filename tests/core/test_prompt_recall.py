@@ -121,5 +121,8 @@ def test_the_account_says_what_the_prompt_saves_and_why_it_stopped() -> None:
     assert stopped(packed) == (
         "stopped: relevance ended; left out 2 below the relevance floor, 1 over budget"
     )
-    small = PackedPrompt("", 40, 2000, "cl100k_base", True, blocks, files_tokens=25)
+    small = PackedPrompt(
+        text="", tokens=40, budget=2000, encoding="cl100k_base", exact=True, blocks=blocks,
+        files_tokens=25,
+    )  # fmt: skip
     assert saved(small) == "3 files whole in 30 tokens"
