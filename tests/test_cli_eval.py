@@ -344,6 +344,10 @@ def test_eval_completion_prints_the_task_the_table_and_the_packing(
     ]
     packed = {(c["chunking"]): c["packed"] for c in data["configs"]}
     assert packed["lines:8"]["16000"] == 1.0
+    # and recall at a budget, from the prompt `coderag prompt` packs: the defining line
+    budgets = {(c["chunking"]): c["budgets"] for c in data["configs"]}
+    assert budgets["lines:8"]["16000"]["file_recall"] == 1.0
+    assert budgets["lines:8"]["16000"]["line_recall"] == 1.0
 
 
 @pytest.mark.parametrize(

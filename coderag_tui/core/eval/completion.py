@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING
 from coderag_tui.core.eval.datasets import CandidateFilter, EvalRow
 from coderag_tui.core.eval.evaluation import (
     ANY_TOKENIZER,
+    CHUNK_MODES,
     EvalProgress,
     EvalReport,
     Grid,
     InstanceResult,
     Models,
     _embed_progress,
+    _Prompts,
     _ranking,
     _score,
     chunking_settings,
@@ -46,6 +48,7 @@ from coderag_tui.core.eval.evaluation import (
     opened,
     use_variant,
 )
+from coderag_tui.core.eval.metrics import GoldChunk
 from coderag_tui.core.eval.structure_lists import STRUCTURE_LISTS, StructureLists
 from coderag_tui.core.records import Hit, Origin, SearchRun
 
@@ -109,12 +112,15 @@ class CompletionRow:
         return Origin.at(self.path, self.query_start, self.line)
 
     def eval_row(self) -> EvalRow:
+        """The row as the file metrics and recall at a budget read it: the defining file is
+        the gold file, the defining line the gold line."""
         return EvalRow(
             id=self.id,
             query=self.query,
             gold_files=(self.gold,),
             category=self.kind,
             language=self.language,
+            changed=(GoldChunk(self.gold, self.gold_line, self.gold_line),),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -417,15 +423,29 @@ def run_completion(
                         cancelled = True
                         break
                     run = engine.search(row.query, tok_settings, row.origin)
-                    results += _row_results(
-                        run,
-                        row,
-                        _Where(label, chunking, variant.label, t_index, prepare_s, structure),
-                        grid,
-                        budgets,
-                        (counter, template),
-                        notes,
+                    prompts = _Prompts(
+                        engine,
+                        tok_settings,
+                        row.eval_row(),
+                        settings.repo_root,
+                        grid.candidates,
+                        grid.budgets,
                     )
+                    whole = prompts.whole(run) if t_index == 0 else None
+                    results += [
+                        replace(r, budgets=prompts.at(run, mode), whole=whole)
+                        if grid.budgets and mode in CHUNK_MODES
+                        else r
+                        for mode, r in _row_results(
+                            run,
+                            row,
+                            _Where(label, chunking, variant.label, t_index, prepare_s, structure),
+                            grid,
+                            budgets,
+                            (counter, template),
+                            notes,
+                        )
+                    ]
                     if progress is not None:
                         done = step + t_index * len(rows) + r_index + 1
                         progress(EvalProgress(done, total, f"{chunking} · {variant.label}", row.id))
@@ -467,9 +487,10 @@ def _row_results(
     budgets: Sequence[int],
     tools: tuple[TokenCounter, Template],
     notes: list[str],
-) -> list[InstanceResult]:
-    """One row's results under each mode: file metrics, and the packing of chunk rankings."""
-    out: list[InstanceResult] = []
+) -> list[tuple[str, InstanceResult]]:
+    """One row's results under each mode (with the mode's name): file metrics, and the
+    packing of chunk rankings (the paper's sweep, with whole chunks)."""
+    out: list[tuple[str, InstanceResult]] = []
     eval_row = row.eval_row()
     for mode in grid.modes:
         if mode == "dense" and where.t_index > 0:
@@ -498,5 +519,5 @@ def _row_results(
         if ranking is not None:  # fused-files ranks files, so it packs no prompt
             hits = [h for h in ranking.hits if grid.candidates.accepts(h.chunk.path)]
             result = replace(result, packed=packed_at(hits, row, budgets, *tools))
-        out.append(result)
+        out.append((mode, result))
     return out

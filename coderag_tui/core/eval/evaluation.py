@@ -100,6 +100,7 @@ MODE_STAGES: dict[str, tuple[str, ...]] = {
     **{name: ("tokenize", "bm25") for name in STRUCTURE_LISTS},
 }
 NEEDS_DENSE = frozenset({"dense", "fused", "rerank", FILE_RRF})
+CHUNK_MODES = frozenset(RANKING_NAMES)  # the modes that rank chunks, so pack a prompt
 ANY_TOKENIZER = "-"  # dense rankings do not depend on the BM25 tokenizer
 
 
