@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.cli import main
 from coderag_tui.core.index.identity import repository_identity
 from coderag_tui.core.prompt.clipboard import copy_text
 from coderag_tui.core.safe_write import UnsafePath, write_atomically
 from coderag_tui.settings import MAX_CONFIG_BYTES, read_settings
+from tests.fixtures.cli_run import one_sentence, run_cli
 from tests.fixtures.tiny_repo import make_tiny_repo
 
 BASHRC = "# the user's own shell start-up file\nalias ll='ls -l'\n"
@@ -32,20 +32,6 @@ def _git(repo: Path, *argv: str) -> None:
 def _commit_all(repo: Path) -> None:
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "links")
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_sentence(err: str, *needles: str) -> str:
-    lines = [line for line in err.strip().splitlines() if line.startswith("coderag: ")]
-    hits = [line for line in lines if all(n in line for n in needles)]
-    assert len(hits) == 1, err
-    assert "Traceback" not in err
-    return hits[0]
 
 
 # --- 1. --out and ctrl+s never write through a committed link --------------------------------
@@ -75,18 +61,18 @@ def test_out_never_writes_through_a_committed_link(
     monkeypatch.chdir(repo)
     ix = str(tmp_path / "ix")
     for out in ("prompt.md", "out/prompt.md", str(repo / "prompt.md")):
-        code, _, err = _cli(
+        code, _, err = run_cli(
             capsys, "prompt", "refund endpoint", ".", "--index-dir", ix, "--no-dense", "--out", out
         )
         assert code == 1, err
-        line = _one_sentence(err, "symbolic link")
+        line = one_sentence(err, "symbolic link")
         assert "never writes through a link" in line
         assert "saved to" not in err
     assert (home / ".bashrc").read_text() == BASHRC
     assert sorted(p.name for p in home.iterdir()) == [".bashrc"]
     assert (repo / "prompt.md").is_symlink()  # the link itself is left as it was
     # A plain path in the repository is written as before.
-    code, _, err = _cli(
+    code, _, err = run_cli(
         capsys, "prompt", "refund", ".", "--index-dir", ix, "--no-dense", "--out", "mine.md"
     )
     assert code == 0, err
@@ -125,7 +111,7 @@ def test_an_existing_file_keeps_its_permissions_and_a_missing_folder_is_made(
     assert sorted(p.name for p in target.parent.iterdir()) == ["p.md"]  # no temporary left
 
 
-def test_the_tui_save_refuses_a_link_in_one_sentence(linked_repo: tuple[Path, Path]) -> None:
+def test_the_tui_save_refuses_a_link_inone_sentence(linked_repo: tuple[Path, Path]) -> None:
     repo, home = linked_repo
     result = copy_text("the prompt", out=repo / "prompt.md", clipboard=False, guarded=repo)
     assert not result.ok and "symbolic link" in result.message
@@ -173,12 +159,12 @@ def test_from_reads_only_a_file_the_index_would_read(
 ) -> None:
     monkeypatch.setenv("CODERAG_CANARY", "sk-canary-value-that-must-not-leak")
     ix = str(tmp_path / "ix")
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "prompt", "--from", location, str(from_repo), "--index-dir", ix, "--no-dense"
     )
     assert code == 2, err
     assert out == ""
-    line = _one_sentence(err, why)
+    line = one_sentence(err, why)
     assert "give a file of the repository" in line or "give a source file" in line
     assert "canary" not in err and "PRIVATE STUFF" not in err
 
@@ -187,7 +173,7 @@ def test_from_still_reads_a_file_of_the_repository(
     from_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ix = str(tmp_path / "ix")
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "prompt", "--from", "shop/cart.py:20", str(from_repo), "--index-dir", ix
     )
     assert code == 0, err
@@ -203,7 +189,7 @@ def test_the_task_goes_through_the_secret_scan(
         f'"""Deploy."""\n\nimport os\n\nAWS_ACCESS_KEY_ID = "{key}"\n\nprint(os.environ)\n'
     )
     ix = str(tmp_path / "ix")
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "prompt", "--from", "deploy.py:7", str(repo), "--index-dir", ix, "--no-dense"
     )
     assert code == 0, err
@@ -211,7 +197,7 @@ def test_the_task_goes_through_the_secret_scan(
     task = out.split("## Task", 1)[1]
     assert "<redacted:AWS Access Key>" in task
     assert "the task holds what looks like a secret (AWS Access Key)" in err
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys,
         "prompt",
         "--from",
@@ -256,16 +242,18 @@ def test_a_collection_made_from_another_repository_is_not_written(
     _commit_all(attacker)  # another history: another repository
     assert repository_identity(victim) != repository_identity(attacker)
     common = ["--backend", "qdrant", "--url", str(store), "--collection", "team"]
-    code, _, err = _cli(capsys, "index", str(victim), "--index-dir", str(tmp_path / "i1"), *common)
+    code, _, err = run_cli(
+        capsys, "index", str(victim), "--index-dir", str(tmp_path / "i1"), *common
+    )
     assert code == 0, err
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "index", str(attacker), "--index-dir", str(tmp_path / "i2"), *common
     )
     assert code != 0
-    _one_sentence(err, "was made from another repository")
+    one_sentence(err, "was made from another repository")
     assert "deleted" not in out
     # The victim's collection still answers with the victim's files only.
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "search", "refund", str(victim), "--index-dir", str(tmp_path / "i1"), *common
     )
     assert code == 0, err
@@ -286,7 +274,7 @@ def test_the_task_on_stdin_is_bounded(tiny_repo: Path, index_dir: Path) -> None:
     )
     assert proc.returncode == 2
     err = proc.stderr.decode()
-    _one_sentence(err, "longer than 4 MiB")
+    one_sentence(err, "longer than 4 MiB")
 
 
 def test_a_huge_template_or_config_is_refused_unread(
@@ -296,23 +284,23 @@ def test_a_huge_template_or_config_is_refused_unread(
     with big.open("wb") as handle:  # sparse: 3 GB that take no disk
         handle.truncate(3 * 1024**3)
     (tiny_repo / ".coderag.toml").write_text('template = "bigtpl.txt"\n')
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "prompt", "refund", str(tiny_repo), "--index-dir", str(index_dir), "--no-dense"
     )
     assert code == 0 and "## Task" in out  # someone else's template never stops a prompt
-    _one_sentence(err, "ignored template", "larger than 256 KiB")
+    one_sentence(err, "ignored template", "larger than 256 KiB")
     # The user's own is the user's to fix: it stops the prompt with one sentence.
-    code, _, err = _cli(
+    code, _, err = run_cli(
         capsys, "prompt", "refund", str(tiny_repo), "--index-dir", str(index_dir), "--no-dense",
         "--template", str(big),
     )  # fmt: skip
     assert code == 2
-    _one_sentence(err, "coderag: the template file", "larger than 256 KiB")
+    one_sentence(err, "coderag: the template file", "larger than 256 KiB")
     # A config file past its bound is not read at all: one warning, and coderag runs.
     (tiny_repo / ".coderag.toml").write_text("a = 1\n" * (MAX_CONFIG_BYTES // 6 + 1))
-    code, _, err = _cli(capsys, "index", str(tiny_repo), "--index-dir", str(index_dir))
+    code, _, err = run_cli(capsys, "index", str(tiny_repo), "--index-dir", str(index_dir))
     assert code == 0
-    _one_sentence(err, "larger than 256 KiB, so it was not read; its settings were ignored.")
+    one_sentence(err, "larger than 256 KiB, so it was not read; its settings were ignored.")
 
 
 def test_a_repository_may_lower_size_limits_but_not_raise_them(tmp_path: Path) -> None:
@@ -348,9 +336,9 @@ def test_a_refused_key_is_one_warning_and_coderag_runs(
     (tiny_repo / ".coderag.toml").write_text(
         'secrets = "allow"\nindex_dir = "/tmp/elsewhere"\nchunk_lines = 32\n'
     )
-    code, out, err = _cli(capsys, "index", str(tiny_repo), "--index-dir", str(index_dir))
+    code, out, err = run_cli(capsys, "index", str(tiny_repo), "--index-dir", str(index_dir))
     assert code == 0, err
-    line = _one_sentence(err, "ignored secrets (")
+    line = one_sentence(err, "ignored secrets (")
     assert "index_dir (" in line
     assert "32-line" in out or "lines:32" in out
 
@@ -384,9 +372,9 @@ def test_an_index_inside_the_repository_is_never_written_through_its_link(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (repo / ".index").symlink_to(elsewhere)
-    code, _, err = _cli(capsys, "index", str(repo), "--index-dir", str(repo / ".index"))
+    code, _, err = run_cli(capsys, "index", str(repo), "--index-dir", str(repo / ".index"))
     assert code == 2
-    _one_sentence(err, "never writes through a link")
+    one_sentence(err, "never writes through a link")
     assert list(elsewhere.iterdir()) == []
 
 
@@ -394,5 +382,5 @@ def test_a_very_long_folder_name_still_gets_an_index(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = make_tiny_repo(tmp_path / ("r" * 250))
-    code, _, err = _cli(capsys, "index", str(repo), "--index-dir", str(tmp_path / "ix"))
+    code, _, err = run_cli(capsys, "index", str(repo), "--index-dir", str(tmp_path / "ix"))
     assert code == 0, err

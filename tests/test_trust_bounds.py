@@ -19,14 +19,9 @@ import pytest
 
 from coderag_tui.cli import main
 from coderag_tui.core.index.walk import MAX_IGNORE_BYTES, MAX_IGNORE_PATTERNS, walk
+from tests.fixtures.cli_run import run_cli
 from tests.fixtures.hostile_repo import SLOW_IGNORE_NAME, SLOW_IGNORE_PATTERN
 from tests.fixtures.tiny_repo import make_tiny_repo
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("git", [True, False])
@@ -104,7 +99,7 @@ def test_someone_elses_template_never_stops_a_prompt(
     else:
         template.write_text("no placeholders at all\n")
     (repo / ".coderag.toml").write_text('template = "prompt.tpl"\n')
-    code, out, err = _cli(capsys, "prompt", "refund", str(repo), "--no-dense", "--index-dir",
+    code, out, err = run_cli(capsys, "prompt", "refund", str(repo), "--no-dense", "--index-dir",
                           str(tmp_path / "ix"))  # fmt: skip
     assert code == 0, err
     assert "## Task" in out
@@ -112,7 +107,7 @@ def test_someone_elses_template_never_stops_a_prompt(
     assert "its template cannot be used" in line
 
 
-def test_an_index_folder_where_nothing_can_be_made_is_one_sentence(
+def test_an_index_folder_where_nothing_can_be_made_isone_sentence(
     tiny_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = (
@@ -140,23 +135,23 @@ def test_a_damaged_cache_file_nested_deep_is_repaired(
     for table in tables:
         table.write_text("[" * 100_000)
     for _ in range(2):
-        code, out, err = _cli(capsys, *argv)
+        code, out, err = run_cli(capsys, *argv)
         assert code == 0 and "shop/payment.py" in out, err
         assert "Traceback" not in err
     cart = tiny_repo / "shop" / "cart.py"
     cart.write_text(cart.read_text() + "\n# an edit: the tables are read, found damaged, rebuilt\n")
-    code, out, err = _cli(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 0 and "shop/payment.py" in out, err
     for table in index_dir.rglob("files.json"):
         assert not table.read_text().startswith("[["), table
 
 
-def test_a_dataset_line_nested_deep_is_one_sentence(
+def test_a_dataset_line_nested_deep_isone_sentence(
     tiny_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text("[" * 50_000 + "\n")
-    code, _, err = _cli(capsys, "eval", str(data), "--repo", str(tiny_repo), "--index-dir",
+    code, _, err = run_cli(capsys, "eval", str(data), "--repo", str(tiny_repo), "--index-dir",
                         str(tmp_path / "ix"))  # fmt: skip
     assert code == 2
     (line,) = err.strip().splitlines()

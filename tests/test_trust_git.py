@@ -15,30 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from coderag_tui.cli import main
 from coderag_tui.core import git
 from coderag_tui.core.index.changes import working_change
 from coderag_tui.core.learn.history import HistoryOptions, history_pairs, hunks
 from coderag_tui.settings import Settings
+from tests.fixtures.cli_run import one_sentence, run_cli
 from tests.fixtures.hostile_repo import FORGED_LINE, arm_repository
 from tests.fixtures.tiny_repo import make_tiny_repo
 
 BASHRC = "# the user's own shell start-up file\nalias ll='ls -l'\n"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "core.hooksPath=/x"]
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_sentence(err: str, *needles: str) -> str:
-    lines = [line for line in err.strip().splitlines() if line.startswith("coderag: ")]
-    hits = [line for line in lines if all(n in line for n in needles)]
-    assert len(hits) == 1, err
-    assert "Traceback" not in err
-    return hits[0]
 
 
 @pytest.fixture
@@ -72,11 +58,11 @@ def test_git_runs_no_program_the_repository_configures(
         ("prompt", "review", str(repo), "--no-dense", "--diff"),
         ("index", str(repo / "service")),
     ):
-        code, _, err = _cli(capsys, *argv, "--index-dir", ix)
+        code, _, err = run_cli(capsys, *argv, "--index-dir", ix)
         assert code == 0, err
         assert _ran(canary) == [], argv
     # The folder laid out as a git dir is walked as the plain folder it is.
-    code, out, err = _cli(
+    code, out, err = run_cli(
         capsys, "search", "handle event", str(repo / "service"), "--no-dense", "--index-dir", ix
     )
     assert code == 0 and "handler.py" in out, err
@@ -124,9 +110,9 @@ def test_a_dataset_base_commit_never_reaches_git_as_an_option(
     row = {"id": "1", "query": "cart total", "gold_files": ["shop/cart.py"], "repo": "shop"}
     data.write_text(json.dumps({**row, "base_commit": f"--output={victim}"}) + "\n")
     argv = ("eval", str(data), "--repos", str(repos), "--modes", "bm25", "--index-dir")
-    code, _, err = _cli(capsys, *argv, str(tmp_path / "ix"))
+    code, _, err = run_cli(capsys, *argv, str(tmp_path / "ix"))
     assert code == 2
-    _one_sentence(err, "base_commit", "is not a commit name")
+    one_sentence(err, "base_commit", "is not a commit name")
     assert victim.read_text() == BASHRC
 
 
@@ -141,9 +127,9 @@ def test_a_dataset_repo_never_leads_out_of_repos(
     row = {"id": "1", "query": "cart total", "gold_files": ["shop/cart.py"], "repo": name}
     data.write_text(json.dumps(row) + "\n")
     argv = ("eval", str(data), "--repos", str(repos), "--modes", "bm25", "--index-dir")
-    code, out, err = _cli(capsys, *argv, str(tmp_path / "ix"))
+    code, out, err = run_cli(capsys, *argv, str(tmp_path / "ix"))
     assert code == 2, out
-    _one_sentence(err, "never a path out of it")
+    one_sentence(err, "never a path out of it")
 
 
 def test_a_changed_line_never_moves_the_change_to_another_file(tmp_path: Path) -> None:
@@ -182,15 +168,15 @@ def test_an_armed_repository_changes_nothing_outside_itself(
     arm_repository(repo, canary, victim=bashrc)
     monkeypatch.chdir(repo)
     ix = str(tmp_path / "ix")
-    code, _, err = _cli(capsys, "search", "cart", ".", "--index-dir", ix, "--log-file",
+    code, _, err = run_cli(capsys, "search", "cart", ".", "--index-dir", ix, "--log-file",
                         "coderag.log")  # fmt: skip
-    assert code == 2 and "never writes through a link" in _one_sentence(err, "coderag.log")
+    assert code == 2 and "never writes through a link" in one_sentence(err, "coderag.log")
     for argv in (
         ("index", "."),
         ("search", "cart total", ".", "--no-dense", "--rerank"),
         ("prompt", "how is the total made?", ".", "--no-dense"),
     ):
-        code, _, err = _cli(capsys, *argv, "--index-dir", ix)
+        code, _, err = run_cli(capsys, *argv, "--index-dir", ix)
         assert code == 0, err
         assert not any(line.startswith(FORGED_LINE[:20]) for line in err.splitlines()), err
     assert _ran(canary) == []

@@ -275,6 +275,21 @@ class PackInputs:
     change: str = ""
 
 
+def fixed_tokens(inputs: PackInputs) -> int:
+    """The tokens of the prompt without code (the template, the task and the change); raises
+    BudgetTooSmall when they alone exceed the budget, ValueError for an unknown secret mode."""
+    if inputs.secret_mode not in SECRET_MODES:
+        modes = ", ".join(SECRET_MODES)
+        raise ValueError(f"secret_mode must be one of {modes}: {inputs.secret_mode!r}")
+    fixed = inputs.counter.count(inputs.template.render([], inputs.task, inputs.change))
+    if fixed > inputs.budget:
+        raise BudgetTooSmall(
+            f"the template and the task alone take {fixed} tokens, more than the budget of "
+            f"{inputs.budget}: raise the budget or shorten the task."
+        )
+    return fixed
+
+
 def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
     """The prompt for `inputs.task` with as many hits as fit in its budget, most relevant
     first (see `PackInputs` for the rest). Raises BudgetTooSmall when the template and the
@@ -284,14 +299,7 @@ def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
     task, change, secret_mode = inputs.task, inputs.change, inputs.secret_mode
     pinned, excluded, admitted = inputs.pinned, inputs.excluded, inputs.admitted
     trim_last, file_text, secrets = inputs.trim_last, inputs.file_text, inputs.secrets
-    if secret_mode not in SECRET_MODES:
-        raise ValueError(f"secret_mode must be one of {', '.join(SECRET_MODES)}: {secret_mode!r}")
-    fixed = counter.count(template.render([], task, change))
-    if fixed > budget:
-        raise BudgetTooSmall(
-            f"the template and the task alone take {fixed} tokens, more than the budget of "
-            f"{budget}: raise the budget or shorten the task."
-        )
+    fixed = fixed_tokens(inputs)
     findings = {path: found for path, found in (secrets or {}).items() if found}
     cands, dropped = _order_hits(hits, pinned)
     excluded_keys = set(excluded)

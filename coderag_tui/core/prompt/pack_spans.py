@@ -36,12 +36,11 @@ from coderag_tui.core.prompt.pack import (
     EXCLUDED,
     OVER_BUDGET,
     SECRET,
-    SECRET_MODES,
-    BudgetTooSmall,
     PackInputs,
     _Candidate,
     _held_back,
     _order_hits,
+    fixed_tokens,
     split_lines,
 )
 from coderag_tui.core.prompt.spans import (
@@ -183,15 +182,8 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
     the budget (see the module docstring). Raises BudgetTooSmall when the template and the
     task alone exceed the budget."""
     budget, counter, template = inputs.budget, inputs.counter, inputs.template
-    task, change, secret_mode = inputs.task, inputs.change, inputs.secret_mode
-    if secret_mode not in SECRET_MODES:
-        raise ValueError(f"secret_mode must be one of {', '.join(SECRET_MODES)}: {secret_mode!r}")
-    fixed = counter.count(template.render([], task, change))
-    if fixed > budget:
-        raise BudgetTooSmall(
-            f"the template and the task alone take {fixed} tokens, more than the budget of "
-            f"{budget}: raise the budget or shorten the task."
-        )
+    secret_mode = inputs.secret_mode
+    fixed = fixed_tokens(inputs)
     findings = {path: found for path, found in (inputs.secrets or {}).items() if found}
     cands, dropped = _order_hits(hits, inputs.pinned)
     excluded, admitted, pinned = set(inputs.excluded), set(inputs.admitted), set(inputs.pinned)
