@@ -61,9 +61,6 @@ logger = logging.getLogger(__name__)
 
 DENSE_OFF_FOR_RUN = "dense search is off: it was turned off for this run."
 DENSE_CANCELLED = "dense search is off: loading was cancelled."
-# Missing chunks above which distilling the static table first pays on a machine's first run:
-# the int8 model embeds `MODEL_CHUNKS_PER_S`, the distillation takes ~20-40 s.
-DISTILL_WORTH_CHUNKS = 2000
 # Chunks the int8 model embeds a second on 2 cores, roughly: a search does not wait for a model
 # that could not finish within its wait.
 MODEL_CHUNKS_PER_S = 60
@@ -163,9 +160,9 @@ class Dense:
 def model_label(name: str, *, variant: bool = True) -> str:
     """A model id without its backend prefix or folder (`static MiniLM` for the first pass),
     with its variant (`all-MiniLM-L6-v2 int8`) unless `variant` is false."""
-    from coderag_tui.core.rank.static import STATIC_KEY, STATIC_LABEL
+    from coderag_tui.core.rank.static import SHIPPED_KEY, STATIC_KEY, STATIC_LABEL
 
-    if name == STATIC_KEY:
+    if name in (STATIC_KEY, SHIPPED_KEY):
         return STATIC_LABEL
     for backend in ("fastembed", "sentence-transformers", "model2vec"):
         if name.startswith(f"{backend}:"):
@@ -561,9 +558,9 @@ class Engine:
     ) -> Dense:
         """The static first pass: every chunk embedded in seconds by a token table.
 
-        The table is distilled once per machine from the shipped all-MiniLM-L6-v2 (~20 s)
-        and kept in the models folder. Off (with the reason) when settings say so, when the
-        final model is itself static, or when the offline extra is not installed.
+        The table ships with coderag (distilled from the shipped all-MiniLM-L6-v2; one
+        distilled into the models folder comes first). Off (with the reason) when settings
+        say so, when the final model is itself static, or when model2vec is not installed.
         """
         from coderag_tui.core.rank import static
 
@@ -576,11 +573,8 @@ class Engine:
             return Dense(
                 reason=f"no first pass is needed with embed_backend {settings.embed_backend}."
             )
-        models_dir = settings.models_path
         try:
-            if not static.is_distilled(models_dir) and static.can_distill():
-                static.distill_offline(models_dir)
-            embedder = static.load_distilled(models_dir)
+            embedder = static.load_distilled(settings.models_path)
             if embedder is None:
                 return Dense(reason=static.NO_FIRST_PASS)
             return self.open_dense(
@@ -597,17 +591,15 @@ class Engine:
     def first_pass_worth(self, settings: Settings, missing: int) -> bool:
         """Is the static first pass worth running before the model embeds `missing` chunks?
 
-        Yes when its table is already distilled (seconds). On a machine's first run the
-        distillation takes ~20-40 s, longer than the int8 model needs for a small repository
-        (~60 chunks/s), so then only when more than `DISTILL_WORTH_CHUNKS` are missing.
+        Yes when chunks are missing and a static table is at hand (it ships with coderag, so
+        the pass costs seconds; nothing is distilled at run time) and model2vec can run it.
         """
+        from coderag_tui.core.rank import models as mr
         from coderag_tui.core.rank import static
 
         if settings.dense_first_pass == "off" or missing <= 0:
             return False
-        if static.is_distilled(settings.models_path):
-            return True
-        return missing > DISTILL_WORTH_CHUNKS
+        return static.is_distilled(settings.models_path) and mr.installed("model2vec")
 
     def open_dense_waiting(
         self,

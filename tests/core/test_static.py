@@ -141,23 +141,40 @@ def test_the_cli_says_what_dense_covers_and_index_dense_completes_it(
     assert json.loads(out)["dense"]["stage"] == "model" and "covers" not in err
 
 
-def test_a_first_pass_runs_first_when_its_table_is_ready_or_the_wait_is_long(
+def test_a_first_pass_runs_first_on_a_fresh_machine_from_the_shipped_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_table: Path
 ) -> None:
-    from coderag_tui.core.engine import DISTILL_WORTH_CHUNKS
-
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-machine"))
     settings = Settings(repo=tmp_path)
     engine = Engine(settings)
-    # A machine's first run: distilling takes longer than the model needs for a few chunks.
-    assert not engine.first_pass_worth(settings, 500)
-    assert engine.first_pass_worth(settings, DISTILL_WORTH_CHUNKS + 1)
+    # A machine's first run: nothing distilled, the shipped table is at hand at once.
+    assert static.table(settings.models_path) == (static.SHIPPED_TABLE, static.SHIPPED_KEY)
+    assert engine.first_pass_worth(settings, 500)
     import shutil
 
     shutil.copytree(tiny_table, static.distilled_folder(settings.models_path))
-    assert engine.first_pass_worth(settings, 500)  # the table is there: seconds
+    assert static.table(settings.models_path) == (
+        static.distilled_folder(settings.models_path),
+        static.STATIC_KEY,
+    )
     assert not engine.first_pass_worth(settings, 0)
     assert not engine.first_pass_worth(settings.with_(dense_first_pass="off"), 10**6)
+
+
+def test_the_shipped_table_embeds_like_the_shipped_model_at_a_glance(tmp_path: Path) -> None:
+    """The shipped table is MiniLM's vocabulary in 256 dimensions: a question lands nearer the
+    code that answers it than beside unrelated text."""
+    table = static.load_distilled(tmp_path / "no-models-here")
+    assert table is not None and table.name == static.SHIPPED_KEY
+    docs = table.embed_documents(
+        [
+            "def read_file(path):\n    with open(path) as handle:\n        return handle.read()",
+            "The cat sat on the warm mat and purred at the afternoon sun.",
+        ]
+    )
+    assert docs.shape == (2, 256)
+    scores = docs @ table.embed_query("read the contents of a file")
+    assert scores[0] > scores[1]
 
 
 def test_a_search_waits_a_bounded_time_for_the_model_then_answers_from_the_first_pass(
