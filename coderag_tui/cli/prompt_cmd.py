@@ -27,6 +27,7 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    carry_dense_on,
     diff_query_from,
     diff_repo_path,
     location_query,
@@ -315,11 +316,14 @@ def build_prompt(  # noqa: PLR0913
             progress=progress,
             embed_progress=embed_progress,
             explicit=explicit,
+            background=settings.dense_background,
         )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return pack_with(engine, settings, asked, query=query, origin=origin, scope=scope)
+        packed = pack_with(engine, settings, asked, query=query, origin=origin, scope=scope)
+    carry_dense_on(settings, engine)
+    return packed
 
 
 def pack_with(
@@ -366,8 +370,8 @@ def compose(
 ) -> Composed:
     packed, counter, advice = result.packed, result.counter, result.advice
     record = {**as_json(packed, counter, advice, None), "dense": dense}
-    line = dense_line(dense)
-    if line is not None and not any(" covers " in note for note in notes):
+    line = dense_line(dense, notes)
+    if line is not None:
         notes = (*notes, line)
     lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
     if result.task_secrets:

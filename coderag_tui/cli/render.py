@@ -116,9 +116,12 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
         yield index, embed
 
 
-def dense_line(dense: Mapping[str, Any] | None) -> str | None:
-    """One sentence on what the dense list covers, when it is not the model's full list."""
+def dense_line(dense: Mapping[str, Any] | None, notes: Sequence[str] = ()) -> str | None:
+    """One sentence on what the dense list covers, when it is not the model's full list and
+    none of the `notes` said it already."""
     if not dense or not dense.get("available"):
+        return None
+    if any(" covers " in note or "static first pass" in note for note in notes):
         return None
     share = float(dense.get("coverage", 0.0))
     if dense.get("stage") == "model" and share >= 1.0:

