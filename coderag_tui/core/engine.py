@@ -559,8 +559,10 @@ class Engine:
         if index is None:
             return Dense(reason=opened.reason)
         notices += opened.notices
-        # The first call pays for lazy model set-up; pay it here, not in the first query's time.
-        embedder.embed_query("warm up")
+        # The first call pays for lazy model set-up; pay it here, not in the first query's time
+        # (not for a list that ranks nothing yet: a caller answers from another list then).
+        if index.covered:
+            embedder.embed_query("warm up")
         return Dense(embedder, index, "", tuple(notices), first_pass)
 
     def open_first_pass(

@@ -64,6 +64,19 @@ def test_a_distilled_table_embeds_unit_vectors_and_is_found_by_its_folder(
     assert (tiny_table / "model.safetensors").stat().st_mtime_ns == before
 
 
+def test_a_plain_table_loads_as_model2vec_loads_it(tiny_table: Path) -> None:
+    """The table is handed to StaticModel directly (no model card, no hub client): its
+    vectors are those of model2vec's own loader."""
+    from model2vec import StaticModel
+
+    ours = static.StaticEmbedder.load(tiny_table)
+    theirs = StaticModel.from_pretrained(str(tiny_table))
+    texts = ["def parse config file", "return total price " * 200, "zzzz qqqq"]
+    np.testing.assert_array_equal(ours.model.encode(texts), theirs.encode(texts))
+    assert ours.model.max_length == theirs.max_length
+    assert ours.model.normalize == theirs.normalize
+
+
 def test_the_table_keeps_only_the_first_window_of_a_long_chunk(tiny_table: Path) -> None:
     embedder = static.StaticEmbedder.load(tiny_table)
     head = "parse the config file and return the total price " * 8

@@ -54,10 +54,30 @@ class StaticEmbedder(WindowedEmbedder):
 
     @classmethod
     def load(cls, folder: Path, *, name: str | None = None) -> StaticEmbedder:
-        """Load a model2vec folder (never the hub: the folder must be on disk)."""
-        from model2vec import StaticModel
+        """Load a model2vec folder (never the hub: the folder must be on disk).
 
-        model = StaticModel.from_pretrained(str(folder))
+        A plain table (one `embeddings` tensor, as distilling writes) is handed to
+        `StaticModel` directly: its `from_pretrained` costs ~0.5 s more in a fresh process
+        (a model card and the hub client) and warns about the card on stderr.
+        """
+        import json
+
+        from model2vec import StaticModel
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        tensors = load_file(str(folder / "model.safetensors"))
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if set(tensors) == {"embeddings"} and isinstance(config, dict):
+            model = StaticModel(
+                vectors=tensors["embeddings"],
+                tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
+                config=config,
+                normalize=bool(config.get("normalize", False)),  # from_pretrained's defaults
+                max_length=config.get("max_length", 512),
+            )
+        else:  # weights, a token mapping, ...: model2vec's own loader knows them
+            model = StaticModel.from_pretrained(str(folder))
         return cls(model, name or f"{mr.MODEL2VEC}:{folder}")
 
     def _encode(self, texts: list[str]) -> np.ndarray:
