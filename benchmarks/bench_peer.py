@@ -110,6 +110,11 @@ class Tool:
     def search(self, query: str, *, top: int | None = None) -> list[str]:
         raise NotImplementedError
 
+    def run(self, argv: list[str]) -> Timed:
+        """A command of this tool, from its home folder (never from a source checkout, whose
+        package `python -m` would import instead of the one asked for)."""
+        return run(argv, self.env, self.home)
+
     def chunks(self, out: str) -> list[tuple[str, int, int]]:
         raise NotImplementedError
 
@@ -207,7 +212,7 @@ def recall_at_budget(
 def quality(tool: Tool, rows: list[EvalRow], count: Any) -> dict[str, float]:
     ndcg, recall = [], []
     for row in rows:
-        done = run(tool.search(row.query, top=TOP), tool.env)
+        done = tool.run(tool.search(row.query, top=TOP))
         if done.code != 0:
             raise SystemExit(f"{tool.name} failed on {row.id}: {done.err[-300:]}")
         ranked = tool.chunks(done.out)
@@ -221,7 +226,7 @@ def quality(tool: Tool, rows: list[EvalRow], count: Any) -> dict[str, float]:
 def median_call(tool: Tool, rows: list[EvalRow], calls: int) -> float:
     walls = []
     for row in rows[:calls]:
-        done = run(tool.search(row.query), tool.env)
+        done = tool.run(tool.search(row.query))
         if done.code != 0:
             raise SystemExit(f"{tool.name} failed: {done.err[-300:]}")
         walls.append(done.wall)
@@ -230,7 +235,12 @@ def median_call(tool: Tool, rows: list[EvalRow], calls: int) -> float:
 
 def resident_call(tool: Coderag, rows: list[EvalRow], calls: int) -> float:
     server = subprocess.Popen(
-        tool.serve(), env=tool.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        tool.serve(),
+        env=tool.env,
+        cwd=tool.home,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stderr is not None
@@ -246,14 +256,14 @@ def resident_call(tool: Coderag, rows: list[EvalRow], calls: int) -> float:
 
 def measure(tool: Tool, rows: list[EvalRow], calls: int, count: Any) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    cold = run(tool.index(), tool.env)
+    cold = tool.run(tool.index())
     if cold.code != 0:
         raise SystemExit(f"{tool.name} could not index: {cold.err[-300:]}")
     figures["cold_index"] = (cold.wall, cold.cpu)
     # From nothing again: the first search builds the index itself.
     shutil.rmtree(tool.home)
     tool.home.mkdir()
-    first = run(tool.search(rows[0].query), tool.env)
+    first = tool.run(tool.search(rows[0].query))
     figures["first_answer"] = first.wall
     figures["first_said"] = [line for line in first.err.splitlines() if line.strip()]
     if isinstance(tool, Coderag):

@@ -710,7 +710,7 @@ class Engine:
         model = full.model or OFFLINE_LABEL
         status = read_status(settings.index_path) if background else None
         if background:
-            doing = f" ({status.describe()} so far)" if status is not None else ""
+            doing = f" ({status.describe()})" if status is not None else ""
             coming = (
                 f"{model} embeds the chunks in a background process at low priority{doing}: "
                 "later searches use it once it has embedded every chunk (--wait waits for it)."

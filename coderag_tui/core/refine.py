@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 GONE_CHECK_S = 2.0  # how often the process looks for its index
 STATUS_EVERY_S = 1.0  # how often it writes its progress
+GONE_GRACE_S = 3.0  # how long a cancelled embedding has to stop before the process ends
 
 
 def payload(settings: Settings) -> str:
@@ -104,6 +105,10 @@ def run(settings: Settings) -> int:
             if not index.exists():
                 logger.debug("the index %s went away: stopping", index)
                 gone.set()
+                # A step that cannot be cancelled (making the model's copy) must not write
+                # into a folder that was removed: the process ends after a short grace.
+                time.sleep(GONE_GRACE_S)
+                os._exit(0)
 
     threading.Thread(target=watch, name="coderag-refine-watch", daemon=True).start()
     try:

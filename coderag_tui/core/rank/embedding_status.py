@@ -27,10 +27,10 @@ class EmbeddingStatus:
     model: str = ""
 
     def describe(self) -> str:
-        """A few words for a note: `preparing the model` or `1,234 of 5,678 windows`."""
+        """A few words for a note: what the process is doing now."""
         if self.stage == "preparing" or self.total <= 0:
-            return "preparing the model, once per machine"
-        return f"{self.done:,} of {self.total:,} windows"
+            return "now making its one-time copy of the model"
+        return f"{self.done:,} of {self.total:,} windows so far"
 
 
 def status_path(index_path: Path) -> Path:
