@@ -9,7 +9,8 @@ Each tool is run as its users run it, as a command in a fresh process:
   its static vectors), each into an empty cache; wall and CPU seconds;
 - first answer: the first `search` of an unindexed repository, default flags;
 - per call: later `search` calls with default flags (coderag once the background process has
-  finished the model's list), median wall seconds; the time that took is reported too;
+  finished the model's list, whose time is reported too), the two tools in turn on each
+  question: each one's median wall seconds and the median ratio, call by call;
 - resident: coderag `search` answered by `coderag serve` (semble's MCP process is not timed);
 - quality: semble's NDCG@10 (`core.eval.metrics.semble_ndcg`, the targets of each row) and
   recall at 2k tokens (the share of gold files with a chunk among the ranked chunks whose
@@ -155,6 +156,8 @@ class Coderag(Tool):
 
         while not status() and time.monotonic() - started < 15:
             time.sleep(0.1)
+        if not status():
+            return float("nan")  # no background process (the model had every chunk, or older code)
         while status() and time.monotonic() - started < timeout:
             time.sleep(0.2)
         return time.monotonic() - started
@@ -233,6 +236,24 @@ def median_call(tool: Tool, rows: list[EvalRow], calls: int) -> float:
     return statistics.median(walls)
 
 
+def paired_calls(tools: list[Tool], rows: list[EvalRow], calls: int) -> dict[str, float]:
+    """Later calls with default flags, the tools in turn on each question (so a change in the
+    machine's load falls on both): each tool's median wall seconds, and the median of
+    coderag's time over semble's, pair by pair."""
+    walls: dict[str, list[float]] = {tool.name: [] for tool in tools}
+    for row in rows[:calls]:
+        for tool in tools:
+            done = tool.run(tool.search(row.query))
+            if done.code != 0:
+                raise SystemExit(f"{tool.name} failed: {done.err[-300:]}")
+            walls[tool.name].append(done.wall)
+    figures = {name: statistics.median(values) for name, values in walls.items()}
+    if len(tools) == 2:
+        ratios = [a / b for a, b in zip(*walls.values(), strict=True)]
+        figures["ratio"] = statistics.median(ratios)
+    return figures
+
+
 def resident_call(tool: Coderag, rows: list[EvalRow], calls: int) -> float:
     server = subprocess.Popen(
         tool.serve(),
@@ -268,7 +289,6 @@ def measure(tool: Tool, rows: list[EvalRow], calls: int, count: Any) -> dict[str
     figures["first_said"] = [line for line in first.err.splitlines() if line.strip()]
     if isinstance(tool, Coderag):
         figures["model_ready_after"] = first.wall + tool.background_done()
-    figures["per_call"] = median_call(tool, rows, calls)
     if isinstance(tool, Coderag):
         figures["resident"] = resident_call(tool, rows, calls)
     figures.update(quality(tool, rows, count))
@@ -286,12 +306,12 @@ def table(name: str, results: dict[str, dict[str, Any]], loads: tuple[str, str])
 
     def cell(tool: str, key: str) -> str:
         value = results[tool].get(key)
-        if value is None:
+        if value is None or (isinstance(value, float) and value != value):  # none, or NaN
             return "–"
         if key == "cold_index":
             return f"{value[0]:.2f} s / {value[1]:.2f} s"
-        if key in ("ndcg10", "recall2k"):
-            return f"{value:.3f}"
+        if key in ("ndcg10", "recall2k", "per_call_ratio"):
+            return f"{value:.3f}" if key != "per_call_ratio" else f"{value:.2f}×"
         return f"{value:.2f} s"
 
     for key, label in (
@@ -299,6 +319,7 @@ def table(name: str, results: dict[str, dict[str, Any]], loads: tuple[str, str])
         ("first_answer", "from nothing to the first answer"),
         ("model_ready_after", "... to the model's complete list (background)"),
         ("per_call", "each later CLI call, default flags (median)"),
+        ("per_call_ratio", "... coderag / semble, call by call (median)"),
         ("resident", "through the resident process (`coderag serve`)"),
         ("ndcg10", "NDCG@10"),
         ("recall2k", "recall at 2k tokens"),
@@ -345,6 +366,11 @@ def main() -> int:
             for tool in tools:
                 tool.home.mkdir()
                 results[tool.name] = measure(tool, rows, args.calls, count)
+            paired = paired_calls(tools, rows, args.calls)
+            for tool in tools:
+                results[tool.name]["per_call"] = paired[tool.name]
+            if "ratio" in paired:
+                results["coderag"]["per_call_ratio"] = paired["ratio"]
             print(table(f"{name}, {len(rows)} questions", results, (start_load, load())))
             print(f"\ncoderag's first answer said: {results['coderag']['first_said']}\n")
             everything[name] = {"load": [start_load, load()], **results}
