@@ -120,11 +120,12 @@ def run(settings: Settings) -> int:
 
 
 def _embed(settings: Settings, gone: threading.Event) -> int:
-    from coderag_tui.core.rank.embedders import resolve_embedder
+    from coderag_tui.core.rank.embedders import offline_ready, resolve_embedder
 
     index = settings.index_path
     started = time.time()
-    status = EmbeddingStatus(os.getpid(), "preparing", started=started)
+    copied = bool(settings.embed_model) or offline_ready(settings.models_path)
+    status = EmbeddingStatus(os.getpid(), "loading" if copied else "preparing", started=started)
     write_status(index, status)
     with Engine(settings) as engine:
         lexical = engine.saved_lexical(settings) or engine.update_index(settings, cancel=gone)

@@ -17,10 +17,11 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class EmbeddingStatus:
-    """One background process's progress: preparing the model, then embedding windows."""
+    """One background process's progress: loading (or first copying) the model, then
+    embedding windows."""
 
     pid: int
-    stage: str  # "preparing" (the model's one-time copy) or "embedding"
+    stage: str  # "loading", "preparing" (the model's one-time copy) or "embedding"
     done: int = 0  # windows embedded so far this run
     total: int = 0  # windows this run embeds
     started: float = 0.0  # time.time() when the process started
@@ -28,8 +29,10 @@ class EmbeddingStatus:
 
     def describe(self) -> str:
         """A few words for a note: what the process is doing now."""
-        if self.stage == "preparing" or self.total <= 0:
+        if self.stage == "preparing":
             return "now making its one-time copy of the model"
+        if self.stage == "loading" or self.total <= 0:
+            return "now loading the model"
         return f"{self.done:,} of {self.total:,} windows so far"
 
 
