@@ -507,6 +507,15 @@ def carry_dense_on(settings: Settings, engine: Engine) -> None:
     start(settings)
 
 
+def say_one_time_setup(settings: Settings) -> None:
+    """Before a command waits on the model: say so when that makes its one-time copy first
+    (no wait on a one-time setup goes unsaid)."""
+    from coderag_tui.core.rank.embedders import ONE_TIME_COPY, copy_pending
+
+    if copy_pending(settings):
+        print(f"coderag: {ONE_TIME_COPY}", file=sys.stderr)
+
+
 def valid_text(text: str, what: str) -> tuple[str, str | None]:
     """`text` with bytes that were not UTF-8 replaced by U+FFFD, and a sentence saying so.
 

@@ -32,6 +32,7 @@ from coderag_tui.cli.common import (
     diff_repo_path,
     location_query,
     print_json,
+    say_one_time_setup,
     scope_from_args,
     settings_from_args,
     valid_text,
@@ -475,6 +476,8 @@ def run(args: argparse.Namespace) -> int:
 
     task = given if given is not None else query or ""
     asked = PromptRequest(task, pinned=tuple(args.pin), excluded=tuple(excluded), change=change)
+    if args.dense and settings.dense_wait:  # waits on the model: say a one-time copy first
+        say_one_time_setup(settings)
     with loading_status(interactive=not args.json and sys.stderr.isatty()) as (
         progress,
         embed_progress,

@@ -27,6 +27,7 @@ from coderag_tui.cli.common import (
     diff_query_from,
     diff_repo_path,
     location_query,
+    say_one_time_setup,
     scope_from_args,
     settings_from_args,
     valid_text,
@@ -155,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     from coderag_tui.core.index.store import StoreError
 
     interactive = not args.json and sys.stderr.isatty()
+    if want_dense and settings.dense_wait:  # waits on the model: say a one-time copy first
+        say_one_time_setup(settings)
     try:
         with loading_status(interactive=interactive) as (progress, embed_progress):
             engine = Engine.open(

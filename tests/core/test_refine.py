@@ -21,7 +21,11 @@ from coderag_tui.core import refine
 from coderag_tui.core.rank.embed import package_version
 from coderag_tui.core.rank.embedding_status import lock_path, read_status, status_path
 from coderag_tui.settings import Settings
-from tests.fixtures.tiny_models import tiny_fastembed_embedder, tiny_models_dir  # noqa: F401
+from tests.fixtures.tiny_models import (  # noqa: F401
+    no_cached_models,
+    tiny_fastembed_embedder,
+    tiny_models_dir,
+)
 
 pytestmark = pytest.mark.slow  # starts coderag processes, builds a tiny model
 
@@ -119,3 +123,19 @@ def test_a_later_search_loads_neither_torch_nor_fastembed(
     assert code == 0
     assert json.loads(done.stdout)["dense"]["stage"] == "model"
     assert loaded == []
+
+
+def test_a_wait_on_the_models_one_time_copy_is_said_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_cached_models: Path
+) -> None:
+    from coderag_tui.core.rank.embedders import copy_pending
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-machine"))
+    settings = Settings(repo=tmp_path)
+    assert copy_pending(settings)  # nothing made yet: `index --dense` and `--wait` say so
+    assert not copy_pending(settings.with_(embed_model=str(tmp_path)))
+    assert not copy_pending(settings.with_(embed_backend="none"))
+    made = settings.models_path / f"all-MiniLM-L6-v2-onnx-int8-{package_version()}"
+    made.mkdir(parents=True)
+    (made / "model.onnx").write_bytes(b"")
+    assert not copy_pending(settings)

@@ -113,6 +113,29 @@ def offline_ready(models_dir: Path, *, quantized: bool = True) -> bool:
     return mr.onnx_file(models_dir / f"all-MiniLM-L6-v2-{name}-{version}") is not None
 
 
+def copy_pending(settings: Settings) -> bool:
+    """Would resolving the embedder now make the shipped model's one-time ONNX copy (10-30 s),
+    so a face waiting on it should say so first? Looks at folders only."""
+    if settings.embed_model or settings.allow_download:
+        return False
+    if settings.embed_backend not in ("auto", mr.FASTEMBED, mr.SENTENCE_TRANSFORMERS):
+        return False
+    if any(mr.might_be_cached(use, name) for use, name in EMBEDDERS.defaults):
+        return False  # a default model in a cache is used before the shipped one
+    return (
+        mr.installed(OFFLINE_PACKAGE)
+        and mr.installed("sentence_transformers")
+        and mr.installed("onnxruntime")
+        and not offline_ready(settings.models_path)
+    )
+
+
+ONE_TIME_COPY = (
+    f"making {OFFLINE_LABEL}'s one-time ONNX copy (once per machine, about 10-30 s; "
+    "searches meanwhile answer from BM25 and the static first pass)…"
+)
+
+
 def load_offline_package(
     models_dir: Path | None = None, *, quantized: bool = True, prepare: bool = True
 ) -> WindowedEmbedder | None:
