@@ -490,12 +490,19 @@ def settings_from_args(
     return loaded.settings
 
 
+def background_embedding(settings: Settings) -> bool:
+    """Does a command leave the model's missing chunks to the background process? Where the
+    setting is on and the index is this machine's (a server's collection is filled by
+    `coderag index --dense`, which pushes)."""
+    return settings.dense_background and settings.backend == "local"
+
+
 def carry_dense_on(settings: Settings, engine: Engine) -> None:
     """When the dense list a command answered from is not the model's complete one, leave the
     model's missing chunks to the background process (`core.refine`; `dense_background`), so
     the next command has more of the model. Said by the dense notice, not here."""
     dense = engine.dense
-    if dense is None or not settings.dense_background:
+    if dense is None or not background_embedding(settings):
         return
     complete = dense.index is not None and dense.index.complete
     if dense.available and not dense.first_pass and complete:

@@ -27,6 +27,7 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    background_embedding,
     carry_dense_on,
     diff_query_from,
     diff_repo_path,
@@ -317,7 +318,7 @@ def build_prompt(  # noqa: PLR0913
             progress=progress,
             embed_progress=embed_progress,
             explicit=explicit,
-            background=settings.dense_background,
+            background=background_embedding(settings),
         )
     except StoreError as exc:
         raise UserError(str(exc)) from exc

@@ -23,6 +23,7 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    background_embedding,
     carry_dense_on,
     diff_query_from,
     diff_repo_path,
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                 embed_progress=embed_progress,
                 dense=want_dense,
                 explicit=frozenset(explicit),
-                background=settings.dense_background,
+                background=background_embedding(settings),
             )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
