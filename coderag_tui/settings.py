@@ -48,6 +48,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ENV_PREFIX = "CODERAG_"
+_NOT_CI = ("", "0", "false", "no")  # values of the CI variable that do not mean a CI run
 REPO_FILE = ".coderag.toml"
 
 
@@ -336,16 +337,29 @@ class Settings:
         ),
     )
     dense_wait: int = field(
-        default=15,
+        default=0,
         metadata=_about(
             "Seconds search and prompt wait, with progress, for the model to embed the chunks "
             "before they answer from the static first pass (the model's work so far is kept); "
-            "all waits until every chunk is embedded, 0 answers at once.",
+            "0 answers at once (the background process carries the model on), all waits "
+            "until every chunk is embedded.",
             ge=0,
             auto=DENSE_WAIT_ALL,
             auto_word="all",
             from_bool=(0, DENSE_WAIT_ALL),
             metavar="SECONDS|all",
+            stage="dense",
+        ),
+    )
+
+    dense_background: bool = field(
+        default=True,
+        metadata=_about(
+            "Whether search and prompt leave the model's embedding of the chunks it has not "
+            "embedded yet to a background process at low priority (one per index, ending when "
+            "done); off by default where the CI variable is set.",
+            repo_file="refused",
+            why_refused="it starts processes on your machine, which is your choice",
             stage="dense",
         ),
     )
@@ -1235,6 +1249,9 @@ def read_settings(  # noqa: C901
     for name, value in given.items():
         label = (flags or {}).get(name) or SCHEMA[name].flag
         put(name, value, _Source(label, is_flag=True))
+    if "dense_background" not in origin and env.get("CI", "").strip().lower() not in _NOT_CI:
+        # A CI run starts no process that outlives its command unless it asks for one.
+        values["dense_background"] = False
 
     # The one check across settings, said by chunk_overlap's source; chunk_lines is named as
     # its own source spells it (`--chunk-lines`) when that is another one.

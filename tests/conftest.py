@@ -17,6 +17,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # should a test import onnxruntime first
+# No test leaves a background embedding process behind unless it asks for one (and waits it).
+os.environ["CODERAG_DENSE_BACKGROUND"] = "0"
 
 
 # What the developer's terminal and session put in the environment: inside tmux, over SSH,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from coderag_tui.cli.progress import StepBar
@@ -35,3 +36,22 @@ def test_off_a_terminal_finished_steps_print_one_plain_line(capsys: object) -> N
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert err.startswith("[2/2] src/[bold red]boom[/].py:3")
     assert err.count("\n") == 1 and "\x1b" not in err
+
+
+def test_off_a_terminal_a_long_index_or_embedding_says_how_far_it_got(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipe or a log gets a line every few seconds of a long build, never a silence."""
+    from coderag_tui.cli import render
+    from coderag_tui.core.index.indexer import IndexProgress
+
+    monkeypatch.setattr(render, "QUIET_SECONDS", 0.0)
+    with render.loading_status(interactive=False) as (index, embed):
+        assert index is not None
+        index(IndexProgress("read", 120, 900, 480, 0, 3.0))
+        embed(0, 4000)
+        embed(2000, 4000)
+    err = capsys.readouterr().err
+    assert "indexing (read): 120/900 files, 480 chunks so far." in err
+    assert "embedding 4,000 windows…" in err
+    assert "embedding 2,000/4,000 windows (50%, about" in err

@@ -380,3 +380,15 @@ def test_environment_text_is_parsed_into_the_type(
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_a_ci_run_starts_no_background_process_unless_it_asks() -> None:
+    from coderag_tui.settings import read_settings
+
+    def background(env: dict[str, str]) -> bool:
+        return read_settings({}, environ=env).settings.dense_background
+
+    assert background({}) is True
+    assert background({"CI": "true"}) is False
+    assert background({"CI": "0"}) is True
+    assert background({"CI": "true", "CODERAG_DENSE_BACKGROUND": "1"}) is True

@@ -28,6 +28,7 @@ from coderag_tui.settings import (
 )
 
 if TYPE_CHECKING:
+    from coderag_tui.core.engine import Engine
     from coderag_tui.core.index.changes import Change
 
 
@@ -487,6 +488,39 @@ def settings_from_args(
             print(f"coderag: {echo(str(warning))}", file=sys.stderr)
     start_log(loaded.settings.log_file, guarded=loaded.settings.repo_root)
     return loaded.settings
+
+
+def background_embedding(settings: Settings) -> bool:
+    """Does a command leave the model's missing chunks to the background process? Where the
+    setting is on and the index is this machine's (a server's collection is filled by
+    `coderag index --dense`, which pushes)."""
+    return settings.dense_background and settings.backend == "local"
+
+
+def carry_dense_on(settings: Settings, engine: Engine) -> None:
+    """When the dense list a command answered from is not the model's complete one, leave the
+    model's missing chunks to the background process (`core.refine`; `dense_background`), so
+    the next command has more of the model. Said by the dense notice, not here."""
+    dense = engine.dense
+    if dense is None or not background_embedding(settings):
+        return
+    complete = dense.index is not None and dense.index.complete
+    if dense.available and not dense.first_pass and complete:
+        return
+    if not dense.available and not dense.pending:
+        return  # dense is off (no model, or turned off): nothing to carry on
+    from coderag_tui.core.refine import start
+
+    start(settings)
+
+
+def say_one_time_setup(settings: Settings) -> None:
+    """Before a command waits on the model: say so when that makes its one-time copy first
+    (no wait on a one-time setup goes unsaid)."""
+    from coderag_tui.core.rank.embedders import ONE_TIME_COPY, copy_pending
+
+    if copy_pending(settings):
+        print(f"coderag: {ONE_TIME_COPY}", file=sys.stderr)
 
 
 def valid_text(text: str, what: str) -> tuple[str, str | None]:

@@ -23,6 +23,7 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_setting_flags,
     print_json,
+    say_one_time_setup,
     settings_from_args,
 )
 from coderag_tui.cli.render import loading_status
@@ -162,6 +163,7 @@ def _embed(
     import time
 
     started = time.perf_counter()
+    say_one_time_setup(settings)
     with loading_status(interactive=show_bar) as (_, progress):
         dense = engine.open_dense(settings, lexical, progress=progress)
     index = dense.index

@@ -27,10 +27,13 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    background_embedding,
+    carry_dense_on,
     diff_query_from,
     diff_repo_path,
     location_query,
     print_json,
+    say_one_time_setup,
     scope_from_args,
     settings_from_args,
     valid_text,
@@ -315,11 +318,14 @@ def build_prompt(  # noqa: PLR0913
             progress=progress,
             embed_progress=embed_progress,
             explicit=explicit,
+            background=background_embedding(settings),
         )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return pack_with(engine, settings, asked, query=query, origin=origin, scope=scope)
+        packed = pack_with(engine, settings, asked, query=query, origin=origin, scope=scope)
+    carry_dense_on(settings, engine)
+    return packed
 
 
 def pack_with(
@@ -366,8 +372,8 @@ def compose(
 ) -> Composed:
     packed, counter, advice = result.packed, result.counter, result.advice
     record = {**as_json(packed, counter, advice, None), "dense": dense}
-    line = dense_line(dense)
-    if line is not None and not any(" covers " in note for note in notes):
+    line = dense_line(dense, notes)
+    if line is not None:
         notes = (*notes, line)
     lines = [*notes, *_status(packed, counter, advice), *secret_lines(secret_account(packed))]
     if result.task_secrets:
@@ -471,6 +477,8 @@ def run(args: argparse.Namespace) -> int:
 
     task = given if given is not None else query or ""
     asked = PromptRequest(task, pinned=tuple(args.pin), excluded=tuple(excluded), change=change)
+    if args.dense and settings.dense_wait:  # waits on the model: say a one-time copy first
+        say_one_time_setup(settings)
     with loading_status(interactive=not args.json and sys.stderr.isatty()) as (
         progress,
         embed_progress,

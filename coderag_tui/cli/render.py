@@ -57,8 +57,9 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
     embedding callbacks to hand `Engine.open`.
 
     On a terminal, one line: a spinner while indexing, then a bar with the count of windows
-    embedded and the time left. Off a terminal (a pipe, a log), a line every tenth of an
-    embedding run that lasts more than a few seconds, so a long wait is never silent.
+    embedded and the time left. Off a terminal (a pipe, a log), a line every few seconds of an
+    index build and every tenth of an embedding run that last more than a few seconds, so a
+    long wait is never silent.
     """
     import time
 
@@ -73,13 +74,30 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
             tenth = done * 10 // total
             if tenth > said[0]:
                 said[0] = tenth
-                left = elapsed / done * (total - done) if done else 0.0
+                if not done:
+                    say(f"embedding {total:,} windows…")
+                    return
+                left = elapsed / done * (total - done)
                 say(
                     f"embedding {done:,}/{total:,} windows "
                     f"({done / total:.0%}, about {_duration(left)} left)."
                 )
 
-        yield None, log
+        last = [0.0]
+
+        def index_log(p: IndexProgress) -> None:
+            """A line every few seconds of an index build that lasts more than a few."""
+            if p.stage == "embed":
+                log(p.files_done, p.files_total)
+                return
+            elapsed = time.monotonic() - started
+            if elapsed < QUIET_SECONDS or elapsed - last[0] < QUIET_SECONDS:
+                return
+            last[0] = elapsed
+            total = f"/{p.files_total:,}" if p.files_total else ""
+            say(f"indexing ({p.stage}): {p.files_done:,}{total} files, {p.chunks:,} chunks so far.")
+
+        yield index_log, log
         return
     from rich.console import Console
     from rich.progress import (
@@ -116,9 +134,12 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
         yield index, embed
 
 
-def dense_line(dense: Mapping[str, Any] | None) -> str | None:
-    """One sentence on what the dense list covers, when it is not the model's full list."""
+def dense_line(dense: Mapping[str, Any] | None, notes: Sequence[str] = ()) -> str | None:
+    """One sentence on what the dense list covers, when it is not the model's full list and
+    none of the `notes` said it already."""
     if not dense or not dense.get("available"):
+        return None
+    if any(" covers " in note or "static first pass" in note for note in notes):
         return None
     share = float(dense.get("coverage", 0.0))
     if dense.get("stage") == "model" and share >= 1.0:

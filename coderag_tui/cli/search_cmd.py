@@ -23,9 +23,12 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    background_embedding,
+    carry_dense_on,
     diff_query_from,
     diff_repo_path,
     location_query,
+    say_one_time_setup,
     scope_from_args,
     settings_from_args,
     valid_text,
@@ -154,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
     from coderag_tui.core.index.store import StoreError
 
     interactive = not args.json and sys.stderr.isatty()
+    if want_dense and settings.dense_wait:  # waits on the model: say a one-time copy first
+        say_one_time_setup(settings)
     try:
         with loading_status(interactive=interactive) as (progress, embed_progress):
             engine = Engine.open(
@@ -162,13 +167,16 @@ def run(args: argparse.Namespace) -> int:
                 embed_progress=embed_progress,
                 dense=want_dense,
                 explicit=frozenset(explicit),
+                background=background_embedding(settings),
             )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
     with engine:
-        return answer(
+        status = answer(
             args, settings, engine, query, origin=origin, scope=scope, output=Output.standard()
         )
+    carry_dense_on(settings, engine)  # after the answer: the process competes for the CPU
+    return status
 
 
 def request(args: argparse.Namespace, query: str, *, dense: bool, scope: Scope) -> dict[str, Any]:
@@ -229,8 +237,8 @@ def answer(
         )
     dense = engine.dense.describe() if engine.dense is not None else None
     notes = list(dict.fromkeys((*engine.notices, *result.notes)))
-    line = dense_line(dense)
-    if line is not None and not any(" covers " in note for note in notes):
+    line = dense_line(dense, notes)
+    if line is not None:
         notes.append(line)
     for note in notes:
         output.say(note)

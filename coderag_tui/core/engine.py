@@ -61,9 +61,6 @@ logger = logging.getLogger(__name__)
 
 DENSE_OFF_FOR_RUN = "dense search is off: it was turned off for this run."
 DENSE_CANCELLED = "dense search is off: loading was cancelled."
-# Missing chunks above which distilling the static table first pays on a machine's first run:
-# the int8 model embeds `MODEL_CHUNKS_PER_S`, the distillation takes ~20-40 s.
-DISTILL_WORTH_CHUNKS = 2000
 # Chunks the int8 model embeds a second on 2 cores, roughly: a search does not wait for a model
 # that could not finish within its wait.
 MODEL_CHUNKS_PER_S = 60
@@ -131,6 +128,8 @@ class Dense:
     reason: str = ""
     notices: tuple[str, ...] = ()
     first_pass: bool = False
+    # No model yet because its one-time copy is still to be made (`open_dense(prepare=False)`).
+    pending: bool = False
 
     @property
     def available(self) -> bool:
@@ -163,9 +162,9 @@ class Dense:
 def model_label(name: str, *, variant: bool = True) -> str:
     """A model id without its backend prefix or folder (`static MiniLM` for the first pass),
     with its variant (`all-MiniLM-L6-v2 int8`) unless `variant` is false."""
-    from coderag_tui.core.rank.static import STATIC_KEY, STATIC_LABEL
+    from coderag_tui.core.rank.static import SHIPPED_KEY, STATIC_KEY, STATIC_LABEL
 
-    if name == STATIC_KEY:
+    if name in (STATIC_KEY, SHIPPED_KEY):
         return STATIC_LABEL
     for backend in ("fastembed", "sentence-transformers", "model2vec"):
         if name.startswith(f"{backend}:"):
@@ -320,13 +319,16 @@ class Engine:
         cancel: threading.Event | None = None,
         clock: Clock = time.perf_counter,
         explicit: frozenset[str] | None = None,
+        background: bool = False,
     ) -> Engine:
         """Bring the index up to date and open every stage asked for, in order.
 
         Dense search opens when `dense` is true and a model resolves; the reranker when
         `rerank` (default: settings.rerank) is true. A missing model never fails the call:
         the stage carries the reason and `search` shows it in place of that ranking.
-        `explicit` names the settings the user gave (see `Engine.explicit`).
+        `explicit` names the settings the user gave (see `Engine.explicit`); `background`
+        says the caller leaves the model's missing chunks to a background process (the
+        dense notice says so).
         """
         engine = cls(settings, clock=clock, explicit=explicit)
         try:
@@ -337,12 +339,17 @@ class Engine:
                 engine.use(Dense(reason=DENSE_OFF_FOR_RUN))
             elif cancelled:
                 engine.use(Dense(reason=DENSE_CANCELLED))
-            elif not settings.dense_wait:
-                engine.use(engine.open_dense_now(settings, lexical))
             else:
                 if embed_progress is None and progress is not None:
                     embed_progress = engine._embed_as_index_progress(progress, len(lexical.chunks))
-                engine.use(engine.open_dense_waiting(settings, lexical, embed_progress, cancel))
+                if not settings.dense_wait:
+                    engine.use(
+                        engine.open_dense_now(
+                            settings, lexical, background=background, progress=embed_progress
+                        )
+                    )
+                else:
+                    engine.use(engine.open_dense_waiting(settings, lexical, embed_progress, cancel))
             if settings.rerank if rerank is None else rerank:
                 engine.use(engine.open_reranker(settings))
         except BaseException:
@@ -502,7 +509,7 @@ class Engine:
         return backend.push(settings, lexical, index, progress=progress, cancel=cancel)
 
     # ---------------------------------------------------------------- dense and rerank stages
-    def open_dense(
+    def open_dense(  # noqa: PLR0913 (each keyword a way of opening the one stage)
         self,
         settings: Settings,
         lexical: Lexical,
@@ -512,20 +519,24 @@ class Engine:
         cancel: threading.Event | None = None,
         embed_missing: bool = True,
         first_pass: bool = False,
+        prepare: bool = True,
+        partial: bool = True,
     ) -> Dense:
         """Resolve the embedder (unless given) and load or build the chunk vectors.
 
         Vectors of unchanged text come from the embedding cache shared by every repository
         and chunking; only new text is embedded. A cancelled build covers what was embedded;
-        with `embed_missing` false nothing is embedded and the index covers what is known.
+        with `embed_missing` false nothing is embedded and the index covers what is known
+        (with `partial` false too: every chunk or none, at no cost). Without `prepare`, a
+        model whose one-time copy is not made yet is not made: the stage is `pending`.
         """
         notices: list[str] = []
         if embedder is None:
             from coderag_tui.core.rank.embedders import resolve_embedder
 
-            choice = resolve_embedder(settings)
+            choice = resolve_embedder(settings, prepare=prepare)
             if choice.embedder is None:
-                return Dense(reason=choice.reason)
+                return Dense(reason=choice.reason, pending=choice.pending)
             embedder = choice.embedder
             if choice.reason:
                 notices.append(choice.reason)
@@ -537,6 +548,7 @@ class Engine:
                 progress=progress,
                 cancel=cancel,
                 embed_missing=embed_missing,
+                partial=partial,
             )
         except Exception as exc:  # a model failing mid-way must not take a face down
             return Dense(
@@ -547,8 +559,10 @@ class Engine:
         if index is None:
             return Dense(reason=opened.reason)
         notices += opened.notices
-        # The first call pays for lazy model set-up; pay it here, not in the first query's time.
-        embedder.embed_query("warm up")
+        # The first call pays for lazy model set-up; pay it here, not in the first query's time
+        # (not for a list that ranks nothing yet: a caller answers from another list then).
+        if index.covered:
+            embedder.embed_query("warm up")
         return Dense(embedder, index, "", tuple(notices), first_pass)
 
     def open_first_pass(
@@ -561,9 +575,9 @@ class Engine:
     ) -> Dense:
         """The static first pass: every chunk embedded in seconds by a token table.
 
-        The table is distilled once per machine from the shipped all-MiniLM-L6-v2 (~20 s)
-        and kept in the models folder. Off (with the reason) when settings say so, when the
-        final model is itself static, or when the offline extra is not installed.
+        The table ships with coderag (distilled from the shipped all-MiniLM-L6-v2; one
+        distilled into the models folder comes first). Off (with the reason) when settings
+        say so, when the final model is itself static, or when model2vec is not installed.
         """
         from coderag_tui.core.rank import static
 
@@ -576,11 +590,8 @@ class Engine:
             return Dense(
                 reason=f"no first pass is needed with embed_backend {settings.embed_backend}."
             )
-        models_dir = settings.models_path
         try:
-            if not static.is_distilled(models_dir) and static.can_distill():
-                static.distill_offline(models_dir)
-            embedder = static.load_distilled(models_dir)
+            embedder = static.load_distilled(settings.models_path)
             if embedder is None:
                 return Dense(reason=static.NO_FIRST_PASS)
             return self.open_dense(
@@ -597,17 +608,15 @@ class Engine:
     def first_pass_worth(self, settings: Settings, missing: int) -> bool:
         """Is the static first pass worth running before the model embeds `missing` chunks?
 
-        Yes when its table is already distilled (seconds). On a machine's first run the
-        distillation takes ~20-40 s, longer than the int8 model needs for a small repository
-        (~60 chunks/s), so then only when more than `DISTILL_WORTH_CHUNKS` are missing.
+        Yes when chunks are missing and a static table is at hand (it ships with coderag, so
+        the pass costs seconds; nothing is distilled at run time) and model2vec can run it.
         """
+        from coderag_tui.core.rank import models as mr
         from coderag_tui.core.rank import static
 
         if settings.dense_first_pass == "off" or missing <= 0:
             return False
-        if static.is_distilled(settings.models_path):
-            return True
-        return missing > DISTILL_WORTH_CHUNKS
+        return static.is_distilled(settings.models_path) and mr.installed("model2vec")
 
     def open_dense_waiting(
         self,
@@ -674,35 +683,55 @@ class Engine:
         )
         return replace(now, notices=(note,))
 
-    def open_dense_now(self, settings: Settings, lexical: Lexical) -> Dense:
+    def open_dense_now(
+        self,
+        settings: Settings,
+        lexical: Lexical,
+        *,
+        background: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Dense:
         """The best dense list that needs no model run: the model's own vectors when they
         cover every chunk, else the static first pass, else the model's partial vectors.
 
-        The stage's notice says which it is and how much the model covers.
+        Nothing here waits on a one-time setup: a model whose ONNX copy is not made yet
+        counts as covering nothing. The stage's notice says which list it is and what is
+        still coming (`background`: a background process embeds the rest; else how to).
+        `progress` hears the first pass embed what it has not embedded before.
         """
-        full = self.open_dense(settings, lexical, embed_missing=False)
-        if not full.available or (full.index is not None and full.index.complete):
+        from coderag_tui.core.rank.embedders import OFFLINE_LABEL
+        from coderag_tui.core.rank.embedding_status import read_status
+
+        full = self.open_dense(settings, lexical, embed_missing=False, prepare=False, partial=False)
+        if full.available and full.index is not None and full.index.complete:
             return full
-        first = self.open_first_pass(settings, lexical)
-        share = f"{full.coverage:.0%}"
-        if first.available:
-            return Dense(
-                first.embedder,
-                first.index,
-                notices=(
-                    f"dense is the static first pass: {full.model} covers {share} of chunks so "
-                    "far — `coderag index --dense` embeds the rest.",
-                ),
-                first_pass=True,
+        if not full.available and not full.pending:
+            return full  # dense is off, and says why
+        model = full.model or OFFLINE_LABEL
+        status = read_status(settings.index_path) if background else None
+        if background:
+            doing = f" ({status.describe()})" if status is not None else ""
+            coming = (
+                f"{model} embeds the chunks in a background process at low priority{doing}: "
+                "later searches use it once it has embedded every chunk (--wait waits for it)."
             )
-        return Dense(
-            full.embedder,
-            full.index,
-            notices=(
-                f"dense covers {share} of chunks ({full.model}) — `coderag index --dense` "
-                "embeds the rest.",
-            ),
-        )
+        else:
+            coming = (
+                f"{model} has not embedded every chunk yet — `coderag index --dense` embeds "
+                "the rest, --wait waits for it."
+            )
+        first = self.open_first_pass(settings, lexical, progress=progress)
+        if first.available:
+            note = f"dense is the static first pass{' while ' if background else ': '}{coming}"
+            return Dense(first.embedder, first.index, notices=(note,), first_pass=True)
+        if full.pending:
+            return Dense(reason=f"dense search is off for now: {coming}", pending=True)
+        known = self.open_dense(settings, lexical, embedder=full.embedder, embed_missing=False)
+        if not known.available:
+            return known
+        share = f"{known.coverage:.0%}"
+        note = f"dense covers {share} of chunks so far: {coming}"
+        return replace(known, notices=(*known.notices, note))
 
     def open_reranker(self, settings: Settings) -> Rerank:
         """Resolve and warm up the reranker (learned or a cross-encoder), or say why

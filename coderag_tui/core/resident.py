@@ -172,7 +172,7 @@ class Resident:
         assert dense is not None
         if not dense.available:
             return dense  # off for a reason (no model): still off
-        if settings.dense_wait and not dense.first_pass:
+        if not dense.first_pass:  # the model's list: the few changed chunks are embedded now
             return self.engine.open_dense(settings, lexical, embedder=dense.embedder)
         return self.engine.open_dense_now(settings, lexical)
 

@@ -150,7 +150,19 @@ def open_dense(
             return
         post(EmbeddingProgressed(serial, done, total))
 
-    known = engine.open_dense(settings, lexical, embedder=embedder, embed_missing=False)
+    known = engine.open_dense(
+        settings, lexical, embedder=embedder, embed_missing=False, prepare=False
+    )
+    if known.pending:
+        # The model's one-time ONNX copy is still to be made (10-30 s on a machine's first
+        # run): the static first pass ranks every chunk meanwhile, then the copy is made.
+        first_start = engine.clock()
+        first = engine.open_first_pass(settings, lexical, cancel=cancel)
+        if worker.is_cancelled or cancel.is_set():
+            return
+        post(FirstPassReady(serial, first, (engine.clock() - first_start) * 1000))
+        known = engine.open_dense(settings, lexical, embed_missing=False)
+        first_pass_over = len(lexical.chunks) + 1  # it has run
     if worker.is_cancelled:
         return
     index = known.index

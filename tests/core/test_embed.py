@@ -18,6 +18,7 @@ from coderag_tui.core.rank.embed import (
     prefixes_for,
 )
 from coderag_tui.core.rank.embedders import ModelChoice, load_offline_package, resolve_embedder
+from coderag_tui.core.rank.onnx_embed import OnnxEmbedder
 from coderag_tui.settings import Settings, SettingsError
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     MAX_POSITIONS,
@@ -202,7 +203,7 @@ def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Pa
     torch_run = load_offline_package()
     onnx_run = load_offline_package(tmp_path / "models", quantized=False)
     assert torch_run is not None
-    assert isinstance(onnx_run, FastembedEmbedder)
+    assert isinstance(onnx_run, OnnxEmbedder)
     assert (onnx_run.name, onnx_run.max_tokens) == (torch_run.name, torch_run.max_tokens)
     # 240 tokens: inside the 256-token window of both runtimes, so nothing differs.
     texts = ["def read_file(path):\n    return open(path).read()", "the cat sat on a mat " * 40]
@@ -215,5 +216,5 @@ def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Pa
     [folder] = (tmp_path / "models").iterdir()
     stamp = (folder / "model.onnx").stat().st_mtime_ns
     again = load_offline_package(tmp_path / "models", quantized=False)
-    assert isinstance(again, FastembedEmbedder)
+    assert isinstance(again, OnnxEmbedder)
     assert (folder / "model.onnx").stat().st_mtime_ns == stamp

@@ -16,6 +16,7 @@ from coderag_tui.core.rank.embed import (
     quantize_onnx,
 )
 from coderag_tui.core.rank.embedders import load_offline_package
+from coderag_tui.core.rank.onnx_embed import OnnxEmbedder
 from tests.fixtures.tiny_models import tiny_fastembed_embedder, tiny_models_dir
 
 __all__ = ["tiny_fastembed_embedder", "tiny_models_dir"]
@@ -81,7 +82,7 @@ def test_stripes_cut_in_tokenizer_slices_equal_one_call(
 def test_the_offline_minilm_runs_int8_under_its_own_cache_key(tmp_path: Path) -> None:
     int8 = load_offline_package(tmp_path / "models")
     fp32 = load_offline_package(tmp_path / "models", quantized=False)
-    assert isinstance(int8, FastembedEmbedder) and isinstance(fp32, FastembedEmbedder)
+    assert isinstance(int8, OnnxEmbedder) and isinstance(fp32, OnnxEmbedder)
     assert (int8.name, fp32.name) == (OFFLINE_INT8_KEY, OFFLINE_KEY)
     assert (int8.max_tokens, int8.window) == (fp32.max_tokens, fp32.window)
     relevant = TEXTS[0]
@@ -91,3 +92,18 @@ def test_the_offline_minilm_runs_int8_under_its_own_cache_key(tmp_path: Path) ->
     assert cosines.min() > 0.97
     scores = docs @ int8.embed_query("how do I read the contents of a file")
     assert scores[1] > scores[0] + 0.1
+
+
+def test_onnxruntime_alone_embeds_as_fastembed_does(tiny_fastembed_embedder: Path) -> None:
+    """A fresh process's search runs the ONNX copy without importing fastembed: its vectors
+    must be fastembed's, since both share the embedding cache's entries."""
+    ours = OnnxEmbedder(tiny_fastembed_embedder, "tiny")
+    theirs = FastembedEmbedder.load("tiny", folder=tiny_fastembed_embedder)
+    assert (ours.max_tokens, ours.window) == (theirs.max_tokens, theirs.window)
+    # Texts longer than the window are truncated alike; a batch is padded to its longest.
+    texts = [*TEXTS, " ".join(TEXTS) * 8, "x"]
+    np.testing.assert_allclose(
+        ours.embed_documents(texts), theirs.embed_documents(texts), atol=1e-5
+    )
+    for query in ("read a file", " ".join(TEXTS) * 4):
+        np.testing.assert_allclose(ours.embed_query(query), theirs.embed_query(query), atol=1e-5)

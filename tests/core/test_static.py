@@ -64,6 +64,19 @@ def test_a_distilled_table_embeds_unit_vectors_and_is_found_by_its_folder(
     assert (tiny_table / "model.safetensors").stat().st_mtime_ns == before
 
 
+def test_a_plain_table_loads_as_model2vec_loads_it(tiny_table: Path) -> None:
+    """The table is handed to StaticModel directly (no model card, no hub client): its
+    vectors are those of model2vec's own loader."""
+    from model2vec import StaticModel
+
+    ours = static.StaticEmbedder.load(tiny_table)
+    theirs = StaticModel.from_pretrained(str(tiny_table))
+    texts = ["def parse config file", "return total price " * 200, "zzzz qqqq"]
+    np.testing.assert_array_equal(ours.model.encode(texts), theirs.encode(texts))
+    assert ours.model.max_length == theirs.max_length
+    assert ours.model.normalize == theirs.normalize
+
+
 def test_the_table_keeps_only_the_first_window_of_a_long_chunk(tiny_table: Path) -> None:
     embedder = static.StaticEmbedder.load(tiny_table)
     head = "parse the config file and return the total price " * 8
@@ -99,7 +112,7 @@ def test_no_wait_answers_from_the_first_pass_until_the_model_covers_every_chunk(
         dense = engine.dense
         assert dense is not None and dense.available and dense.first_pass
         assert dense.coverage == 1.0 and dense.model == static.STATIC_LABEL
-        assert any("covers 0% of chunks" in n for n in engine.notices)
+        assert any("has not embedded every chunk yet" in n for n in engine.notices)
         ranked = engine.search("refund a card payment", settings).rankings["dense"]
         assert ranked.available and ranked.hits
         lexical = engine.lexical
@@ -132,7 +145,7 @@ def test_the_cli_says_what_dense_covers_and_index_dense_completes_it(
     out, err = capsys.readouterr()
     dense = json.loads(out)["dense"]
     assert dense["stage"] == "first pass" and dense["coverage"] == 1.0
-    assert "static first pass" in err and "covers 0% of chunks" in err
+    assert "static first pass" in err and "`coderag index --dense` embeds the rest" in err
     assert main(["index", *common, "--dense", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["dense"]
     assert report["coverage"] == 1.0 and report["embedded"] > 0 and report["stage"] == "model"
@@ -141,23 +154,40 @@ def test_the_cli_says_what_dense_covers_and_index_dense_completes_it(
     assert json.loads(out)["dense"]["stage"] == "model" and "covers" not in err
 
 
-def test_a_first_pass_runs_first_when_its_table_is_ready_or_the_wait_is_long(
+def test_a_first_pass_runs_first_on_a_fresh_machine_from_the_shipped_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_table: Path
 ) -> None:
-    from coderag_tui.core.engine import DISTILL_WORTH_CHUNKS
-
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-machine"))
     settings = Settings(repo=tmp_path)
     engine = Engine(settings)
-    # A machine's first run: distilling takes longer than the model needs for a few chunks.
-    assert not engine.first_pass_worth(settings, 500)
-    assert engine.first_pass_worth(settings, DISTILL_WORTH_CHUNKS + 1)
+    # A machine's first run: nothing distilled, the shipped table is at hand at once.
+    assert static.table(settings.models_path) == (static.SHIPPED_TABLE, static.SHIPPED_KEY)
+    assert engine.first_pass_worth(settings, 500)
     import shutil
 
     shutil.copytree(tiny_table, static.distilled_folder(settings.models_path))
-    assert engine.first_pass_worth(settings, 500)  # the table is there: seconds
+    assert static.table(settings.models_path) == (
+        static.distilled_folder(settings.models_path),
+        static.STATIC_KEY,
+    )
     assert not engine.first_pass_worth(settings, 0)
     assert not engine.first_pass_worth(settings.with_(dense_first_pass="off"), 10**6)
+
+
+def test_the_shipped_table_embeds_like_the_shipped_model_at_a_glance(tmp_path: Path) -> None:
+    """The shipped table is MiniLM's vocabulary in 256 dimensions: a question lands nearer the
+    code that answers it than beside unrelated text."""
+    table = static.load_distilled(tmp_path / "no-models-here")
+    assert table is not None and table.name == static.SHIPPED_KEY
+    docs = table.embed_documents(
+        [
+            "def read_file(path):\n    with open(path) as handle:\n        return handle.read()",
+            "The cat sat on the warm mat and purred at the afternoon sun.",
+        ]
+    )
+    assert docs.shape == (2, 256)
+    scores = docs @ table.embed_query("read the contents of a file")
+    assert scores[0] > scores[1]
 
 
 def test_a_search_waits_a_bounded_time_for_the_model_then_answers_from_the_first_pass(
@@ -196,7 +226,7 @@ def test_a_search_waits_a_bounded_time_for_the_model_then_answers_from_the_first
 def test_dense_wait_reads_seconds_all_and_the_old_true_and_false() -> None:
     from coderag_tui.settings import DENSE_WAIT_ALL
 
-    assert Settings().dense_wait == 15
+    assert Settings().dense_wait == 0  # answer at once: the background process carries on
     # Values as a config file or the environment gives them (text, or an older true/false).
     assert Settings().with_(dense_wait="all").dense_wait == DENSE_WAIT_ALL
     assert Settings(dense_wait=True).dense_wait == DENSE_WAIT_ALL

@@ -100,8 +100,11 @@ class Backend(Protocol):
         progress: Callable[[int, int], None] | None,
         cancel: threading.Event | None,
         embed_missing: bool,
+        partial: bool = True,
     ) -> DenseOpened:
-        """The dense ranker of `lexical`'s chunks for `embedder`, or why there is none."""
+        """The dense ranker of `lexical`'s chunks for `embedder`, or why there is none
+        (without `embed_missing` and `partial`, only a ranker that covers every chunk, else
+        an empty one, at no cost beyond reading what is saved)."""
         ...
 
     def reach(self, settings: Settings) -> None:

@@ -258,6 +258,7 @@ class LocalBackend:
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
         embed_missing: bool = True,
+        partial: bool = True,
     ) -> DenseOpened:
         """The chunk vectors, loaded or built: vectors of unchanged text come from the
         embedding cache, only new text is embedded (none without `embed_missing`)."""
@@ -272,6 +273,7 @@ class LocalBackend:
             progress=progress,
             cancel=cancel,
             embed_missing=embed_missing,
+            partial=partial,
         )
         cut = not index.complete and embed_missing
         return DenseOpened(ranker=index, notices=(EMBEDDING_CANCELLED,) if cut else ())

@@ -99,6 +99,7 @@ class QdrantBackend:
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
         embed_missing: bool = True,
+        partial: bool = True,
     ) -> DenseOpened:
         """The collection's dense list, queried with the local embedder that made its vectors."""
         from coderag_tui.core.backends.qdrant_rank import RemoteLexical

@@ -583,11 +583,13 @@ def load_or_build_dense(  # noqa: PLR0913
     cancel: threading.Event | None = None,
     overlap: int = STRIPE_OVERLAP,
     embed_missing: bool = True,
+    partial: bool = True,
 ) -> DenseIndex:
     """The saved index when the store's chunks are unchanged, else an incremental rebuild.
 
     With `embed_missing` false, chunks whose vectors are not known yet are left out instead
-    of embedded (an answer now, from what exists).
+    of embedded (an answer now, from what exists); with `partial` false too, a saved index
+    that covers every chunk or none at all (no chunk is tokenized to look its windows up).
 
     Unchanged chunks copy their rows from the saved index (no tokenizing, no cache look-up),
     changed ones come from the embedding cache or are embedded. A complete build is saved
@@ -616,9 +618,12 @@ def load_or_build_dense(  # noqa: PLR0913
         and previous.max_stripes == settings.stripe_cap
     ):
         return previous
-    if not embed_missing and previous is None and not _holds_any(cache, embedder.name):
-        # Nothing of this model anywhere: the answer is "no coverage", without tokenizing
-        # every chunk to look each window up (seconds on a large repository).
+    if not embed_missing and (
+        not partial or (previous is None and not _holds_any(cache, embedder.name))
+    ):
+        # Nothing of this model anywhere, or a partial list not wanted: the answer is "no
+        # coverage", without tokenizing every chunk to look each window up (seconds on a
+        # large repository).
         stats = DenseBuildStats(chunks=len(chunks))
         empty = DenseIndex(np.zeros((0, 0), dtype=np.float32), np.zeros(0), len(chunks), stats)
         empty.model, empty.window, empty.overlap = embedder.name, window, overlap

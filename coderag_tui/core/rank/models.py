@@ -102,6 +102,30 @@ def fastembed_cache_dir() -> str:
     return str(define_cache_dir(None))
 
 
+def might_be_cached(backend: str, name: str) -> bool:
+    """Could `backend`'s cache hold the hub-named model? False only when it certainly does
+    not: fastembed's cache folder is empty or absent, or the hub cache has no folder for the
+    name. Looks at folders only, so the common case (no default model downloaded) costs
+    neither fastembed's import (~1 s) nor huggingface_hub's."""
+    if backend == FASTEMBED:
+        import os
+        import tempfile
+
+        # fastembed's own rule (fastembed.common.utils.define_cache_dir), without its import
+        default = os.path.join(tempfile.gettempdir(), "fastembed_cache")
+        folder = Path(os.environ.get("FASTEMBED_CACHE_PATH", default))
+        try:
+            with os.scandir(folder) as entries:
+                return any(True for _ in entries)
+        except OSError:
+            return False
+    if not installed("huggingface_hub"):
+        return False
+    from huggingface_hub import constants
+
+    return (Path(constants.HF_HUB_CACHE) / f"models--{name.replace('/', '--')}").is_dir()
+
+
 def fastembed_description(models: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
     """The entry for `name` in a fastembed `list_supported_models()` table (case-insensitive)."""
     for model in models:
@@ -216,7 +240,8 @@ def resolve_model(
     defaults: Sequence[tuple[str, str]] = [
         (use, default)
         for use, default in kind.defaults
-        if use in kind.backends_for(backend, default)
+        if (allow_download or might_be_cached(use, default))
+        and use in kind.backends_for(backend, default)
     ]
     for use, default in defaults:
         try:

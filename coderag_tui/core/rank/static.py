@@ -1,12 +1,12 @@
 """Static embeddings (model2vec): a token table distilled from the shipped transformer.
 
 A static model embeds a text as the weighted mean of its tokens' vectors: no attention, so
-it covers a whole repository in seconds where the transformer takes minutes. coderag
-distils one, once per machine, from the all-MiniLM-L6-v2 that the offline package ships
-(model2vec passes every vocabulary token through the transformer, a one-off cost:
-benchmarks/README.md, "The static table") and
-keeps it in the models folder; it is the first stage of the dense list until the transformer
-has covered every chunk.
+it covers a whole repository in seconds where the transformer takes minutes. coderag ships
+one beside this module (`static_minilm/`, distilled by model2vec from the all-MiniLM-L6-v2
+that the offline package ships: 15 MB of float16, made by `scripts/static_table.py`), so no
+machine distils it at run time (87 CPU-seconds, benchmarks/README.md, "The static table").
+It is the first stage of the dense list until the transformer has covered every chunk. A
+table distilled into the models folder (`distill_offline`) is used before the shipped one.
 """
 
 from __future__ import annotations
@@ -27,11 +27,15 @@ from coderag_tui.core.rank.embed import (
     package_version,
 )
 
-STATIC_KEY = "model2vec:all-MiniLM-L6-v2-distilled"  # cache key of the distilled table
+STATIC_KEY = "model2vec:all-MiniLM-L6-v2-distilled"  # cache key of a table distilled here
+# Cache key of the shipped table: a machine's own distillation may differ from it (PCA signs),
+# so their vectors are never mixed in the embedding cache.
+SHIPPED_KEY = "model2vec:all-MiniLM-L6-v2-static-shipped"
+SHIPPED_TABLE = Path(__file__).with_name("static_minilm")
 PCA_DIMS = 256  # model2vec's default; halves the table of the 384-wide transformer
 STATIC_LABEL = "static MiniLM"  # what the Dense column calls the first pass
 NO_FIRST_PASS = (
-    "no static first pass: install coderag-tui[offline] (ships all-MiniLM-L6-v2 and model2vec)."
+    "no static first pass: install coderag-tui[offline] (model2vec runs the shipped table)."
 )
 HEAD_CHARS = 8  # characters kept per window token before tokenizing
 STATIC_WINDOW = 512  # tokens averaged per stripe: no attention, so no quadratic cost
@@ -50,10 +54,30 @@ class StaticEmbedder(WindowedEmbedder):
 
     @classmethod
     def load(cls, folder: Path, *, name: str | None = None) -> StaticEmbedder:
-        """Load a model2vec folder (never the hub: the folder must be on disk)."""
-        from model2vec import StaticModel
+        """Load a model2vec folder (never the hub: the folder must be on disk).
 
-        model = StaticModel.from_pretrained(str(folder))
+        A plain table (one `embeddings` tensor, as distilling writes) is handed to
+        `StaticModel` directly: its `from_pretrained` costs ~0.5 s more in a fresh process
+        (a model card and the hub client) and warns about the card on stderr.
+        """
+        import json
+
+        from model2vec import StaticModel
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        tensors = load_file(str(folder / "model.safetensors"))
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if set(tensors) == {"embeddings"} and isinstance(config, dict):
+            model = StaticModel(
+                vectors=tensors["embeddings"],
+                tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
+                config=config,
+                normalize=bool(config.get("normalize", False)),  # from_pretrained's defaults
+                max_length=config.get("max_length", 512),
+            )
+        else:  # weights, a token mapping, ...: model2vec's own loader knows them
+            model = StaticModel.from_pretrained(str(folder))
         return cls(model, name or f"{mr.MODEL2VEC}:{folder}")
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -132,14 +156,27 @@ def distill_folder(source: Path, target: Path, pca_dims: int = PCA_DIMS) -> Path
     return make_folder_once(target, mr.is_static_folder, make)
 
 
+def table(models_dir: Path) -> tuple[Path, str] | None:
+    """The static table to use and its cache key: one distilled into the models folder, else
+    the shipped one (None when neither is there)."""
+    distilled = distilled_folder(models_dir)
+    if mr.is_static_folder(distilled):
+        return distilled, STATIC_KEY
+    if mr.is_static_folder(SHIPPED_TABLE):
+        return SHIPPED_TABLE, SHIPPED_KEY
+    return None
+
+
 def is_distilled(models_dir: Path) -> bool:
-    """Has the table been distilled from the shipped model on this machine already?"""
-    return mr.is_static_folder(distilled_folder(models_dir))
+    """Is a static table at hand (shipped, or distilled on this machine), so the first pass
+    costs seconds?"""
+    return table(models_dir) is not None
 
 
 def load_distilled(models_dir: Path) -> StaticEmbedder | None:
-    """The static table distilled from the shipped model, if it has been distilled already."""
-    folder = distilled_folder(models_dir)
-    if not mr.is_static_folder(folder) or not mr.installed("model2vec"):
+    """The static table (see `table`), when there is one and model2vec is installed."""
+    found = table(models_dir)
+    if found is None or not mr.installed("model2vec"):
         return None
-    return StaticEmbedder.load(folder, name=STATIC_KEY)
+    folder, key = found
+    return StaticEmbedder.load(folder, name=key)
