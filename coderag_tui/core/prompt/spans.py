@@ -86,7 +86,7 @@ class QueryMatch:
         return sum(self.weights.get(t, 0.0) for t in terms)
 
 
-PRICE_BLOCK = 128  # lines priced together: a span's price is a few differences of sums
+PRICE_BLOCK = 32  # lines priced together: a span's price is a few differences of sums
 
 
 @dataclass
