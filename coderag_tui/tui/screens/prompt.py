@@ -167,7 +167,8 @@ class PromptScreen(Screen[None]):
                 (
                     ("📌" if any(k in session.pinned for k in block.chunk_keys) else "")
                     + ("⚠" if block.secrets else "")
-                    + ("⋮" if block.outline else ""),
+                    # ≡: signatures only (an outline); ⋮: lines between its parts left out
+                    + ("≡" if block.outline else "⋮" if block.parts else ""),
                     str(block.best_rank),
                     f"{one_line(block.path)}:{block.start_line}-{block.end_line}",
                     f"{block.tokens:,}",
