@@ -56,7 +56,9 @@ def split_lines(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
+    """A hit as both packers take it: its chunk, rank and place in packing order."""
+
     key: str  # the hit's own key, kept even when the chunk was trimmed
     chunk: Chunk
     rank: int
@@ -69,14 +71,14 @@ class _Block:
     start: int
     end: int
     language: str | None
-    members: tuple[_Candidate, ...]
+    members: tuple[Candidate, ...]
 
     @property
     def order(self) -> int:
         return min(m.order for m in self.members)
 
 
-def _merge(cands: Iterable[_Candidate]) -> list[_Block]:
+def _merge(cands: Iterable[Candidate]) -> list[_Block]:
     """Merge one file's chunks that overlap or touch into blocks (sorted by start line)."""
     blocks: list[_Block] = []
     for cand in sorted(cands, key=lambda c: (c.chunk.start_line, c.chunk.end_line, c.order)):
@@ -110,7 +112,7 @@ class _Packer:
         self.template = template
         self.file_text = file_text
         self.redact = redact or {}
-        self.accepted: dict[str, list[_Candidate]] = {}
+        self.accepted: dict[str, list[Candidate]] = {}
         self._costs: dict[tuple[str, int, int, str | None], int] = {}
         self._file_lines: dict[str, list[str] | None] = {}
         self.separator_tokens = max(1, counter.count("\n\n"))
@@ -156,7 +158,7 @@ class _Packer:
             self._costs[key] = cost
         return cost
 
-    def prefetch(self, cands: Sequence[_Candidate]) -> None:
+    def prefetch(self, cands: Sequence[Candidate]) -> None:
         """Price every chunk as its own block in one batch call (tiktoken encodes in threads)."""
         blocks: dict[tuple[str, int, int, str | None], _Block] = {}
         for cand in cands:
@@ -175,22 +177,22 @@ class _Packer:
 
     def chunk_tokens(self, chunk: Chunk) -> int:
         """Tokens of `chunk` rendered as a block of its own (what dropping it saved)."""
-        alone = _Candidate(chunk.key, chunk, 0, 0)
+        alone = Candidate(chunk.key, chunk, 0, 0)
         block = _Block(chunk.path, chunk.start_line, chunk.end_line, chunk.language, (alone,))
         return self.block_cost(block) - self.separator_tokens
 
-    def file_cost(self, cands: Iterable[_Candidate]) -> int:
+    def file_cost(self, cands: Iterable[Candidate]) -> int:
         return sum(self.block_cost(b) for b in _merge(cands))
 
-    def delta(self, cand: _Candidate) -> int:
+    def delta(self, cand: Candidate) -> int:
         """Extra tokens the prompt needs if `cand` joins what is accepted."""
         current = self.accepted.get(cand.chunk.path, [])
         return self.file_cost([*current, cand]) - self.file_cost(current)
 
-    def accept(self, cand: _Candidate) -> None:
+    def accept(self, cand: Candidate) -> None:
         self.accepted.setdefault(cand.chunk.path, []).append(cand)
 
-    def remove(self, cand: _Candidate) -> None:
+    def remove(self, cand: Candidate) -> None:
         self.accepted[cand.chunk.path].remove(cand)
 
     def blocks(self) -> list[_Block]:
@@ -202,14 +204,14 @@ class _Packer:
         return self.template.render([text for _, text in rendered], task, change), rendered
 
 
-def _trimmed(cand: _Candidate, n_lines: int) -> _Candidate:
+def _trimmed(cand: Candidate, n_lines: int) -> Candidate:
     chunk = cand.chunk
     text = "\n".join(split_lines(chunk.text)[:n_lines])
     cut = replace(chunk, end_line=chunk.start_line + n_lines - 1, text=text)
     return replace(cand, chunk=cut)
 
 
-def _cut_off(whole: _Candidate, part: _Candidate, counter: TokenCounter) -> DroppedChunk:
+def _cut_off(whole: Candidate, part: Candidate, counter: TokenCounter) -> DroppedChunk:
     """The lines of `whole` that trimming left out, reported like a dropped chunk."""
     first = part.chunk.end_line + 1
     rest = "\n".join(split_lines(whole.chunk.text)[part.chunk.n_lines :])
@@ -217,7 +219,7 @@ def _cut_off(whole: _Candidate, part: _Candidate, counter: TokenCounter) -> Drop
     return DroppedChunk(whole.key, whole.rank, counter.count(rest), reason)
 
 
-def _largest_fitting_prefix(packer: _Packer, cand: _Candidate, room: int) -> _Candidate | None:
+def _largest_fitting_prefix(packer: _Packer, cand: Candidate, room: int) -> Candidate | None:
     """The longest line prefix of `cand` whose extra tokens fit in `room` (binary search)."""
     lo, hi, best = 1, cand.chunk.n_lines - 1, None
     while lo <= hi:
@@ -230,9 +232,9 @@ def _largest_fitting_prefix(packer: _Packer, cand: _Candidate, room: int) -> _Ca
     return best
 
 
-def _order_hits(
+def order_hits(
     hits: Sequence[Hit], pinned: Sequence[str]
-) -> tuple[list[_Candidate], list[DroppedChunk]]:
+) -> tuple[list[Candidate], list[DroppedChunk]]:
     """Unique hits in packing order: pinned (in pinned order) first, then by rank."""
     unique: dict[str, Hit] = {}
     for hit in sorted(hits, key=lambda h: h.rank):
@@ -244,7 +246,7 @@ def _order_hits(
         for k in dict.fromkeys(pinned)
         if k not in unique
     ]
-    cands = [_Candidate(h.chunk.key, h.chunk, h.rank, i) for i, h in enumerate(ordered)]
+    cands = [Candidate(h.chunk.key, h.chunk, h.rank, i) for i, h in enumerate(ordered)]
     return cands, missing
 
 
@@ -301,13 +303,13 @@ def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
     trim_last, file_text, secrets = inputs.trim_last, inputs.file_text, inputs.secrets
     fixed = fixed_tokens(inputs)
     findings = {path: found for path, found in (secrets or {}).items() if found}
-    cands, dropped = _order_hits(hits, pinned)
+    cands, dropped = order_hits(hits, pinned)
     excluded_keys = set(excluded)
-    held = _held_back(cands, findings, excluded_keys, admitted) if secret_mode == "hold" else {}
+    held = held_back(cands, findings, excluded_keys, admitted) if secret_mode == "hold" else {}
     packer = _Packer(counter, template, file_text, findings if secret_mode == "redact" else None)
     room = budget - fixed
     packer.prefetch([c for c in cands if c.key not in excluded_keys and c.key not in held])
-    accepted: list[_Candidate] = []
+    accepted: list[Candidate] = []
     full = False
     first = next((c for c in cands if c.key not in excluded_keys and c.key not in held), None)
     for cand in cands:
@@ -380,8 +382,8 @@ def pack(hits: Sequence[Hit], inputs: PackInputs) -> PackedPrompt:
     )
 
 
-def _held_back(
-    cands: Sequence[_Candidate],
+def held_back(
+    cands: Sequence[Candidate],
     findings: Mapping[str, Sequence[SecretFinding]],
     excluded: set[str],
     admitted: Sequence[str],
@@ -496,7 +498,7 @@ def packing_order(run: SearchRun, source: str | None = None) -> list[Hit]:
     return [Hit(h.chunk, h.score, i, h.why) for i, h in enumerate(hits, start=1)]
 
 
-def _by_order(cand: _Candidate) -> int:
+def _by_order(cand: Candidate) -> int:
     return cand.order
 
 

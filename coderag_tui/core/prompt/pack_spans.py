@@ -36,11 +36,11 @@ from coderag_tui.core.prompt.pack import (
     EXCLUDED,
     OVER_BUDGET,
     SECRET,
+    Candidate,
     PackInputs,
-    _Candidate,
-    _held_back,
-    _order_hits,
     fixed_tokens,
+    held_back,
+    order_hits,
     split_lines,
 )
 from coderag_tui.core.prompt.spans import (
@@ -103,7 +103,7 @@ class _File:
 
     view: FileView
     lines: Span = EMPTY
-    members: list[_Candidate] = field(default_factory=list)
+    members: list[Candidate] = field(default_factory=list)
     order: int = 0
     outline: bool = False
 
@@ -122,7 +122,7 @@ class _Views:
         self.inputs, self.how, self.findings, self.forbidden = inputs, how, findings, forbidden
         self.views: dict[str, FileView] = {}
 
-    def of(self, cand: _Candidate) -> FileView:
+    def of(self, cand: Candidate) -> FileView:
         chunk = cand.chunk
         view = self.views.get(chunk.path)
         if view is not None:
@@ -149,7 +149,7 @@ class _Views:
 
 
 def _forbidden(
-    cands: Sequence[_Candidate],
+    cands: Sequence[Candidate],
     findings: Mapping[str, Sequence[SecretFinding]],
     excluded: set[str],
     admitted: set[str],
@@ -185,9 +185,9 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
     secret_mode = inputs.secret_mode
     fixed = fixed_tokens(inputs)
     findings = {path: found for path, found in (inputs.secrets or {}).items() if found}
-    cands, dropped = _order_hits(hits, inputs.pinned)
+    cands, dropped = order_hits(hits, inputs.pinned)
     excluded, admitted, pinned = set(inputs.excluded), set(inputs.admitted), set(inputs.pinned)
-    held = _held_back(cands, findings, excluded, inputs.admitted) if secret_mode == "hold" else {}
+    held = held_back(cands, findings, excluded, inputs.admitted) if secret_mode == "hold" else {}
     views = _Views(
         inputs, how, findings, _forbidden(cands, findings, excluded, admitted, secret_mode)
     )
@@ -206,8 +206,8 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
             found = headers[view.path] = counter.count(empty) + separator
         return found
 
-    left_out: list[tuple[_Candidate, str, tuple[str, ...]]] = []
-    packable: list[_Candidate] = []
+    left_out: list[tuple[Candidate, str, tuple[str, ...]]] = []
+    packable: list[Candidate] = []
     for cand in cands:
         reason = (
             EXCLUDED
@@ -330,7 +330,7 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
 
 
 def _dropped(
-    out: list[tuple[_Candidate, str, tuple[str, ...]]], counter: TokenCounter
+    out: list[tuple[Candidate, str, tuple[str, ...]]], counter: TokenCounter
 ) -> list[DroppedChunk]:
     """The dropped hits with their chunks' tokens (what leaving each out saved), counted in
     one batch."""
