@@ -20,44 +20,43 @@ import argparse
 import difflib
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from coderag_tui.core.eval.datasets import find_repository
+from coderag_tui.core.eval.datasets import DatasetError, find_repository, git_output
 from coderag_tui.core.eval.gold_lines import changed_lines
 
 
-def git(git_dir: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(git_dir), "-c", "core.fsmonitor=", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout if done.returncode == 0 else ""
+def git(
+    git_dir: Path, *args: str, revisions: tuple[str, ...] = (), paths: tuple[str, ...] = ()
+) -> str:
+    """git's output through coderag's one safe way to run it, "" when it failed."""
+    try:
+        return git_output(git_dir, *args, revisions=revisions, paths=paths)
+    except DatasetError:
+        return ""
 
 
 def fix_commit(git_dir: Path, number: str, gold: list[str], base: str) -> str | None:
     """The commit whose subject names `(#number)` and that changes a gold file after `base`."""
-    log = git(git_dir, "log", "--all", "--format=%H %s", "-E", f"--grep=#{number}\\b", "--", *gold)
-    for line in log.splitlines():
+    grep = ("log", "--all", "--format=%H %s", "-E", f"--grep=#{number}\\b")
+    for line in git(git_dir, *grep, paths=tuple(gold)).splitlines():
         sha, _, subject = line.partition(" ")
-        after_base = subprocess.run(
-            ["git", "-C", str(git_dir), "merge-base", "--is-ancestor", base, sha],
-            capture_output=True,
-            check=False,
-        )
-        if re.search(rf"#{number}\b", subject) and after_base.returncode == 0:
-            return sha
+        if not re.search(rf"#{number}\b", subject):
+            continue
+        try:  # --is-ancestor answers by its exit code alone
+            git_output(git_dir, "merge-base", "--is-ancestor", revisions=[base, sha])
+        except DatasetError:
+            continue
+        return sha
     return None
 
 
 def changed_at_base(git_dir: Path, base: str, fix: str, path: str) -> list[dict[str, object]]:
     """The lines of `path` at `base` that the fix changes, as `changed_lines` entries."""
-    before = git(git_dir, "show", f"{fix}^:{path}").splitlines(keepends=True)
-    after = git(git_dir, "show", f"{fix}:{path}").splitlines(keepends=True)
-    at_base = git(git_dir, "show", f"{base}:{path}").splitlines(keepends=True)
+    before = git(git_dir, "show", revisions=(f"{fix}^:{path}",)).splitlines(keepends=True)
+    after = git(git_dir, "show", revisions=(f"{fix}:{path}",)).splitlines(keepends=True)
+    at_base = git(git_dir, "show", revisions=(f"{base}:{path}",)).splitlines(keepends=True)
     if not before or not at_base:
         return []
     to_base: dict[int, int] = {}  # a line of the fix's parent -> the same line at base
