@@ -57,12 +57,14 @@ from coderag_tui.core.prompt.spans import (
     full_span,
     outline_span,
     prefix_span,
-    runs,
     settle,
+    span_of,
     text_of,
+    without,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
 from coderag_tui.core.records import (
+    Chunk,
     DroppedChunk,
     Hit,
     PackedBlock,
@@ -117,7 +119,7 @@ class _Views:
         inputs: PackInputs,
         how: SpanInputs,
         findings: Mapping[str, Sequence[SecretFinding]],
-        forbidden: Mapping[str, set[int]],
+        forbidden: Mapping[str, Span],
     ) -> None:
         self.inputs, self.how, self.findings, self.forbidden = inputs, how, findings, forbidden
         self.views: dict[str, FileView] = {}
@@ -142,7 +144,7 @@ class _Views:
             facts=self.how.facts(chunk.path, text, chunk.language),
             match=self.how.match,
             count=self.inputs.counter.count_each,
-            forbidden=tuple(runs(self.forbidden.get(chunk.path, ()))),
+            forbidden=self.forbidden.get(chunk.path, EMPTY),
         )
         self.views[chunk.path] = view
         return view
@@ -154,27 +156,28 @@ def _forbidden(
     excluded: set[str],
     admitted: set[str],
     secret_mode: str,
-) -> dict[str, set[int]]:
+) -> dict[str, Span]:
     """Per file, the lines no span may show: excluded chunks', and in "hold" mode every
     suspected secret's lines outside the chunks the user let in."""
-    out: dict[str, set[int]] = {}
-    for cand in cands:
-        if cand.key in excluded:
-            c = cand.chunk
-            out.setdefault(c.path, set()).update(range(c.start_line, c.end_line + 1))
-    if secret_mode == "hold":
-        let_in: dict[str, list[tuple[int, int]]] = {}
+
+    def chunks_of(keys: set[str]) -> dict[str, list[tuple[int, int]]]:
+        out: dict[str, list[tuple[int, int]]] = {}
         for cand in cands:
-            if cand.key in admitted:
-                let_in.setdefault(cand.chunk.path, []).append(
+            if cand.key in keys:
+                out.setdefault(cand.chunk.path, []).append(
                     (cand.chunk.start_line, cand.chunk.end_line)
                 )
+        return out
+
+    ranges = chunks_of(excluded)
+    if secret_mode == "hold":
+        let_in = chunks_of(admitted)
         for path, found in findings.items():
-            for f in found:
-                for line in range(f.line, f.end_line + 1):
-                    if not any(a <= line <= b for a, b in let_in.get(path, ())):
-                        out.setdefault(path, set()).add(line)
-    return out
+            secret = without(
+                span_of((f.line, f.end_line) for f in found), span_of(let_in.get(path, ()))
+            )
+            ranges.setdefault(path, []).extend(secret)
+    return {path: span_of(found) for path, found in ranges.items()}
 
 
 def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> PackedPrompt:  # noqa: C901
@@ -206,22 +209,7 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
             found = headers[view.path] = counter.count(empty) + separator
         return found
 
-    left_out: list[tuple[Candidate, str, tuple[str, ...]]] = []
-    packable: list[Candidate] = []
-    for cand in cands:
-        reason = (
-            EXCLUDED
-            if cand.key in excluded
-            else SECRET
-            if cand.key in held
-            else BELOW_FLOOR
-            if how.relevant is not None and cand.key not in how.relevant and cand.key not in pinned
-            else ""
-        )
-        if reason:
-            left_out.append((cand, reason, held.get(cand.key, ()) if reason == SECRET else ()))
-        else:
-            packable.append(cand)
+    packable, left_out = _sort_out(cands, excluded, held, how.relevant, pinned)
 
     compact_cap = max(MIN_COMPACT, min(MAX_COMPACT, room // max(1, how.breadth)))
     full_cap = max(compact_cap, room // FULL_SHARE)
@@ -256,16 +244,12 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         current = entry.lines if entry is not None else EMPTY
         base = cost(view, current, elision) + (header(view) if current else 0)
         if kind == "pin":
-            limit = max(0, room - header(view))
-            span = prefix_span(view, chunk.start_line, chunk.end_line, limit, elision)
+            cap = max(0, room - header(view))
         elif kind == "compact":
-            limit = min(compact_cap, max(0, room - (0 if current else header(view))))
-            span = compact_span(view, chunk.start_line, chunk.end_line, found, limit, elision)
-        elif kind == "full":
-            span = full_span(view, chunk.start_line, chunk.end_line, found, full_cap, elision)
-        else:  # the ranked chunk itself, with its full span, when the budget has room
-            span = full_span(view, chunk.start_line, chunk.end_line, found, full_cap, elision)
-            span = settle(view, [*span, (chunk.start_line, chunk.end_line)])
+            cap = min(compact_cap, max(0, room - (0 if current else header(view))))
+        else:
+            cap = full_cap
+        span = _offer_span(kind, view, chunk, found, cap, elision)
         merged = settle(view, [*current, *span])
         if merged == current:
             accepted.add(cand.key)
@@ -327,6 +311,43 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         stopped=stopped,
         files_tokens=sum(whole),
     )
+
+
+def _sort_out(
+    cands: Sequence[Candidate],
+    excluded: set[str],
+    held: Mapping[str, tuple[str, ...]],
+    relevant: frozenset[str] | None,
+    pinned: set[str],
+) -> tuple[list[Candidate], list[tuple[Candidate, str, tuple[str, ...]]]]:
+    """The hits that may be packed, and the others with why (and the kinds of secret that
+    held one back): excluded, a suspected secret, or below the relevance floor."""
+    packable: list[Candidate] = []
+    left_out: list[tuple[Candidate, str, tuple[str, ...]]] = []
+    for cand in cands:
+        if cand.key in excluded:
+            left_out.append((cand, EXCLUDED, ()))
+        elif cand.key in held:
+            left_out.append((cand, SECRET, held[cand.key]))
+        elif relevant is not None and cand.key not in relevant and cand.key not in pinned:
+            left_out.append((cand, BELOW_FLOOR, ()))
+        else:
+            packable.append(cand)
+    return packable, left_out
+
+
+def _offer_span(
+    kind: str, view: FileView, chunk: Chunk, found: Focus, cap: int, elision: int
+) -> Span:
+    """The span an offer of `kind` puts in for `chunk`, within `cap` tokens (see the module
+    docstring; a chunk offer is the ranked chunk itself with its full span)."""
+    start, end = chunk.start_line, chunk.end_line
+    if kind == "pin":
+        return prefix_span(view, start, end, cap, elision)
+    if kind == "compact":
+        return compact_span(view, start, end, found, cap, elision)
+    span = full_span(view, start, end, found, cap, elision)
+    return span if kind == "full" else settle(view, [*span, (start, end)])
 
 
 def _dropped(

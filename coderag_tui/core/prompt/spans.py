@@ -149,7 +149,7 @@ class FileView:
         return not self.lines[line - 1].strip()
 
 
-def _without(span: Span, holes: Span) -> Span:
+def without(span: Span, holes: Span) -> Span:
     """`span` with the lines of `holes` taken out."""
     if not holes:
         return span
@@ -176,7 +176,7 @@ def settle(view: FileView, ranges: Iterable[tuple[int, int]]) -> Span:
     """A span as shown: within the file, never forbidden, short gaps filled, blank lines at
     the edges of each run dropped."""
     n = view.n_lines
-    span = _without(span_of((max(1, a), min(n, b)) for a, b in ranges), view.forbidden)
+    span = without(span_of((max(1, a), min(n, b)) for a, b in ranges), view.forbidden)
     filled: list[tuple[int, int]] = []
     for start, end in span:
         if filled:
