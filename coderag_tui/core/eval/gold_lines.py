@@ -13,21 +13,11 @@ import re
 from collections.abc import Iterable
 
 from coderag_tui.core.eval.metrics import GoldChunk
+from coderag_tui.core.prompt.spans import runs
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _OLD_FILE = re.compile(r"^--- (?:a/)?(.+?)\s*$")
 NO_FILE = "/dev/null"
-
-
-def _ranges(lines: Iterable[int]) -> list[tuple[int, int]]:
-    """Sorted line numbers as inclusive (start, end) runs."""
-    runs: list[tuple[int, int]] = []
-    for n in sorted(set(lines)):
-        if runs and n == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], n)
-        else:
-            runs.append((n, n))
-    return runs
 
 
 def changed_lines(patch: str) -> tuple[GoldChunk, ...]:
@@ -75,7 +65,7 @@ def changed_lines(patch: str) -> tuple[GoldChunk, ...]:
     return tuple(
         GoldChunk(p, start, end)
         for p, lines in touched.items()
-        for start, end in _ranges(lines)
+        for start, end in runs(lines)
         if lines
     )
 

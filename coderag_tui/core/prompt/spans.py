@@ -57,10 +57,6 @@ def runs(lines: Iterable[int]) -> list[tuple[int, int]]:
     return list(span_of((n, n) for n in lines))
 
 
-def line_set(span: Span) -> set[int]:
-    return {n for a, b in span for n in range(a, b + 1)}
-
-
 @dataclass(frozen=True)
 class QueryMatch:
     """The query's words with their weights (idf), and how a line is cut into words; what a
