@@ -9,65 +9,32 @@ must carry for the model to see the code that the fix changed (`core.eval.budget
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from coderag_tui.core.eval.metrics import GoldChunk
-from coderag_tui.core.prompt.spans import runs
+from coderag_tui.core.index.changes import changed_spans, paths_of, sections
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-_OLD_FILE = re.compile(r"^--- (?:a/)?(.+?)\s*$")
 NO_FILE = "/dev/null"
 
 
 def changed_lines(patch: str) -> tuple[GoldChunk, ...]:
-    """The original-file line ranges a unified diff changes, per file, in file order.
+    """The original-file line ranges a unified diff changes, per file, in file order: the
+    old side of `core.index.changes.changed_spans`.
 
     Removed lines count as themselves (lines added in their place count no further); a pure
     insertion counts as the original lines just above and below it (only the line below
     when it inserts at the top). Files the diff creates (`--- /dev/null`) have no original
-    lines and give none. A hunk ends when its header's counts are used up, so a removed line
-    reading `-- x` is never taken for a file header.
+    lines and give none. A diff without `diff --git` lines is read as one file's.
     """
-    touched: dict[str, set[int]] = {}
-    path: str | None = None
-    old = 0  # the original line the next context or removed line has
-    left_old = left_new = 0  # lines of the current hunk not yet read
-    replacing = False  # the current run of changes removed lines: its additions replace them
-    for line in patch.splitlines():
-        if left_old > 0 or left_new > 0:
-            lines = touched.setdefault(path, set()) if path is not None else set()
-            if line.startswith("-"):
-                lines.add(old)
-                old, left_old, replacing = old + 1, left_old - 1, True
-            elif line.startswith("+"):
-                if not replacing:  # a pure insertion: the lines around it
-                    lines.update(n for n in (old - 1, old) if n >= 1)
-                left_new -= 1
-            elif line.startswith("\\"):  # "\ No newline at end of file"
-                pass
-            else:  # context (a blank context line may have lost its space)
-                old, left_old, left_new = old + 1, left_old - 1, left_new - 1
-                replacing = False
+    found: list[GoldChunk] = []
+    for section in sections(patch) or [patch]:
+        old, _ = paths_of(section)
+        if old is None or old == NO_FILE:
             continue
-        match = _OLD_FILE.match(line)
-        if match is not None:
-            name = match.group(1)
-            path = None if name == NO_FILE else name
-            continue
-        hunk = _HUNK.match(line)
-        if hunk is not None:
-            start, count = int(hunk.group(1)), int(hunk.group(2) or "1")
-            left_old, left_new = count, int(hunk.group(3) or "1")
-            # `-a,0` inserts after line a; otherwise line a is the hunk's first original line.
-            old = start + 1 if count == 0 else start
-            replacing = False
-    return tuple(
-        GoldChunk(p, start, end)
-        for p, lines in touched.items()
-        for start, end in runs(lines)
-        if lines
-    )
+        path = old.removeprefix("a/").rstrip("\t")
+        spans, _, _ = changed_spans(path, section, side="old")
+        found += [GoldChunk(path, s.start_line, s.end_line) for s in spans]
+    return tuple(found)
 
 
 def line_sets(ranges: Iterable[GoldChunk]) -> dict[str, frozenset[int]]:

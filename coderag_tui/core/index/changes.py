@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from coderag_tui.core import git
 from coderag_tui.core.errors import CoderagError
@@ -156,7 +156,7 @@ def working_change(settings: Settings, ref: str = "HEAD") -> Change:
     text = raw[:MAX_DIFF_BYTES].decode("utf-8", errors="replace")
     shown: list[FileChange] = []
     left_out: list[tuple[str, str]] = []
-    for section in _sections(text):
+    for section in sections(text):
         path, deleted = _path_of(section)
         if path is None:
             continue
@@ -170,23 +170,30 @@ def working_change(settings: Settings, ref: str = "HEAD") -> Change:
     return Change(ref, base, tuple(shown), tuple(left_out), cut)
 
 
-def _sections(text: str) -> list[str]:
+def sections(text: str) -> list[str]:
     """The diff cut into one section per file (each starts with `diff --git`)."""
     starts = [m.start() for m in re.finditer(r"^diff --git ", text, flags=re.MULTILINE)]
     return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
 
 
-def _path_of(section: str) -> tuple[str | None, bool]:
-    """The file's repository path and whether it was deleted; None for a quoted (unusual)
-    name, which is left out rather than guessed."""
+def paths_of(section: str) -> tuple[str | None, str | None]:
+    """The `--- ` and `+++ ` names of a file's section (`a/…`, `b/…` or /dev/null), read in
+    its header only (a content line may look like one)."""
     new = old = None
-    for line in section.splitlines()[1:8]:
+    for line in section.splitlines()[:8]:
         if line.startswith("@@"):  # the header ends here: below are the file's own lines
             break
         if line.startswith("+++ ") and new is None:
             new = line[4:]
         elif line.startswith("--- ") and old is None:
             old = line[4:]
+    return old, new
+
+
+def _path_of(section: str) -> tuple[str | None, bool]:
+    """The file's repository path and whether it was deleted; None for a quoted (unusual)
+    name, which is left out rather than guessed."""
+    old, new = paths_of(section)
     if new == "/dev/null" and old is not None and old.startswith("a/"):
         return old[2:], True
     if new is not None and new.startswith("b/"):
@@ -214,46 +221,63 @@ def _why_not(settings: Settings, path: str, *, deleted: bool) -> str:
     return f"{vetted.reason.value}: {vetted.detail}" if vetted.detail else vetted.reason.value
 
 
-def _file_change(path: str, section: str) -> FileChange:  # noqa: C901
-    """A file's diff and its changed lines: each run of added lines is a span; a deletion
-    with nothing added is the lines either side of it."""
+def _file_change(path: str, section: str) -> FileChange:
+    """A file's diff and its changed lines (new-side numbers, see `changed_spans`)."""
+    spans, added, removed = changed_spans(path, section, side="new")
+    return FileChange(path, section, spans, added, removed)
+
+
+def changed_spans(  # noqa: C901
+    path: str, section: str, *, side: Literal["new", "old"]
+) -> tuple[tuple[LineSpan, ...], int, int]:
+    """One file's section of a unified diff read on one side: the changed lines in that
+    side's numbers, and how many lines were added and removed.
+
+    On the new side each run of added lines is a span and a deletion with nothing added is
+    the lines either side of it; the old side (the original file, `side="old"`) is the
+    mirror: each run of removed lines, and the lines either side of a pure insertion. A hunk
+    of no lines on that side (`@@ -20,0 …`) sits after its line, so the next line follows.
+    """
+    ours, theirs = ("+", "-") if side == "new" else ("-", "+")
+    start_group = 3 if side == "new" else 1
     spans: list[LineSpan] = []
     added = removed = 0
-    new_line = 0
+    line_no = 0
     run_start: int | None = None
-    gap: int | None = None  # lines were removed before this new-side line, none added yet
+    gap: int | None = None  # lines were changed on the other side before this line, none here
 
     def close(end: int) -> None:
         nonlocal run_start, gap
         if run_start is not None:
             spans.append(LineSpan(path, run_start, end))
-        elif gap is not None:  # only removed here: the lines either side of the gap
+        elif gap is not None:  # only changed on the other side: the lines either side
             spans.append(LineSpan(path, max(1, gap - 1), gap))
         run_start = gap = None
 
     for line in section.splitlines():
         hunk = _HUNK.match(line)
         if hunk:
-            close(new_line - 1)
-            new_line = int(hunk.group(3))
+            close(line_no - 1)
+            start, count = int(hunk.group(start_group)), hunk.group(start_group + 1)
+            line_no = start + 1 if count == "0" else start
             continue
-        if not new_line:  # the header (`+++ b/…` below a hunk is an added `++ b/…` line)
+        if not line_no:  # the header (`+++ b/…` below a hunk is an added `++ b/…` line)
             continue
         mark = line[:1]
-        if mark == "+":
-            added += 1
+        added += mark == "+"
+        removed += mark == "-"
+        if mark == ours:
             if run_start is None:
-                run_start = new_line
-            new_line += 1
-        elif mark == "-":
-            removed += 1
+                run_start = line_no
+            line_no += 1
+        elif mark == theirs:
             if run_start is None and gap is None:
-                gap = new_line
+                gap = line_no
         elif mark == " ":
-            close(new_line - 1)
-            new_line += 1
+            close(line_no - 1)
+            line_no += 1
         # "\ No newline at end of file" and the like: no line of the file
-    close(new_line - 1)
+    close(line_no - 1)
     merged: list[LineSpan] = []
     for span in sorted(spans, key=lambda s: (s.start_line, s.end_line)):
         if merged and span.start_line <= merged[-1].end_line + 1:
@@ -261,7 +285,7 @@ def _file_change(path: str, section: str) -> FileChange:  # noqa: C901
             merged[-1] = LineSpan(path, last.start_line, max(last.end_line, span.end_line))
         else:
             merged.append(span)
-    return FileChange(path, section, tuple(merged), added, removed)
+    return tuple(merged), added, removed
 
 
 def _untracked(
