@@ -300,7 +300,7 @@ def ast_ranges(
     root = tree.root_node
     n = len(lines)
     children = root.named_children
-    if root.has_error and _error_share(root, children, n) > MAX_ERROR_SHARE:
+    if root.has_error and error_share(root, children, n) > MAX_ERROR_SHARE:
         return None
     limit = max(1, limit)
     layout = _Layout(rules, limit)
@@ -315,18 +315,18 @@ def ast_ranges(
     return ranges
 
 
-def _error_share(root: Node, children: list[Node], n: int) -> float:
+def error_share(root: Node, children: list[Node], n: int) -> float:
     if root.type == "ERROR":
         return 1.0
     bad = 0
     for child in children:
         if child.type == "ERROR":
-            s, e = _rows(child)
+            s, e = node_rows(child)
             bad += e - s + 1
     return bad / max(1, n)
 
 
-def _rows(node: Node) -> tuple[int, int]:
+def node_rows(node: Node) -> tuple[int, int]:
     """1-based inclusive first and last line of a node (a node ending at column 0 ends above)."""
     start = node.start_point
     end = node.end_point
@@ -356,7 +356,7 @@ class _Layout:
         run_start = run_end = -1  # the comments/attributes just above the next unit
         prev_end = lo - 1
         for child in children:
-            cs, ce = _rows(child)
+            cs, ce = node_rows(child)
             # A one-line definition (`typedef int (*fn)(void);`, `def f(): pass`) is not worth
             # a chunk of its own: it stays with the code around it.
             found = self._unit(child, cs, ce, in_class=in_class) if ce > cs else None
@@ -444,7 +444,7 @@ class _Layout:
         stack = list(nodes)
         while stack:
             node = stack.pop()
-            s, e = _rows(node)
+            s, e = node_rows(node)
             found.add(s)
             if e - s + 1 > self.limit:
                 found.add(e + 1)

@@ -22,6 +22,8 @@ from coderag_tui.core.index.chunk import (
     MAX_ERROR_SHARE,
     Grammar,
     body_of,
+    error_share,
+    node_rows,
 )
 from coderag_tui.core.index.languages import parser_for
 
@@ -56,12 +58,6 @@ class Unit:
 
     def holds(self, line: int) -> bool:
         return self.start <= line <= self.end
-
-
-def _rows(node: Node) -> tuple[int, int]:
-    start, end = node.start_point, node.end_point
-    last = end.row if end.column == 0 and end.row > start.row else end.row + 1
-    return start.row + 1, last
 
 
 _queries: dict[str, tree_sitter.Query | None] = {}
@@ -125,10 +121,9 @@ def definition_units(text: str, language: str | None) -> tuple[Unit, ...]:
     except Exception:  # the binding refused the input: no outline
         return ()
     root = tree.root_node
-    if root.has_error:
-        bad = sum(_rows(c)[1] - _rows(c)[0] + 1 for c in root.named_children if c.type == "ERROR")
-        if root.type == "ERROR" or bad / max(1, text.count("\n") + 1) > MAX_ERROR_SHARE:
-            return ()
+    n_lines = text.count("\n") + 1
+    if root.has_error and error_share(root, root.named_children, n_lines) > MAX_ERROR_SHARE:
+        return ()
     found: dict[tuple[int, int], tuple[int, int, int, str, int]] = {}
     for name, nodes in captures.items():
         for node in nodes:
@@ -151,7 +146,7 @@ def definition_units(text: str, language: str | None) -> tuple[Unit, ...]:
 def _lines_of(node: Node, kind: str, rules: Grammar) -> tuple[int, int, int, str, int]:
     """A definition's (first line, last line, signature's last line, kind, doc comment's
     first line), its wrappers (decorators, `export`) included."""
-    start, end = _rows(node)
+    start, end = node_rows(node)
     outer = node
     while outer.parent is not None and outer.parent.type in rules.wrappers:
         outer = outer.parent
@@ -160,7 +155,7 @@ def _lines_of(node: Node, kind: str, rules: Grammar) -> tuple[int, int, int, str
     if body is not None and body is not node:
         body_start = body.start_point.row + 1
         head_end = body_start - 1 if body_start > start else body_start
-    first = _rows(outer)[0]
+    first = node_rows(outer)[0]
     doc = _doc_start(outer, first, rules.attach)
     return first, end, max(first, min(head_end, end)), kind, doc
 
@@ -171,7 +166,7 @@ def _doc_start(node: Node, start: int, attach: frozenset[str]) -> int:
     first = start
     before = node.prev_named_sibling
     while before is not None and before.type in attach:
-        b_start, b_end = _rows(before)
+        b_start, b_end = node_rows(before)
         if b_end < first - 2:
             break
         first = b_start
