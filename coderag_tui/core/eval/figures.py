@@ -159,9 +159,11 @@ def _budget_figures(items: Sequence[InstanceResult]) -> list[Figure]:
     budgets = sorted({b for r in with_budgets for b in r.budgets or {}})
     xs = tuple(budget_name(b) for b in budgets)
     several = len({r.chunking for r in with_budgets}) > 1
-    series = list(
-        dict.fromkeys(_series(r) + (f" {r.chunking}" if several else "") for r in with_budgets)
-    )
+
+    def name_of(r: InstanceResult) -> str:
+        return _series(r) + (f" {r.chunking}" if several else "")
+
+    series = list(dict.fromkeys(name_of(r) for r in with_budgets))
     wholes: dict[tuple[str, str], Mapping[int, BudgetScore]] = {}
     for r in items:
         if r.whole is not None:
@@ -171,11 +173,7 @@ def _budget_figures(items: Sequence[InstanceResult]) -> list[Figure]:
         curves = [
             _budget_curve(
                 name,
-                [
-                    r.budgets
-                    for r in with_budgets
-                    if r.budgets and _series(r) + (f" {r.chunking}" if several else "") == name
-                ],
+                [r.budgets for r in with_budgets if r.budgets and name_of(r) == name],
                 zip(budgets, xs, strict=True),
                 what,
             )
