@@ -211,7 +211,8 @@ class SentenceTransformerEmbedder(WindowedEmbedder):
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file's object, or {} when it is unreadable, not JSON or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -296,8 +297,8 @@ def _register_fastembed_folder(folder: Path) -> str:
     model_file = mr.onnx_file(folder)
     if model_file is None:
         raise ValueError(f"{folder} has no model.onnx")
-    pooling_config = _read_json(folder / "1_Pooling" / "config.json")
-    config = _read_json(folder / "config.json")
+    pooling_config = read_json_object(folder / "1_Pooling" / "config.json")
+    config = read_json_object(folder / "config.json")
     dim = int(
         pooling_config.get("word_embedding_dimension")
         or config.get("hidden_size")
@@ -391,8 +392,9 @@ def export_onnx(source: Path, target: Path) -> Path:
         if (source / "1_Pooling" / "config.json").is_file():
             (tmp / "1_Pooling").mkdir()
             shutil.copy(source / "1_Pooling" / "config.json", tmp / "1_Pooling" / "config.json")
-        window = int(_read_json(source / "sentence_bert_config.json").get("max_seq_length") or 0)
-        tokenizer_config = _read_json(source / "tokenizer_config.json")
+        sentence_config = read_json_object(source / "sentence_bert_config.json")
+        window = int(sentence_config.get("max_seq_length") or 0)
+        tokenizer_config = read_json_object(source / "tokenizer_config.json")
         if window:
             tokenizer_config["model_max_length"] = window
         (tmp / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")

@@ -14,7 +14,6 @@ the documents' session is opened only when documents are embedded.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,15 +22,7 @@ from typing import Any
 import numpy as np
 
 from coderag_tui.core.rank import models as mr
-from coderag_tui.core.rank.embed import WindowedEmbedder, prefixes_for
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+from coderag_tui.core.rank.embed import WindowedEmbedder, prefixes_for, read_json_object
 
 
 def encoding_tokenizer(folder: Path) -> Any:
@@ -43,7 +34,7 @@ def encoding_tokenizer(folder: Path) -> Any:
     path = folder / "tokenizer.json"
     if not path.is_file():
         raise ValueError(f"{folder} has no tokenizer.json")
-    config = _read_json(folder / "tokenizer_config.json")
+    config = read_json_object(folder / "tokenizer_config.json")
     limits = [
         value
         for value in (config.get("model_max_length"), config.get("max_length"))
@@ -61,7 +52,7 @@ def encoding_tokenizer(folder: Path) -> Any:
     pad_token = padding.get("pad_token") or config.get("pad_token")
     if not isinstance(pad_token, str):
         raise ValueError(f"{folder} does not name a pad token")
-    pad_id = padding.get("pad_id", _read_json(folder / "config.json").get("pad_token_id"))
+    pad_id = padding.get("pad_id", read_json_object(folder / "config.json").get("pad_token_id"))
     if pad_id is None:
         pad_id = tokenizer.token_to_id(pad_token)
     if pad_id is None:
