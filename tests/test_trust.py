@@ -20,9 +20,8 @@ from coderag_tui.core.prompt.clipboard import copy_text
 from coderag_tui.core.safe_write import UnsafePath, write_atomically
 from coderag_tui.settings import MAX_CONFIG_BYTES, read_settings
 from tests.fixtures.cli_run import one_sentence, run_cli
+from tests.fixtures.hostile_repo import BASHRC, victim_home
 from tests.fixtures.tiny_repo import make_tiny_repo
-
-BASHRC = "# the user's own shell start-up file\nalias ll='ls -l'\n"
 
 
 def _git(repo: Path, *argv: str) -> None:
@@ -40,10 +39,8 @@ def _commit_all(repo: Path) -> None:
 @pytest.fixture
 def linked_repo(tmp_path: Path) -> tuple[Path, Path]:
     """A repository that commits `prompt.md -> ../home/.bashrc` and `out -> ../home`."""
-    home = tmp_path / "home"
-    home.mkdir()
-    bashrc = home / ".bashrc"
-    bashrc.write_text(BASHRC)
+    bashrc = victim_home(tmp_path)
+    home = bashrc.parent
     repo = make_tiny_repo(tmp_path / "shop")
     (repo / "prompt.md").symlink_to(Path("..") / "home" / ".bashrc")
     (repo / "out").symlink_to(Path("..") / "home")

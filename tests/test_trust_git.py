@@ -20,10 +20,9 @@ from coderag_tui.core.index.changes import working_change
 from coderag_tui.core.learn.history import HistoryOptions, history_pairs, hunks
 from coderag_tui.settings import Settings
 from tests.fixtures.cli_run import one_sentence, run_cli
-from tests.fixtures.hostile_repo import FORGED_LINE, arm_repository
+from tests.fixtures.hostile_repo import BASHRC, FORGED_LINE, arm_repository, victim_home
 from tests.fixtures.tiny_repo import make_tiny_repo
 
-BASHRC = "# the user's own shell start-up file\nalias ll='ls -l'\n"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "core.hooksPath=/x"]
 
 
@@ -94,10 +93,7 @@ def test_a_revision_from_outside_is_never_an_option() -> None:
 
 @pytest.fixture
 def victim(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    bashrc = home / ".bashrc"
-    bashrc.write_text(BASHRC)
+    bashrc = victim_home(tmp_path)
     return bashrc
 
 
@@ -159,10 +155,7 @@ def test_an_armed_repository_changes_nothing_outside_itself(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every trap of the armed fixture at once, through the faces a user runs in it."""
-    home = tmp_path / "home"
-    home.mkdir()
-    bashrc = home / ".bashrc"
-    bashrc.write_text(BASHRC)
+    bashrc = victim_home(tmp_path)
     repo = make_tiny_repo(tmp_path / "shop")
     canary = tmp_path / "canary"
     arm_repository(repo, canary, victim=bashrc)
