@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from coderag_tui.core import git  # noqa: E402
 from coderag_tui.core.eval.datasets import EvalRow, load_dataset  # noqa: E402
 from coderag_tui.core.eval.metrics import semble_ndcg  # noqa: E402
 from coderag_tui.core.prompt.tokens import token_counter  # noqa: E402
@@ -78,18 +79,29 @@ def run(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> Timed:
     return Timed(wall, cpu, done.stdout, done.stderr, done.returncode)
 
 
+def _git(place: Path, *argv: str, paths: tuple[str, ...] = ()) -> None:
+    """git through coderag's one safe way to run it (no configured programs, `--` before
+    paths); RuntimeError when it fails."""
+    done = git.run(place, *argv, paths=paths, timeout=600)
+    if done is None or done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(argv)} failed in {place}")
+
+
 def checkout(name: str, rows: list[EvalRow], mirrors: Path | None, scratch: Path) -> Path:
     """The repository at its questions' base commit (this one at HEAD), in `scratch`."""
     target = scratch / name
+    # A local clone (coderag's own git refuses every transport, so this one is run here).
+    source = ROOT if name == "coderag" else None
+    if source is None:
+        assert mirrors is not None
+        source = mirrors / REPOS[name].replace("/", "+") / "repo"
+    subprocess.run(["git", "clone", "-q", "--", str(source), str(target)], check=True)
     if name == "coderag":
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(target)], check=True)
         return target
-    assert mirrors is not None
-    source = mirrors / REPOS[name].replace("/", "+") / "repo"
-    subprocess.run(["git", "clone", "-q", str(source), str(target)], check=True)
     commit = rows[0].base_commit
     if commit:
-        subprocess.run(["git", "-C", str(target), "checkout", "-q", commit], check=True)
+        # checkout takes no --end-of-options: the commit checked (git.revision), then `--`
+        _git(target, "checkout", "-q", git.revision(commit), paths=())
     return target
 
 
@@ -107,6 +119,9 @@ class Tool:
     repo: Path
     home: Path
     env: dict[str, str] = field(default_factory=dict)
+
+    def index(self) -> list[str]:
+        raise NotImplementedError
 
     def search(self, query: str, *, top: int | None = None) -> list[str]:
         raise NotImplementedError
