@@ -99,12 +99,12 @@ def main() -> int:
     for c, config in enumerate(configs):
         cells = []
         for budget in budgets:
-            at = scores[c][budget]
-            lines = [s.line_recall for s in at if s.line_recall is not None]
+            rows_at = scores[c][budget]
+            lines = [s.line_recall for s in rows_at if s.line_recall is not None]
             cells.append(
-                f"{statistics.fmean(s.file_recall for s in at):.3f}/"
+                f"{statistics.fmean(s.file_recall for s in rows_at):.3f}/"
                 f"{statistics.fmean(lines) if lines else 0:.3f}/"
-                f"{statistics.fmean(s.tokens for s in at):.0f}"
+                f"{statistics.fmean(s.tokens for s in rows_at):.0f}"
             )
         per_prompt = 1000 * statistics.fmean(seconds[c]) / len(budgets)
         label = " ".join(f"{k}={v}" for k, v in config.items()) or "(settings)"
