@@ -610,16 +610,6 @@ class Settings:
             stage="prompt",
         ),
     )
-    pack_breadth: int = field(
-        default=10,
-        metadata=_about(
-            "With packing = spans: how many files come into the prompt, each with its compact "
-            "span, before any block grows to its whole definition.",
-            ge=1,
-            le=200,
-            stage="prompt",
-        ),
-    )
     pack_floor_rank: int = field(
         default=50,
         metadata=_about(

@@ -42,7 +42,7 @@ def test_the_prompt_goes_to_stdout_and_the_account_to_stderr(
     assert re.search(r"coderag: prompt: \d+ of 600 tokens \(cl100k_base \(offline\)", err)
     assert "blocks from" in err
     # what the prompt saves, and why packing stopped
-    assert re.search(r"coderag: \d+ files? in [\d,]+ tokens; th(ose files|at file) hold", err)
+    assert re.search(r"coderag: \d+ files? (whole )?in [\d,]+ tokens", err)
     assert "coderag: stopped: " in err
     assert "coderag:" not in out
     # whole chunks until the budget is full, as before, and the chunk-size advice with them

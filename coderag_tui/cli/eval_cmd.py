@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from coderag_tui.core.eval.budget import BudgetSummary
     from coderag_tui.core.eval.evaluation import (
         ConfigSummary,
         EvalProgress,
@@ -582,7 +583,28 @@ def _budget_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[s
             ],
         )
     )
+    tables.append(
+        (
+            "what a reader cannot use, by budget: signatures without their matched body / "
+            "lone lines (totals over rows) / outline and data-file tokens (means)",
+            head,
+            [
+                [name, *cells(at, _faults)]
+                for name, at in lines[: len(summaries)]
+            ],
+        )
+    )
     return tables
+
+
+def _faults(v: BudgetSummary) -> str:
+    """A budget's reader faults as one table cell."""
+    a = v.account
+    n = max(1, v.n)
+    return (
+        f"{a.bare_signatures} / {a.lone_lines} / "
+        f"{a.outline_tokens / n:,.0f} / {a.data_tokens / n:,.0f}"
+    )
 
 
 def _budget_note(report: EvalReport) -> str | None:

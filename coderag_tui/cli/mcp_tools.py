@@ -202,7 +202,7 @@ class Tools:
     def context(self, task: str, budget: int = 8000) -> dict[str, Any]:
         """The packed prompt for a task within a token budget, and what went in and what not."""
         from coderag_tui.core.engine import PromptError, PromptRequest
-        from coderag_tui.core.prompt.account import saved
+        from coderag_tui.core.prompt.account import readable, saved
         from coderag_tui.core.prompt.pack import secret_account
 
         task = _text(task, "task")
@@ -246,6 +246,7 @@ class Tools:
                 for b in packed.blocks
             ],
             "saved": saved(packed),
+            "readable": readable(packed),
             "stopped": packed.stopped,
             "dropped": _dropped(packed.dropped),
             "secrets": {

@@ -156,7 +156,7 @@ def _task(args: argparse.Namespace) -> str | None:
 
 
 def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list[str]:
-    from coderag_tui.core.prompt.account import saved, stopped
+    from coderag_tui.core.prompt.account import readable, saved, stopped
 
     n_chunks = sum(len(b.chunk_keys) for b in packed.blocks)
     cut = [d for d in packed.dropped if d.reason.startswith(TRIMMED)]
@@ -166,6 +166,8 @@ def _status(packed: PackedPrompt, counter: TokenCounter, advice: Advice) -> list
         f"{len(packed.blocks)} blocks from {n_chunks} chunks"
     ]
     lines.append(saved(packed))
+    if (faults := readable(packed)) != "":
+        lines.append(faults)
     if (why := stopped(packed)) != "":
         lines.append(why)
     lines += [f"{d.key}: {d.reason}" for d in cut]
@@ -221,6 +223,19 @@ def secret_lines(account: SecretAccount) -> list[str]:
     return lines
 
 
+def reader_faults(packed: PackedPrompt) -> dict[str, int] | None:
+    """What a reader cannot use, as numbers (None: whole chunks, not counted)."""
+    account = packed.account
+    if account is None:
+        return None
+    return {
+        "bare_signatures": account.bare_signatures,
+        "lone_lines": account.lone_lines,
+        "outline_tokens": account.outline_tokens,
+        "data_tokens": account.data_tokens,
+    }
+
+
 def as_json(
     packed: PackedPrompt, counter: TokenCounter, advice: Advice, copy: CopyResult | None
 ) -> dict[str, Any]:
@@ -254,6 +269,7 @@ def as_json(
         "files_tokens": packed.files_tokens,
         "stopped": packed.stopped,
         "account": saved(packed),
+        "readable": reader_faults(packed),
         "dropped": [
             {
                 "key": d.key,

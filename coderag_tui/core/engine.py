@@ -880,7 +880,12 @@ class Engine:
             pack,
             packing_order,
         )
-        from coderag_tui.core.prompt.pack_spans import SpanInputs, pack_spans, relevant_keys
+        from coderag_tui.core.prompt.pack_spans import (
+            SpanInputs,
+            data_keys,
+            pack_spans,
+            relevant_keys,
+        )
 
         settings = settings or self.settings
         template, counter = prompt_tools(settings, request.template)
@@ -923,7 +928,7 @@ class Engine:
                     relevant=relevant_keys(
                         run, source, settings.pack_floor_rank, settings.pack_floor_share
                     ),
-                    breadth=settings.pack_breadth,
+                    data=data_keys(run, source),
                 )
                 packed = pack_spans(hits, inputs, how)
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
@@ -971,8 +976,9 @@ class Engine:
         return found
 
     def _facts_of(self, path: str, text: str | None, language: str | None) -> FileFacts:
-        """A file's definitions and line prices for packing, kept by path and text."""
-        from coderag_tui.core.index.outline import definition_units
+        """A file's definitions, statements and line prices for packing, kept by path and
+        text."""
+        from coderag_tui.core.index.outline import file_structure
         from coderag_tui.core.prompt.spans import FileFacts
 
         if text is None:  # not readable as indexed: nothing to keep
@@ -982,7 +988,8 @@ class Engine:
         if found is None:
             if len(self._files) > FILES_KEPT:
                 self._files.clear()
-            found = self._files[key] = FileFacts(definition_units(text, language))
+            structure = file_structure(text, language)
+            found = self._files[key] = FileFacts(structure.units, structure.statements)
         return found
 
     def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:

@@ -353,6 +353,19 @@ class DroppedChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class PackAccount:
+    """What a reader of a packed prompt cannot use, counted so that a regression shows in
+    numbers: signatures shown without any of the body that held the match, runs of one line
+    that are not the signature of code shown below them, and the tokens spent on outlines
+    (signatures only) and on data files (JSON, YAML, lock files, snapshots, fixtures)."""
+
+    bare_signatures: int = 0
+    lone_lines: int = 0
+    outline_tokens: int = 0
+    data_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class PackedPrompt:
     """The assembled prompt and an account of what went in and what did not.
 
@@ -373,6 +386,7 @@ class PackedPrompt:
     # and the tokens the files in the prompt hold whole (what the prompt saved reading them).
     stopped: str = ""
     files_tokens: int | None = None
+    account: PackAccount | None = None  # None: packed whole chunks (`pack.pack`)
 
     @property
     def code_files(self) -> tuple[str, ...]:

@@ -1,6 +1,8 @@
-"""Packing by meaning: the span of a match, one block per file without overlaps, more files
-before more of one, nothing below the relevance floor, never over the budget, secrets never
-shown. Real tree-sitter definitions, real tiktoken counts, the real markdown template."""
+"""Packing by evidence: the span of a match, one block per file without overlaps, the best
+file deepened where its definition matched before a weak file comes in, no signature without
+the body that matched and no lone line, nothing below the relevance floor, never over the
+budget, secrets never shown. Real tree-sitter definitions, real tiktoken counts, the real
+markdown template."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coderag_tui.core.index.outline import definition_units
+from coderag_tui.core.index.outline import file_structure
 from coderag_tui.core.prompt.pack import SECRET, PackInputs, split_lines
 from coderag_tui.core.prompt.pack_spans import (
     BELOW_FLOOR,
+    DATA_ALONE,
+    OUTLINE_SHARE,
     STOP_RELEVANCE,
     SpanInputs,
+    data_keys,
     pack_spans,
     relevant_keys,
 )
@@ -29,8 +34,9 @@ from coderag_tui.core.prompt.spans import (
     compact_span,
     cost,
     focus,
-    full_span,
+    readability,
     runs,
+    unit_span,
 )
 from coderag_tui.core.prompt.tokens import token_counter
 from coderag_tui.core.rank.words import tokenize
@@ -86,11 +92,17 @@ def _inputs(budget: int, **extra: object) -> PackInputs:
     )
 
 
-def _how(query: str, relevant: frozenset[str] | None = None, breadth: int = 10) -> SpanInputs:
-    def facts(path: str, text: str | None, language: str | None) -> FileFacts:
-        return FileFacts(definition_units(text, language) if text is not None else ())
+def _facts(path: str, text: str | None, language: str | None) -> FileFacts:
+    if text is None:
+        return FileFacts(())
+    structure = file_structure(text, language)
+    return FileFacts(structure.units, structure.statements)
 
-    return SpanInputs(match=_weights(query), facts=facts, relevant=relevant, breadth=breadth)
+
+def _how(
+    query: str, relevant: frozenset[str] | None = None, data: frozenset[str] | None = None
+) -> SpanInputs:
+    return SpanInputs(match=_weights(query), facts=_facts, relevant=relevant, data=data)
 
 
 def _hits(size: int = 8) -> list[Hit]:
@@ -114,7 +126,7 @@ def _view(path: str = "app/sessions.py", query: str = "save the session serialis
         path=path,
         language="python",
         lines=split_lines(text),
-        facts=FileFacts(definition_units(text, "python")),
+        facts=_facts(path, text, "python"),
         match=_weights(query),
         count=token_counter("cl100k_base").count_each,
     )
@@ -127,10 +139,10 @@ def test_a_match_inside_a_method_packs_the_method_under_its_class_line() -> None
     view = _view()
     found = focus(view, 15, 26)  # a window from save_session's docstring to `unrelated`
     assert found.unit is not None and (found.unit.start, found.unit.end) == (start, start + 3)
-    assert full_span(view, 15, 26, found, 500, 2) == ((first, first), (start, start + 3))
-    # within 30 tokens: the signatures above the best line, and that line
-    compact = compact_span(view, 15, 26, found, 30, 2)
-    assert compact[0] == (first, first) and cost(view, compact, 2) <= 30
+    assert unit_span(view, found.unit) == ((first, first), (start, start + 3))
+    # within 60 tokens: the signatures above the best line, and that line's statement
+    compact = compact_span(view, 15, 26, found, 60, 2)
+    assert compact[0] == (first, first) and cost(view, compact, 2) <= 60
     chunk = Chunk("app/sessions.py", 15, 26, "lines", "python", "")
     packed = pack_spans([Hit(chunk, 1.0, 1)], _inputs(120), _how("save the session serialise"))
     (block,) = packed.blocks
@@ -141,31 +153,41 @@ def test_a_match_inside_a_method_packs_the_method_under_its_class_line() -> None
     assert roomy.blocks[0].shown == ((first, first), (start, 26))
 
 
-def test_a_small_budget_covers_more_files_before_a_second_place_in_one() -> None:
+def test_the_best_file_is_deepened_where_it_matched_before_weak_files_come_in() -> None:
     hits = _hits()
-    packed = pack_spans(hits, _inputs(900), _how("retry delay gateway charge", breadth=6))
-    assert len(packed.code_files) >= 5
-    first_paths = list(dict.fromkeys(h.chunk.path for h in hits))
-    assert list(packed.code_files) == first_paths[: len(packed.code_files)]
+    strong = [h for h in hits if h.chunk.path == "app/sessions.py"]
+    weak = [h for h in hits if h.chunk.path != "app/sessions.py"]
+    # the session file scores far above the rest: its method comes in whole first
+    ranked = [Hit(h.chunk, 10.0, r) for r, h in enumerate(strong, 1)]
+    ranked += [Hit(h.chunk, 1.0, r) for r, h in enumerate(weak, len(ranked) + 1)]
+    packed = pack_spans(ranked, _inputs(400), _how("save the session serialise json"))
+    assert packed.code_files[0] == "app/sessions.py"
+    text = packed.blocks[0].text
+    assert "def save_session" in text and "self.sessions[sid] = json.loads(blob)" in text
+    # files that score alike come in side by side before either grows
+    even = [Hit(h.chunk, 1.0, r) for r, h in enumerate(hits, 1)]
+    wide = pack_spans(even, _inputs(400), _how("retry delay gateway charge session"))
+    assert len(wide.code_files) >= 3
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     budget=st.integers(min_value=60, max_value=6000),
     size=st.sampled_from([4, 8, 16, 64]),
-    breadth=st.integers(min_value=1, max_value=12),
     seed=st.integers(min_value=0, max_value=10_000),
 )
 def test_blocks_never_overlap_never_exceed_the_budget_and_show_the_file(
-    budget: int, size: int, breadth: int, seed: int
+    budget: int, size: int, seed: int
 ) -> None:
     import random
 
     hits = _hits(size)
     random.Random(seed).shuffle(hits)
     hits = [Hit(h.chunk, h.score, r) for r, h in enumerate(hits, start=1)]
-    packed = pack_spans(hits, _inputs(budget), _how("retry charge gateway session", None, breadth))
+    packed = pack_spans(hits, _inputs(budget), _how("retry charge gateway session"))
     assert packed.tokens <= budget
+    assert packed.account is not None
+    assert packed.account.bare_signatures == 0 and packed.account.lone_lines == 0
     assert token_counter("cl100k_base").count(packed.text) == packed.tokens
     code = _code_of(packed.text)
     assert set(code) == {b.path for b in packed.blocks}
@@ -229,11 +251,91 @@ def test_a_held_secret_line_is_shown_by_no_other_span() -> None:
     assert secret_line not in shown  # ... which holds the secret
 
 
-@pytest.mark.parametrize("budget", [300, 1000])
-def test_what_does_not_fit_is_outlined_by_its_signatures(budget: int) -> None:
+@pytest.mark.parametrize("budget", [300, 1000, 4000])
+def test_an_outline_lists_matched_signatures_within_its_share(budget: int) -> None:
     hits = _hits(64)
-    packed = pack_spans(hits, _inputs(budget), _how("retry delay gateway charge", breadth=2))
+    packed = pack_spans(hits, _inputs(budget), _how("retry delay gateway charge"))
     outlined = [b for b in packed.blocks if b.outline]
+    assert sum(b.tokens for b in outlined) <= budget * OUTLINE_SHARE
     for block in outlined:
         assert all(line.lstrip().startswith(("def ", ELISION)) for line in block.text.split("\n"))
         assert block.path not in packed.code_files
+
+
+BIG_METHOD = '''class Response:
+    """A response."""
+
+    def content(self) -> bytes:
+        """The body, once read."""
+''' + "".join(f"        step_{i} = prepare({i})\n" for i in range(60)) + '''        if not hasattr(self, "_content"):
+            raise ResponseNotRead(
+                "Attempted to access streaming response content, without having called read()."
+            )
+        return self._content
+
+    def other(self) -> None:
+        pass
+'''
+
+
+def _one_file(path: str, text: str, query: str, budget: int) -> str:
+    """The packed code of `text` for `query`, its line windows ranked by the query's words."""
+    chunks = window_chunks(path, text, 16)
+    words = set(tokenize(query, split_identifiers=True))
+    chunks.sort(key=lambda c: -len(words & set(tokenize(c.text, split_identifiers=True))))
+    hits = [Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, 1)]
+    inputs = PackInputs(
+        budget=budget,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text={path: text}.get,
+    )
+    return pack_spans(hits, inputs, _how(query)).blocks[0].text
+
+
+@pytest.mark.parametrize("budget", [150, 400, 2000])
+def test_a_matched_body_is_never_cut_to_its_signature(budget: int) -> None:
+    text = _one_file("models.py", BIG_METHOD, "why would ResponseNotRead be raised", budget)
+    lines = text.split("\n")
+    assert "    def content(self) -> bytes:" in lines  # the signature comes ...
+    assert "            raise ResponseNotRead(" in lines  # ... with the body that matched
+    view = FileView(
+        path="models.py",
+        language="python",
+        lines=split_lines(BIG_METHOD),
+        facts=_facts("models.py", BIG_METHOD, "python"),
+        match=_weights("streaming response content not read"),
+        count=token_counter("cl100k_base").count_each,
+    )
+    assert readability(view, ((4, 4),)).bare_signatures == 1  # what the packer never does
+
+
+def test_a_raise_keeps_its_message_line() -> None:
+    text = _one_file("models.py", BIG_METHOD, "ResponseNotRead", 200)
+    assert "raise ResponseNotRead(" in text
+    assert "without having called read()" in text  # the statement whole, not its first line
+
+
+def test_a_data_file_enters_only_when_two_lists_rank_it_near_the_top() -> None:
+    fixture = Chunk("tests/fixtures/retry.json", 1, 3, "lines", "json", '{"retry": 1}\n')
+    code = Chunk("app/sessions.py", 1, 26, "lines", "python", "")
+    fused = Ranking("fused", (Hit(fixture, 2.0, 1), Hit(code, 1.0, 2)))
+    bm25 = Ranking("bm25", (Hit(fixture, 2.0, 1), Hit(code, 1.0, 2)))
+    dense = Ranking("dense", (Hit(code, 0.9, 1),))
+    run = SearchRun("retry", {"fused": fused, "bm25": bm25, "dense": dense}, timings=())
+    assert fixture.key not in data_keys(run, None)  # BM25 alone says so
+    files = {**FILES, "tests/fixtures/retry.json": '{"retry": 1,\n "delay": 2,\n "x": 3}\n'}
+    inputs = PackInputs(
+        budget=2000,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text=files.get,
+    )
+    packed = pack_spans(list(fused.hits), inputs, _how("retry", data=data_keys(run, None)))
+    assert packed.code_files == ("app/sessions.py",)
+    assert any(d.reason == DATA_ALONE and d.key == fixture.key for d in packed.dropped)
+    both = Ranking("dense", (Hit(fixture, 0.9, 1), Hit(code, 0.8, 2)))
+    agreed = SearchRun("retry", {"fused": fused, "bm25": bm25, "dense": both}, timings=())
+    assert fixture.key in data_keys(agreed, None)

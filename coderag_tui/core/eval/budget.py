@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coderag_tui.core.records import PackedPrompt
+from coderag_tui.core.records import PackAccount, PackedPrompt
 
-BUDGETS: tuple[int, ...] = (1000, 2000, 4000, 8000, 16000)
+BUDGETS: tuple[int, ...] = (500, 1000, 2000, 4000, 8000, 16000)
 READ_WHOLE = "read whole files"  # the baseline's name in tables and figures
 READ_LIMIT = 200_000  # tokens the baseline reads at most while looking for the gold
 
@@ -28,13 +28,16 @@ READ_LIMIT = 200_000  # tokens the baseline reads at most while looking for the 
 @dataclass(frozen=True, slots=True)
 class BudgetScore:
     """One prompt against one row's answer: gold files with code in the prompt (share), gold
-    lines shown (share, None when the row has no gold lines), tokens used, blocks, files."""
+    lines shown (share, None when the row has no gold lines), tokens used, blocks, files, and
+    what a reader cannot use (`PackAccount`: signatures without their matched body, lone
+    lines, outline and data-file tokens; zeros when the packer does not count them)."""
 
     file_recall: float
     line_recall: float | None
     tokens: int
     blocks: int
     files: int
+    account: PackAccount = PackAccount()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,7 +46,17 @@ class BudgetScore:
             "tokens": self.tokens,
             "blocks": self.blocks,
             "files": self.files,
+            **_account_json(self.account),
         }
+
+
+def _account_json(account: PackAccount) -> dict[str, Any]:
+    return {
+        "bare_signatures": account.bare_signatures,
+        "lone_lines": account.lone_lines,
+        "outline_tokens": account.outline_tokens,
+        "data_tokens": account.data_tokens,
+    }
 
 
 def _line_recall(
@@ -78,6 +91,7 @@ def prompt_recall(
         tokens=packed.tokens,
         blocks=len(packed.blocks),
         files=len(shown),
+        account=packed.account or PackAccount(),
     )
 
 
@@ -135,7 +149,7 @@ def read_whole(
 @dataclass(frozen=True, slots=True)
 class BudgetSummary:
     """Means over rows at one budget: file and line recall (line: rows with gold lines),
-    tokens used, blocks and files."""
+    tokens used, blocks and files; and totals over rows of what a reader cannot use."""
 
     file_recall: float
     line_recall: float | None
@@ -144,6 +158,7 @@ class BudgetSummary:
     files: float
     n: int
     n_lines: int  # rows with gold lines
+    account: PackAccount = PackAccount()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -154,6 +169,7 @@ class BudgetSummary:
             "files": round(self.files, 2),
             "rows": self.n,
             "rows_with_lines": self.n_lines,
+            **_account_json(self.account),
         }
 
 
@@ -176,6 +192,12 @@ def summarise_budgets(
             files=statistics.fmean(s.files for s in scores),
             n=len(scores),
             n_lines=len(lines),
+            account=PackAccount(
+                bare_signatures=sum(s.account.bare_signatures for s in scores),
+                lone_lines=sum(s.account.lone_lines for s in scores),
+                outline_tokens=sum(s.account.outline_tokens for s in scores),
+                data_tokens=sum(s.account.data_tokens for s in scores),
+            ),
         )
     return out
 

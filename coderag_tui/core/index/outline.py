@@ -7,12 +7,20 @@ how deeply it nests. The packer (`core.prompt.spans`) takes the smallest unit th
 match, or a unit's signature with the matched lines below it, and lists units' signatures as
 an outline of files that did not fit.
 
-Files in a language without a grammar, or whose parse is mostly errors, have no units.
+The same parse gives the file's *statements* (`Statements`): for each line, the largest syntax
+node of at most `STATEMENT_LINES` lines that holds it (a call with its arguments, a `raise` with
+its message, a short `if` with its branch), and the first lines of the longer nodes (a long
+`if`, a loop, a definition), so a packer shows a matched line as the whole statement it is part
+of rather than as a lone line.
+
+Files in a language without a grammar, or whose parse is mostly errors, have no units and
+no statements.
 """
 
 from __future__ import annotations
 
 import threading
+from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,6 +40,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 MAX_PARSE_BYTES = 2_000_000  # a larger file is outlined by nothing rather than parsed slowly
+STATEMENT_LINES = 12  # a node this long or shorter is shown whole when one of its lines matched
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,49 @@ class Unit:
 
     def holds(self, line: int) -> bool:
         return self.start <= line <= self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """Where a file's statements lie, for widening a line to the statement it is part of:
+    `inner[line]` is the first line of the smallest node of two lines or more that holds the
+    line (0: none), and `ends[start]` the last lines of the nodes starting on `start`,
+    ascending (nodes that start on one line nest: a call in its statement)."""
+
+    inner: array[int]
+    ends: dict[int, tuple[int, ...]]
+
+    def around(self, line: int, limit: int) -> tuple[int, int] | None:
+        """The largest node of at most `limit` lines that starts where the smallest node
+        holding `line` starts (`raise E(` shows its message; a call its arguments), or None:
+        the smallest such node is longer (the line is the head of a long statement, or a
+        line of its own in a long body)."""
+        start = self.inner[line] if 0 < line < len(self.inner) else 0
+        if not start:
+            return None
+        best = 0
+        for end in self.ends.get(start, ()):
+            if end - start + 1 > limit:
+                break
+            if end >= line:
+                best = end
+        return (start, best) if best else None
+
+    def heads(self, line: int) -> int:
+        """The last line of the longest node starting on `line` (0: none starts there)."""
+        ends = self.ends.get(line)
+        return ends[-1] if ends else 0
+
+
+NO_STATEMENTS = Statements(array("i"), {})
+
+
+@dataclass(frozen=True, slots=True)
+class Structure:
+    """What a parse tells of a file: its definitions and its statements."""
+
+    units: tuple[Unit, ...]
+    statements: Statements = NO_STATEMENTS
 
 
 _queries: dict[str, tree_sitter.Query | None] = {}
@@ -105,25 +157,33 @@ def _query(language: str) -> tree_sitter.Query | None:
 
 def definition_units(text: str, language: str | None) -> tuple[Unit, ...]:
     """Every definition of a file, sorted by first line (outer before inner)."""
+    return file_structure(text, language).units
+
+
+def file_structure(text: str, language: str | None) -> Structure:
+    """A file's definitions (sorted by first line, outer before inner) and statements, from
+    one parse; an empty structure for a language without a grammar, a file over
+    `MAX_PARSE_BYTES` or a parse that is mostly errors."""
     rules = GRAMMAR_RULES.get(language or "")
     data = text.encode("utf-8", errors="surrogatepass")
+    empty = Structure(())
     if rules is None or not language or len(data) > MAX_PARSE_BYTES:
-        return ()
+        return empty
     parser = parser_for(language)
     query = _query(language)
     if parser is None or query is None:
-        return ()
+        return empty
     import tree_sitter
 
     try:
         tree = parser.parse(data)
         captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
     except Exception:  # the binding refused the input: no outline
-        return ()
+        return empty
     root = tree.root_node
     n_lines = text.count("\n") + 1
     if root.has_error and error_share(root, root.named_children, n_lines) > MAX_ERROR_SHARE:
-        return ()
+        return empty
     found: dict[tuple[int, int], tuple[int, int, int, str, int]] = {}
     for name, nodes in captures.items():
         for node in nodes:
@@ -140,7 +200,34 @@ def definition_units(text: str, language: str | None) -> tuple[Unit, ...]:
         unit = Unit(start, end, head_end, kind, len(open_units), doc)
         units.append(unit)
         open_units.append(unit)
-    return tuple(units)
+    return Structure(tuple(units), _statements(root))
+
+
+def _statements(root: Node) -> Statements:
+    """`Statements` from one walk of the tree: each node of two lines or more claims its
+    lines that no such child of its own holds (work linear in lines and nodes)."""
+    _, last = node_rows(root)
+    inner = array("i", bytes(4 * (last + 2)))
+    ends: dict[int, list[int]] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        start, end = node_rows(node)
+        if end <= start:
+            continue
+        ends.setdefault(start, []).append(end)
+        line = start
+        for child in node.named_children:
+            c_start, c_end = node_rows(child)
+            if c_end <= c_start:
+                continue
+            for n in range(line, c_start):
+                inner[n] = start
+            line = max(line, c_end + 1)
+            stack.append(child)
+        for n in range(line, end + 1):
+            inner[n] = start
+    return Statements(inner, {k: tuple(sorted(set(v))) for k, v in ends.items()})
 
 
 def _lines_of(node: Node, kind: str, rules: Grammar) -> tuple[int, int, int, str, int]:

@@ -1,6 +1,7 @@
 """What a packed prompt holds and saves, in the words every face shows (CLI, TUI, MCP).
 
-`saved` says how many files the prompt carries code from, in how many tokens, against what
+`readable` says what a reader cannot use (signatures without the body that matched, lone
+lines) and what went to outlines and data files. `saved` says how many files the prompt carries code from, in how many tokens, against what
 those files hold whole ("9 files in 1,940 tokens; those files hold 84k tokens"): the reading
 the prompt spares the model. `stopped` says why packing ended and what it left out, counted
 by reason, so a prompt that stops early says it stopped on purpose.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from coderag_tui.core.prompt.pack import EXCLUDED, OVER_BUDGET, SECRET
-from coderag_tui.core.prompt.pack_spans import BELOW_FLOOR, OUTLINED
+from coderag_tui.core.prompt.pack_spans import BELOW_FLOOR, DATA_ALONE, OUTLINED
 from coderag_tui.core.records import PackedPrompt
 
 
@@ -44,6 +45,30 @@ def saved(packed: PackedPrompt) -> str:
     return line
 
 
+def readable(packed: PackedPrompt) -> str:
+    """What a reader cannot use in the prompt, or that nothing of the kind is in it:
+    `every block readable; outline 120 tokens` or `2 signatures without the body that
+    matched, 1 lone line; data files 308 tokens` ("" for whole chunks, which are not
+    counted)."""
+    account = packed.account
+    if account is None:
+        return ""
+    faults = []
+    if account.bare_signatures:
+        n = account.bare_signatures
+        faults.append(f"{n} signature{'s' if n != 1 else ''} without the body that matched")
+    if account.lone_lines:
+        n = account.lone_lines
+        faults.append(f"{n} lone line{'s' if n != 1 else ''}")
+    line = ", ".join(faults) if faults else "every block readable"
+    spent = []
+    if account.outline_tokens:
+        spent.append(f"outline {tokens_label(account.outline_tokens)} tokens")
+    if account.data_tokens:
+        spent.append(f"data files {tokens_label(account.data_tokens)} tokens")
+    return "; ".join([line, *spent])
+
+
 def stopped(packed: PackedPrompt) -> str:
     """Why packing ended and what it left out, by reason: `stopped: relevance ended; left
     out 37 chunks below the relevance floor, 2 over budget`."""
@@ -52,6 +77,7 @@ def stopped(packed: PackedPrompt) -> str:
         f"{counts[reason]} {label}"
         for reason, label in (
             (BELOW_FLOOR, "below the relevance floor"),
+            (DATA_ALONE, "data files only one list ranks high"),
             (OVER_BUDGET, "over budget"),
             (OUTLINED, "outlined only"),
             (EXCLUDED, "excluded"),

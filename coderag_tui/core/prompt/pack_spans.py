@@ -1,24 +1,30 @@
-"""Packing by meaning: the smallest span that carries each ranked match, most relevant first,
-more files before more of one file, and nothing below the relevance floor.
+"""Packing by evidence: at each step, the span that adds the most expected answer per token,
+whether that deepens a file already in or brings in the next one; nothing below the
+relevance floor.
 
-`pack_spans` turns ranked hits into offers and takes them in order while they fit:
+Every relevant hit offers its match at five depths (`core.prompt.spans`): a glimpse, a compact
+span, a lean span, its definition whole and its chunk whole. An offer is worth what it adds:
 
-1. each relevant hit offers its *compact* span (`spans.compact_span`: its definition when
-   small, else the signatures and matched lines, within `compact_cap` tokens) at its file's
-   place (the order in which files first appear in the ranking);
-2. each relevant hit offers its *full* span (`spans.full_span`: the whole definition, or its
-   signature, first lines and matched windows within a third of the budget) `breadth`
-   places later, so the first `breadth` files are in before any block grows; a second hit
-   of a file already in waits `breadth` places too;
-3. each relevant hit offers its whole chunk (with its full span) `2 * breadth` places
-   later: what was ranked, when the budget has room for it;
-4. a pinned hit offers its whole chunk first.
+- the file's first code in the prompt is worth `FILE_VALUE` (a prompt should name the right
+  files);
+- each line it adds is worth that line's share of the evidence of its file: each of the
+  file's relevant hits spreads `UNIT_VALUE` over the definition that holds its match,
+  `CHUNK_VALUE` over its chunk and `MATCH_VALUE` over its matched statements, a file's
+  second hit counting half as much as its first, its third a third, and so on;
+
+times the file's weight, `1 / rank ** RANK_DECAY` by the rank of the file's best hit among the
+files (the chance that a file is the answer falls fast with its rank). Offers are taken by
+worth per token while they fit; an offer whose lines are already shown costs nothing and
+names its hit. So the best file is deepened where its definition matched, while a cheap
+glimpse of the next file is taken as long as it is worth more per token; every budget follows
+the same rule.
 
 One file's spans are one block under one header (lines left out shown as one elision line).
 A hit that no ranking lists in its top `floor_rank`, or whose score is below `floor_share` of
-the best, is never packed: packing stops where relevance ends instead of filling the budget.
-What room is left when an offer no longer fits goes to an outline: the signatures of the
-definitions in the next relevant files, so the model sees where their code is.
+the best, is never packed; a data file (JSON, YAML, a lock file, a snapshot, a fixture) only
+when two lists rank it near the top (`data_keys`). What room is left at the end, up to
+`OUTLINE_SHARE` of the budget, goes to an outline: the signatures of the matched definitions
+of the next relevant files, so the model sees where their code is.
 
 Secrets and the user's choices are kept as in `pack.pack`: a hit touching a suspected secret
 is held back (reason "secret") unless admitted, and in "hold" mode the secret's lines are
@@ -28,6 +34,7 @@ never shown by any other hit's span; excluded hits' lines are never shown either
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -51,22 +58,28 @@ from coderag_tui.core.prompt.spans import (
     Focus,
     QueryMatch,
     Span,
+    chunk_span,
     compact_span,
     cost,
     focus,
-    full_span,
+    glimpse_span,
+    lean_span,
     outline_span,
     prefix_span,
+    readability,
     settle,
     span_of,
+    statement,
     text_of,
+    unit_span,
     without,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
+from coderag_tui.core.rank.roles import is_data
 from coderag_tui.core.records import (
-    Chunk,
     DroppedChunk,
     Hit,
+    PackAccount,
     PackedBlock,
     PackedPrompt,
     Ranking,
@@ -75,39 +88,66 @@ from coderag_tui.core.records import (
 )
 
 BELOW_FLOOR = "below the relevance floor"
+DATA_ALONE = "a data file only one list ranks near the top"
 OUTLINED = "outline only: its signatures are in"
 STOP_BUDGET = "the budget is full"
 STOP_RELEVANCE = "relevance ended"
 STOP_HITS = "no more hits"
-MIN_COMPACT = 60  # tokens: a compact span smaller than this says too little
-MAX_COMPACT = 300  # tokens: beyond this a compact span is a full one
-FULL_SHARE = 3  # a full span takes at most 1/FULL_SHARE of the room
+
+FILE_VALUE = 1.0  # a file's first code in the prompt
+UNIT_VALUE = 0.6  # spread over the definition holding a hit's match
+CHUNK_VALUE = 0.2  # spread over a hit's chunk
+MATCH_VALUE = 0.3  # spread over a hit's matched statements
+HEADER_VALUE = 0.05  # spread over a file's lines above its first definition
+RANK_DECAY = 2.0  # a file's weight is 1 / rank ** RANK_DECAY
+WEIGHT_MODEL = "place"
+CHANCE_BASE = -4.5  # a file's chance of being an answer: logistic of CHANCE_BASE + ...
+CHANCE_SLOPE = 4.6  # ... CHANCE_SLOPE * its score's place between the best and the floor
+CHANCE_FILES = 30  # the floor: the best score of the CHANCE_FILES-th file
+MIN_CHANCE = 0.0  # a file whose chance is below this share of the best file's is not packed
+GLIMPSE_CAP = 120  # tokens a glimpse takes at most
+COMPACT_SHARE = 8  # a compact span takes at most 1/COMPACT_SHARE of the room ...
+MIN_COMPACT = 60  # ... but never less than this
+MAX_COMPACT = 300  # ... nor more than this
+OUTLINE_SHARE = 0.05  # of the budget the outline may take at most
+DATA_RANK = 10  # a data file needs two lists that rank it this high ...
+DATA_RANK_ALONE = 3  # ... or, with one list, the packed list ranking it this high
+KINDS = ("glimpse", "compact", "inner", "lean", "unit", "chunk")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SpanInputs:
-    """What packing by meaning needs beyond `PackInputs`: the query's words (to find each
-    chunk's match), what is known of a file (`facts(path, text, language)`: its definitions
-    and line prices, kept between prompts by the caller), which hits are relevant enough to
-    pack (`relevant`: chunk keys; None: every hit) and how many files come in before any
-    block grows (`breadth`)."""
+    """What packing by evidence needs beyond `PackInputs`: the query's words (to find each
+    chunk's match), what is known of a file (`facts(path, text, language)`: its definitions,
+    statements and line prices, kept between prompts by the caller) and which hits may be
+    packed (`relevant`: chunk keys above the relevance floor, None: every hit; `data`: the
+    data files' chunks two lists rank near the top, None: every one)."""
 
     match: QueryMatch
     facts: Callable[[str, str | None, str | None], FileFacts]
     relevant: frozenset[str] | None = None
-    breadth: int = 10
+    data: frozenset[str] | None = None
 
 
 @dataclass
 class _File:
-    """One file's place in the prompt: the lines shown, the hits that put them there, and
-    the rank of its first accepted offer (files are shown in that order)."""
+    """One file's place in the prompt: its relevant hits (in rank order) and their matches,
+    the evidence per line (prefix sums), the lines shown, the hits that put them there."""
 
     view: FileView
+    rank: int
+    weight: float
+    hits: list[Candidate]
+    foci: list[Focus]
+    evidence: list[float]
     lines: Span = EMPTY
     members: list[Candidate] = field(default_factory=list)
-    order: int = 0
     outline: bool = False
+
+    def worth(self, span: Span) -> float:
+        """The evidence `span`'s lines carry."""
+        ev = self.evidence
+        return sum(ev[b] - ev[a - 1] for a, b in span)
 
 
 class _Views:
@@ -180,8 +220,88 @@ def _forbidden(
     return {path: span_of(found) for path, found in ranges.items()}
 
 
+def _chances(packable: Sequence[Candidate], hits: Sequence[Hit]) -> dict[str, float]:
+    """Each file's chance of being an answer, from where its best score lies between the best
+    file's and the `CHANCE_FILES`-th file's (a logistic fitted on the dev sets: rank adds
+    little once the score's place is known)."""
+    score = {h.chunk.key: h.score for h in hits}
+    best: dict[str, float] = {}
+    for cand in packable:
+        best.setdefault(cand.chunk.path, score.get(cand.key, 0.0))
+    values = list(best.values())
+    if len(values) < 2:
+        return {path: 1.0 for path in best}
+    top, floor = values[0], min(values[:CHANCE_FILES])
+    span = top - floor
+    return {
+        path: 1.0 / (1.0 + math.exp(-(CHANCE_BASE + CHANCE_SLOPE * ((s - floor) / span if span > 0 else 1.0))))
+        for path, s in best.items()
+    }
+
+
+def _evidence(view: FileView, hits: Sequence[Candidate], foci: Sequence[Focus]) -> list[float]:
+    """Prefix sums of the evidence per line of a file (see the module docstring)."""
+    n = view.n_lines
+    delta = [0.0] * (n + 2)
+
+    def spread(ranges: Sequence[tuple[int, int]], value: float) -> None:
+        ranges = [(max(1, a), min(n, b)) for a, b in ranges if a <= n and b >= 1]
+        total = sum(b - a + 1 for a, b in ranges if a <= b)
+        if total <= 0:
+            return
+        each = value / total
+        for a, b in ranges:
+            if a <= b:
+                delta[a] += each
+                delta[b + 1] -= each
+
+    for k, (cand, found) in enumerate(zip(hits, foci, strict=True), start=1):
+        share = 1.0 / k
+        start, end = cand.chunk.start_line, min(cand.chunk.end_line, n)
+        spread([(start, end)], share * CHUNK_VALUE)
+        if not found.matched:
+            unit = found.unit
+            spread([(unit.first, unit.end) if unit is not None else (start, end)], share * UNIT_VALUE)
+            continue
+        # The definitions that hold the matched lines, each by the weight of its lines.
+        weights = [view.weight(m) for m in found.matched]
+        total = sum(weights) or 1.0
+        for m, weight in zip(found.matched, weights, strict=True):
+            inner = view.facts.enclosing(m)
+            region = (inner[0].first, inner[0].end) if inner else statement(view, m)
+            spread([region], share * UNIT_VALUE * weight / total)
+        spread(span_of(statement(view, m) for m in found.matched), share * MATCH_VALUE)
+    first_unit = min((u.first for u in view.units), default=1)
+    if first_unit > 1:  # the imports and declarations above the first definition
+        spread([(1, first_unit - 1)], HEADER_VALUE)
+    out = [0.0] * (n + 1)
+    level = 0.0
+    for line in range(1, n + 1):
+        level += delta[line]
+        out[line] = out[line - 1] + level
+    return out
+
+
+def _offer_span(kind: str, f: _File, i: int, cap: int, elision: int) -> Span:
+    """The span offer `kind` of the file's `i`-th hit puts in (see `core.prompt.spans`)."""
+    view, chunk, found = f.view, f.hits[i].chunk, f.foci[i]
+    start, end = chunk.start_line, chunk.end_line
+    if kind == "glimpse":
+        return glimpse_span(view, start, end, found, min(cap, GLIMPSE_CAP), elision)
+    if kind == "compact":
+        return compact_span(view, start, end, found, cap, elision)
+    if kind == "inner":
+        inner = view.facts.enclosing(found.anchor) if found.anchor is not None else []
+        return unit_span(view, inner[0]) if inner and inner[0] != found.unit else EMPTY
+    if kind == "lean":
+        return lean_span(view, start, end, found)
+    if kind == "unit":
+        return unit_span(view, found.unit) if found.unit is not None else EMPTY
+    return chunk_span(view, start, end)
+
+
 def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> PackedPrompt:  # noqa: C901
-    """The prompt for `inputs.task`: the relevant hits' spans, most relevant first, within
+    """The prompt for `inputs.task`: the relevant hits' spans, by worth per token, within
     the budget (see the module docstring). Raises BudgetTooSmall when the template and the
     task alone exceed the budget."""
     budget, counter, template = inputs.budget, inputs.counter, inputs.template
@@ -209,90 +329,145 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
             found = headers[view.path] = counter.count(empty) + separator
         return found
 
-    packable, left_out = _sort_out(cands, excluded, held, how.relevant, pinned)
+    packable, left_out = _sort_out(cands, excluded, held, how, pinned)
+    compact_cap = max(MIN_COMPACT, min(MAX_COMPACT, room // COMPACT_SHARE))
 
-    compact_cap = max(MIN_COMPACT, min(MAX_COMPACT, room // max(1, how.breadth)))
-    full_cap = max(compact_cap, room // FULL_SHARE)
     files: dict[str, _File] = {}
-    focused: dict[str, Focus] = {}
-    accepted: set[str] = set()
-    # Offers in a heap of (place, rank order, kind order, kind). A file's place is the order
-    # of its first appearance: its first hit's compact span comes at that place, its other
-    # hits and every full span `breadth` places later, so more files come in first.
-    file_place: dict[str, int] = {}
-    offers: list[tuple[int, int, int, str]] = []
-    for i, cand in enumerate(packable):
-        first = cand.chunk.path not in file_place
-        place = file_place.setdefault(cand.chunk.path, len(file_place))
+    chance = _chances([c for c in packable if c.key not in pinned], hits)
+    for cand in packable:
         if cand.key in pinned:
-            offers.append((-len(packable), i, 0, "pin"))
-        else:
-            offers.append((place if first else place + how.breadth, i, 0, "compact"))
-            offers.append((place + how.breadth, i, 1, "full"))
-            offers.append((place + 2 * how.breadth, i, 2, "chunk"))
-    heapq.heapify(offers)
-    skipped = 0
-    while offers:
-        place, i, _, kind = heapq.heappop(offers)
-        cand = packable[i]
-        chunk = cand.chunk
-        view = views.of(cand)
-        entry = files.get(chunk.path)
-        found = focused.get(cand.key)
-        if found is None:
-            found = focused[cand.key] = focus(view, chunk.start_line, chunk.end_line)
-        current = entry.lines if entry is not None else EMPTY
-        base = cost(view, current, elision) + (header(view) if current else 0)
-        if kind == "pin":
-            cap = max(0, room - header(view))
-        elif kind == "compact":
-            cap = min(compact_cap, max(0, room - (0 if current else header(view))))
-        else:
-            cap = full_cap
-        span = _offer_span(kind, view, chunk, found, cap, elision)
-        merged = settle(view, [*current, *span])
-        if merged == current:
-            accepted.add(cand.key)
-            if entry is not None and cand not in entry.members:
-                entry.members.append(cand)
             continue
-        delta = cost(view, merged, elision) + header(view) - base
+        f = files.get(cand.chunk.path)
+        if f is None:
+            view = views.of(cand)
+            rank = len(files) + 1
+            weight = chance[cand.chunk.path] if WEIGHT_MODEL == "place" else 1.0 / rank**RANK_DECAY
+            f = files[cand.chunk.path] = _File(view, rank, weight, [], [], [])
+        f.hits.append(cand)
+        f.foci.append(focus(f.view, cand.chunk.start_line, cand.chunk.end_line))
+    for f in files.values():
+        f.evidence = _evidence(f.view, f.hits, f.foci)
+
+    shown: dict[str, _File] = {}
+    order: dict[str, int] = {}  # a file's place in the prompt: when it first came in
+    skipped = False
+
+    # The user's pins first, whole, in their order.
+    for cand in packable:
+        if cand.key not in pinned:
+            continue
+        view = views.of(cand)
+        f = shown.get(cand.chunk.path) or files.get(cand.chunk.path)
+        if f is None:
+            f = _File(view, 0, 1.0, [], [], [0.0] * (view.n_lines + 1))
+        current = f.lines
+        cap = max(0, room - (0 if current else header(view)))
+        span = prefix_span(view, cand.chunk.start_line, cand.chunk.end_line, cap, elision)
+        merged = settle(view, [*current, *span])
+        delta = cost(view, merged, elision) - cost(view, current, elision)
+        delta += 0 if current else header(view)
         if delta > room:
-            skipped += 1
+            skipped = True
             continue
         room -= delta
-        if entry is None:
-            order = place if kind == "pin" else file_place[chunk.path]
-            entry = files[chunk.path] = _File(view, order=order)
-        entry.lines = merged
-        if cand not in entry.members:
-            entry.members.append(cand)
-        accepted.add(cand.key)
+        f.lines = merged
+        f.members.append(cand)
+        shown[cand.chunk.path] = f
+        order.setdefault(cand.chunk.path, len(order))
 
-    # What room is left: the signatures of the next relevant files that did not get in.
-    for i, cand in enumerate(packable):
-        if cand.key in accepted or cand.chunk.path in files:
+    def worth(f: _File, span: Span) -> tuple[float, int, Span]:
+        """What adding `span` to `f` is worth and costs now, and the merged span."""
+        merged = settle(f.view, [*f.lines, *span])
+        if merged == f.lines:
+            return 0.0, 0, merged
+        new = without(merged, f.lines)
+        value = f.worth(new) + (FILE_VALUE if not f.lines else 0.0)
+        delta = cost(f.view, merged, elision) - cost(f.view, f.lines, elision)
+        delta += header(f.view) if not f.lines else 0
+        return f.weight * value, max(1, delta), merged
+
+    # Offers in a heap by worth per token; a popped offer is priced again against what is
+    # in now (an offer is never worth more than when it was pushed) and put back when it
+    # fell below the next one. A hit offers its deeper spans once its glimpse is in.
+    heap: list[tuple[float, int, int, int]] = []
+    spans: dict[tuple[int, int, int], Span] = {}
+
+    def offer(f: _File, i: int, k: int) -> None:
+        span = _offer_span(KINDS[k], f, i, compact_cap, elision)
+        if not span:
+            return
+        value, delta, merged = worth(f, span)
+        if merged != f.lines:
+            spans[(f.rank, i, k)] = span
+            heapq.heappush(heap, (-value / delta, f.rank, i, k))
+
+    least = MIN_CHANCE * max((f.weight for f in files.values()), default=0.0)
+    for f in files.values():
+        if f.weight < least:
             continue
-        view = views.of(cand)
-        lines = outline_span(view, cand.chunk.start_line, cand.chunk.end_line)
+        for i in range(len(f.hits)):
+            offer(f, i, 0)
+    by_rank = {f.rank: f for f in files.values()}
+    while heap:
+        _, rank, i, k = heapq.heappop(heap)
+        f = by_rank[rank]
+        value, delta, merged = worth(f, spans[(rank, i, k)])
+        cand = f.hits[i]
+        if merged == f.lines or value <= 0:
+            if f.lines and cand not in f.members and merged == f.lines:
+                f.members.append(cand)
+            if k == 0:
+                for deeper in range(1, len(KINDS)):
+                    offer(f, i, deeper)
+            continue
+        if delta > room:
+            skipped = True
+            continue
+        now = -value / delta
+        if heap and now > heap[0][0] + 1e-12:
+            heapq.heappush(heap, (now, rank, i, k))
+            continue
+        room -= delta
+        f.lines = merged
+        if cand not in f.members:
+            f.members.append(cand)
+        shown[f.view.path] = f
+        order.setdefault(f.view.path, len(order))
+        if k == 0:
+            for deeper in range(1, len(KINDS)):
+                offer(f, i, deeper)
+
+    # What room is left, up to a share of the budget: where the next relevant files'
+    # matched definitions are.
+    outline_room = min(room, int(budget * OUTLINE_SHARE))
+    for f in sorted(files.values(), key=lambda f: f.rank):
+        if f.view.path in shown:
+            continue
+        lines = span_of(
+            r for cand in f.hits for r in outline_span(f.view, cand.chunk.start_line,
+                                                       cand.chunk.end_line)
+        )  # fmt: skip
         if not lines:
             continue
-        delta = cost(view, lines, elision) + header(view)
-        if delta <= room:
+        delta = cost(f.view, lines, elision) + header(f.view)
+        if delta <= outline_room:
+            outline_room -= delta
             room -= delta
-            files[cand.chunk.path] = _File(view, lines, [cand], len(packable) + i, outline=True)
+            f.lines, f.outline, f.members = lines, True, list(f.hits)
+            shown[f.view.path] = f
+            order.setdefault(f.view.path, len(order))
 
     stopped = STOP_BUDGET if skipped else STOP_RELEVANCE if how.relevant is not None else STOP_HITS
-    ordered = sorted(files.values(), key=lambda f: f.order)
+    ordered = sorted(shown.values(), key=lambda f: order[f.view.path])
     blocks, text, total = _render(ordered, inputs, findings)
     while total > budget and ordered:  # per-line prices are estimates: the text must fit
         ordered.pop()
         stopped = STOP_BUDGET
         blocks, text, total = _render(ordered, inputs, findings)
-    shown = {m.key for f in ordered for m in f.members}
+    in_prompt = {m.key for f in ordered if not f.outline for m in f.members}
     outlined = {f.view.path for f in ordered if f.outline}
     for cand in packable:
-        if cand.key not in shown:
+        if cand.key not in in_prompt:
             reason = OUTLINED if cand.chunk.path in outlined else OVER_BUDGET
             left_out.append((cand, reason, ()))
     dropped += _dropped(left_out, counter)
@@ -310,6 +485,25 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         secret_mode=secret_mode,
         stopped=stopped,
         files_tokens=sum(whole),
+        account=_account(ordered, blocks),
+    )
+
+
+def _account(ordered: Sequence[_File], blocks: Sequence[PackedBlock]) -> PackAccount:
+    """What a reader of the prompt cannot use, counted over its code blocks (see
+    `spans.readability`), the tokens spent on outlines and on data files."""
+    bare = lone = outline = data = 0
+    for f, block in zip(ordered, blocks, strict=True):
+        if f.outline:
+            outline += block.tokens
+            continue
+        faults = readability(f.view, f.lines)
+        bare += faults.bare_signatures
+        lone += faults.lone_lines
+        if is_data(f.view.path, f.view.language):
+            data += block.tokens
+    return PackAccount(
+        bare_signatures=bare, lone_lines=lone, outline_tokens=outline, data_tokens=data
     )
 
 
@@ -317,37 +511,33 @@ def _sort_out(
     cands: Sequence[Candidate],
     excluded: set[str],
     held: Mapping[str, tuple[str, ...]],
-    relevant: frozenset[str] | None,
+    how: SpanInputs,
     pinned: set[str],
 ) -> tuple[list[Candidate], list[tuple[Candidate, str, tuple[str, ...]]]]:
     """The hits that may be packed, and the others with why (and the kinds of secret that
-    held one back): excluded, a suspected secret, or below the relevance floor."""
+    held one back): excluded, a suspected secret, below the relevance floor, or a data file
+    only one list ranks near the top."""
     packable: list[Candidate] = []
     left_out: list[tuple[Candidate, str, tuple[str, ...]]] = []
+    relevant, data = how.relevant, how.data
     for cand in cands:
         if cand.key in excluded:
             left_out.append((cand, EXCLUDED, ()))
         elif cand.key in held:
             left_out.append((cand, SECRET, held[cand.key]))
-        elif relevant is not None and cand.key not in relevant and cand.key not in pinned:
+        elif cand.key in pinned:
+            packable.append(cand)
+        elif relevant is not None and cand.key not in relevant:
             left_out.append((cand, BELOW_FLOOR, ()))
+        elif (
+            data is not None
+            and cand.key not in data
+            and is_data(cand.chunk.path, cand.chunk.language)
+        ):
+            left_out.append((cand, DATA_ALONE, ()))
         else:
             packable.append(cand)
     return packable, left_out
-
-
-def _offer_span(
-    kind: str, view: FileView, chunk: Chunk, found: Focus, cap: int, elision: int
-) -> Span:
-    """The span an offer of `kind` puts in for `chunk`, within `cap` tokens (see the module
-    docstring; a chunk offer is the ranked chunk itself with its full span)."""
-    start, end = chunk.start_line, chunk.end_line
-    if kind == "pin":
-        return prefix_span(view, start, end, cap, elision)
-    if kind == "compact":
-        return compact_span(view, start, end, found, cap, elision)
-    span = full_span(view, start, end, found, cap, elision)
-    return span if kind == "full" else settle(view, [*span, (start, end)])
 
 
 def _dropped(
@@ -412,12 +602,39 @@ def relevant_keys(
     for each in run.rankings.values():
         if each.available:
             near_top.update(h.chunk.key for h in each.hits if h.rank <= floor_rank)
-    name = source if source not in (None, "rerank") else "fused"
-    ranking: Ranking | None = run.rankings.get(name)  # type: ignore[call-overload]
-    if ranking is None or not ranking.available or not ranking.hits:
-        ranking = run.rankings.get("bm25")
+    ranking = _packed_list(run, source)
     if ranking is None or not ranking.hits or floor_share <= 0:
         return frozenset(near_top)
     top = max(h.score for h in ranking.hits)
     low = {h.chunk.key for h in ranking.hits if top > 0 and h.score < floor_share * top}
     return frozenset(near_top - low)
+
+
+def data_keys(run: SearchRun, source: str | None) -> frozenset[str]:
+    """The chunks a data file may enter the prompt with: ranked in the top `DATA_RANK` by two
+    of the independent lists (BM25, dense, the reranker), or, when fewer than two of them
+    are available, in the top `DATA_RANK_ALONE` of the list the prompt is packed from."""
+    lists = [
+        r for name in ("bm25", "dense", "rerank")
+        if (r := run.rankings.get(name)) is not None and r.available and r.hits  # type: ignore[call-overload]
+    ]  # fmt: skip
+    if len(lists) >= 2:
+        counts: dict[str, int] = {}
+        for ranking in lists:
+            for h in ranking.hits:
+                if h.rank <= DATA_RANK:
+                    counts[h.chunk.key] = counts.get(h.chunk.key, 0) + 1
+        return frozenset(key for key, n in counts.items() if n >= 2)
+    ranking = _packed_list(run, source)
+    if ranking is None:
+        return frozenset()
+    return frozenset(h.chunk.key for h in ranking.hits if h.rank <= DATA_RANK_ALONE)
+
+
+def _packed_list(run: SearchRun, source: str | None) -> Ranking | None:
+    """The list the prompt is packed from (`source`; by default the fused list, else BM25)."""
+    name = source if source not in (None, "rerank") else "fused"
+    ranking: Ranking | None = run.rankings.get(name)  # type: ignore[call-overload]
+    if ranking is None or not ranking.available or not ranking.hits:
+        ranking = run.rankings.get("bm25")
+    return ranking

@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
-from coderag_tui.core.prompt.account import saved, stopped
+from coderag_tui.core.prompt.account import readable, saved, stopped
 from coderag_tui.core.records import DroppedChunk
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
@@ -155,8 +155,9 @@ class PromptScreen(Screen[None]):
         header.update(fitting(variants, self.size.width))
         # What the prompt saves, and why packing stopped (the CLI and MCP say the same).
         why = f"  ·  {stopped(packed)}" if packed.stopped else ""
+        faults = f"  ·  {readable(packed)}" if packed.account is not None else ""
         self.query_one("#prompt-account", Static).update(
-            Content.assemble(" ", (saved(packed), "bold"), (why, "$text-muted"))
+            Content.assemble(" ", (saved(packed), "bold"), (faults + why, "$text-muted"))
         )
         shown = visible(packed.text)  # the copy keeps the exact text; the screen shows escapes
         if rendered.text != shown:
