@@ -538,7 +538,7 @@ def _budget_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[s
     """Recall at a budget as (title, header, rows): per configuration and for the
     grep-and-read baseline, the gold files and gold lines the prompt carries and what the
     prompt holds, at each budget (none: no table)."""
-    from coderag_tui.core.eval.budget import READ_WHOLE, BudgetSummary
+    from coderag_tui.core.eval.budget import READ_WHOLE
     from coderag_tui.core.eval.figures import budget_name
 
     summaries = [s for s in report.summaries if s.budgets]
@@ -588,10 +588,7 @@ def _budget_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[s
             "what a reader cannot use, by budget: signatures without their matched body / "
             "lone lines (totals over rows) / outline and data-file tokens (means)",
             head,
-            [
-                [name, *cells(at, _faults)]
-                for name, at in lines[: len(summaries)]
-            ],
+            [[name, *cells(at, _faults)] for name, at in lines[: len(summaries)]],
         )
     )
     return tables

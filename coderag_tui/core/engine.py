@@ -929,6 +929,7 @@ class Engine:
                         run, source, settings.pack_floor_rank, settings.pack_floor_share
                     ),
                     data=data_keys(run, source),
+                    pointed=self.pointed(run.query),
                 )
                 packed = pack_spans(hits, inputs, how)
         except (BudgetTooSmall, StoreError) as exc:  # StoreError: the index failed a read
@@ -974,6 +975,23 @@ class Engine:
             weights, functools.partial(tokenize, split_identifiers=split)
         )
         return found
+
+    def pointed(
+        self, query: str
+    ) -> Callable[[str, Sequence[str], str | None], dict[int, float]] | None:
+        """The lines of a file that the query's text points at (a stack frame's line, a quoted
+        message's string literal, a backticked name's definition, a flag's handler), with
+        their weights; None when the query points at nothing."""
+        from coderag_tui.core.rank.evidence import lines_pointed_at, read_evidence
+
+        evidence = read_evidence(query)
+        if not evidence:
+            return None
+
+        def pointed(path: str, lines: Sequence[str], language: str | None) -> dict[int, float]:
+            return {p.line: p.weight for p in lines_pointed_at(evidence, path, lines, language)}
+
+        return pointed
 
     def _facts_of(self, path: str, text: str | None, language: str | None) -> FileFacts:
         """A file's definitions, statements and line prices for packing, kept by path and

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -262,12 +263,16 @@ def test_an_outline_lists_matched_signatures_within_its_share(budget: int) -> No
         assert block.path not in packed.code_files
 
 
-BIG_METHOD = '''class Response:
+STEPS = "".join(f"        step_{i} = prepare({i})\n" for i in range(60))
+BIG_METHOD = (
+    '''class Response:
     """A response."""
 
     def content(self) -> bytes:
         """The body, once read."""
-''' + "".join(f"        step_{i} = prepare({i})\n" for i in range(60)) + '''        if not hasattr(self, "_content"):
+'''
+    + STEPS
+    + """        if not hasattr(self, "_content"):
             raise ResponseNotRead(
                 "Attempted to access streaming response content, without having called read()."
             )
@@ -275,7 +280,8 @@ BIG_METHOD = '''class Response:
 
     def other(self) -> None:
         pass
-'''
+"""
+)
 
 
 def _one_file(path: str, text: str, query: str, budget: int) -> str:
@@ -339,3 +345,49 @@ def test_a_data_file_enters_only_when_two_lists_rank_it_near_the_top() -> None:
     both = Ranking("dense", (Hit(fixture, 0.9, 1), Hit(code, 0.8, 2)))
     agreed = SearchRun("retry", {"fused": fused, "bm25": bm25, "dense": both}, timings=())
     assert fixture.key in data_keys(agreed, None)
+
+
+LOADER = (
+    "def load(path):\n"
+    '    """Read a settings file."""\n'
+    + "".join(f"    part_{i} = step({i})\n" for i in range(40))
+    + "    if not path.exists():\n"
+    + '        raise MissingSettings("no settings file at the path you gave")\n'
+    + "".join(f"    tail_{i} = step({i})\n" for i in range(40))
+    + "    return parse(path)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "issue",
+    [
+        'Traceback (most recent call last):\n  File "/srv/app/settings.py", line 44, in load\n'
+        "MissingSettings: boom",
+        'Loading fails with "no settings file at the path you gave" although the file is there.',
+    ],
+    ids=["a stack frame", "a quoted message"],
+)
+def test_what_issue_text_points_at_is_shown_with_its_statement(issue: str) -> None:
+    from coderag_tui.core.rank.evidence import lines_pointed_at, read_evidence
+
+    evidence = read_evidence(issue)
+
+    def pointed(path: str, lines: Sequence[str], language: str | None) -> dict[int, float]:
+        return {p.line: p.weight for p in lines_pointed_at(evidence, path, lines, language)}
+
+    files = {"app/settings.py": LOADER}
+    chunks = window_chunks("app/settings.py", LOADER, 64)
+    hits = [Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, 1)]
+    inputs = PackInputs(
+        budget=200,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text=files.get,
+    )
+    how = SpanInputs(match=_weights("load"), facts=_facts, pointed=pointed)
+    text = pack_spans(hits, inputs, how).blocks[0].text
+    assert 'raise MissingSettings("no settings file at the path you gave")' in text
+    assert "    if not path.exists():" in text  # the statement around it, not the line alone
+    without = SpanInputs(match=_weights("load"), facts=_facts)
+    assert "raise MissingSettings" not in pack_spans(hits, inputs, without).blocks[0].text

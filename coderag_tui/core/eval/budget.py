@@ -20,6 +20,7 @@ from typing import Any
 
 from coderag_tui.core.records import PackAccount, PackedPrompt
 
+NO_FAULTS = PackAccount()  # a packer that does not count them
 BUDGETS: tuple[int, ...] = (500, 1000, 2000, 4000, 8000, 16000)
 READ_WHOLE = "read whole files"  # the baseline's name in tables and figures
 READ_LIMIT = 200_000  # tokens the baseline reads at most while looking for the gold
@@ -37,7 +38,7 @@ class BudgetScore:
     tokens: int
     blocks: int
     files: int
-    account: PackAccount = PackAccount()
+    account: PackAccount = NO_FAULTS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,7 +92,7 @@ def prompt_recall(
         tokens=packed.tokens,
         blocks=len(packed.blocks),
         files=len(shown),
-        account=packed.account or PackAccount(),
+        account=packed.account or NO_FAULTS,
     )
 
 
@@ -158,7 +159,7 @@ class BudgetSummary:
     files: float
     n: int
     n_lines: int  # rows with gold lines
-    account: PackAccount = PackAccount()
+    account: PackAccount = NO_FAULTS
 
     def to_json(self) -> dict[str, Any]:
         return {

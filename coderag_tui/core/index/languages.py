@@ -1,4 +1,5 @@
-"""Which language a file is written in, and a tree-sitter parser for the ones we chunk by AST.
+"""Which language a file is written in, and a tree-sitter parser for the ones we chunk by AST;
+whether a file is data rather than code (`is_data_file`).
 
 Grammars come from the per-language wheels (`tree-sitter-python`, …), imported on first use
 and cached; a grammar that is missing or fails to load yields None, and chunking falls back
@@ -11,7 +12,9 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import threading
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 logger = logging.getLogger(__name__)
@@ -224,3 +227,19 @@ def fence_tag(language: str | None) -> str:
     if language is None:
         return ""
     return _FENCE_TAGS.get(language, language)
+
+
+# Data rather than code: a prompt takes them only when more than one list ranks them high.
+_DATA_LANGUAGES = frozenset({"json", "yaml"})
+_DATA_DIRS = frozenset({
+    "fixture", "fixtures", "__fixtures__", "testdata", "test_data", "snapshots", "__snapshots__",
+})  # fmt: skip
+_DATA_FILE = re.compile(r".*(?:\.lock|-lock\.json|-lock\.yaml|\.snap|\.snapshot)$")
+
+
+def is_data_file(path: str, language: str | None) -> bool:
+    """A data file rather than code: JSON, YAML, a lock file, a snapshot or a fixture."""
+    pure = PurePosixPath(path)
+    if language in _DATA_LANGUAGES or _DATA_FILE.match(pure.name.lower()):
+        return True
+    return any(part.lower() in _DATA_DIRS for part in pure.parts[:-1])

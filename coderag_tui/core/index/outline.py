@@ -240,8 +240,10 @@ def _lines_of(node: Node, kind: str, rules: Grammar) -> tuple[int, int, int, str
     body = body_of(node, rules)
     head_end = start
     if body is not None and body is not node:
-        body_start = body.start_point.row + 1
-        head_end = body_start - 1 if body_start > start else body_start
+        # The signature ends where what comes before the body ends: `def f(x):` above its
+        # block, `void f() {` on its brace's line (below `@Override` too).
+        before = body.prev_sibling
+        head_end = before.end_point.row + 1 if before is not None else body.start_point.row + 1
     first = node_rows(outer)[0]
     doc = _doc_start(outer, first, rules.attach)
     return first, end, max(first, min(head_end, end)), kind, doc

@@ -1,10 +1,11 @@
 """What a packed prompt holds and saves, in the words every face shows (CLI, TUI, MCP).
 
 `readable` says what a reader cannot use (signatures without the body that matched, lone
-lines) and what went to outlines and data files. `saved` says how many files the prompt carries code from, in how many tokens, against what
-those files hold whole ("9 files in 1,940 tokens; those files hold 84k tokens"): the reading
-the prompt spares the model. `stopped` says why packing ended and what it left out, counted
-by reason, so a prompt that stops early says it stopped on purpose.
+lines) and what went to outlines and data files. `saved` says how many files the prompt
+carries code from, in how many tokens, against what those files hold whole ("9 files in
+1,940 tokens; those files hold 84k tokens"): the reading the prompt spares the model.
+`stopped` says why packing ended and what it left out, counted by reason, so a prompt that
+stops early says it stopped on purpose.
 """
 
 from __future__ import annotations

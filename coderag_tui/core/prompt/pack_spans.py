@@ -36,8 +36,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from coderag_tui.core.index.languages import is_data_file
 from coderag_tui.core.index.secret_scan import kinds_in, redact_lines
 from coderag_tui.core.prompt.pack import (
     EXCLUDED,
@@ -75,7 +76,6 @@ from coderag_tui.core.prompt.spans import (
     without,
 )
 from coderag_tui.core.prompt.tokens import TokenCounter
-from coderag_tui.core.rank.roles import is_data
 from coderag_tui.core.records import (
     DroppedChunk,
     Hit,
@@ -83,6 +83,7 @@ from coderag_tui.core.records import (
     PackedBlock,
     PackedPrompt,
     Ranking,
+    RankingName,
     SearchRun,
     SecretFinding,
 )
@@ -99,11 +100,14 @@ UNIT_VALUE = 0.6  # spread over the definition holding a hit's match
 CHUNK_VALUE = 0.2  # spread over a hit's chunk
 MATCH_VALUE = 0.3  # spread over a hit's matched statements
 HEADER_VALUE = 0.05  # spread over a file's lines above its first definition
+POINTED_VALUE = 1.0  # spread over the statements and definitions the query points at
 RANK_DECAY = 2.0  # a file's weight is 1 / rank ** RANK_DECAY
 WEIGHT_MODEL = "place"
 CHANCE_BASE = -4.5  # a file's chance of being an answer: logistic of CHANCE_BASE + ...
 CHANCE_SLOPE = 4.6  # ... CHANCE_SLOPE * its score's place between the best and the floor
 CHANCE_FILES = 30  # the floor: the best score of the CHANCE_FILES-th file
+RELEVANCE_ENDS = 0.0  # a new file worth less per token than this share of the first offer stays out
+BLOCK_COST = 0  # tokens of a reader's attention a new block costs on top of its own
 MIN_CHANCE = 0.0  # a file whose chance is below this share of the best file's is not packed
 GLIMPSE_CAP = 120  # tokens a glimpse takes at most
 COMPACT_SHARE = 8  # a compact span takes at most 1/COMPACT_SHARE of the room ...
@@ -112,6 +116,7 @@ MAX_COMPACT = 300  # ... nor more than this
 OUTLINE_SHARE = 0.05  # of the budget the outline may take at most
 DATA_RANK = 10  # a data file needs two lists that rank it this high ...
 DATA_RANK_ALONE = 3  # ... or, with one list, the packed list ranking it this high
+MAX_POINTED = 12  # lines the query points at that a file's spans widen at most
 KINDS = ("glimpse", "compact", "inner", "lean", "unit", "chunk")
 
 
@@ -121,12 +126,15 @@ class SpanInputs:
     chunk's match), what is known of a file (`facts(path, text, language)`: its definitions,
     statements and line prices, kept between prompts by the caller) and which hits may be
     packed (`relevant`: chunk keys above the relevance floor, None: every hit; `data`: the
-    data files' chunks two lists rank near the top, None: every one)."""
+    data files' chunks two lists rank near the top, None: every one). `pointed(path, lines,
+    language)` gives the lines of a file the query points at (a stack frame's line, a quoted
+    message's string literal, a named definition) with their weights."""
 
     match: QueryMatch
     facts: Callable[[str, str | None, str | None], FileFacts]
     relevant: frozenset[str] | None = None
     data: frozenset[str] | None = None
+    pointed: Callable[[str, Sequence[str], str | None], Mapping[int, float]] | None = None
 
 
 @dataclass
@@ -233,13 +241,34 @@ def _chances(packable: Sequence[Candidate], hits: Sequence[Hit]) -> dict[str, fl
         return {path: 1.0 for path in best}
     top, floor = values[0], min(values[:CHANCE_FILES])
     span = top - floor
-    return {
-        path: 1.0 / (1.0 + math.exp(-(CHANCE_BASE + CHANCE_SLOPE * ((s - floor) / span if span > 0 else 1.0))))
-        for path, s in best.items()
-    }
+
+    def chance(score: float) -> float:
+        place = (score - floor) / span if span > 0 else 1.0
+        return 1.0 / (1.0 + math.exp(-(CHANCE_BASE + CHANCE_SLOPE * place)))
+
+    return {path: chance(s) for path, s in best.items()}
 
 
-def _evidence(view: FileView, hits: Sequence[Candidate], foci: Sequence[Focus]) -> list[float]:
+def _point(f: _File, pointed: Mapping[int, float]) -> None:
+    """Give the file a hit of its own for the lines the query points at: its best hit with
+    those lines as its match (so it offers their statements and definitions like any hit)."""
+    lines = sorted(pointed, key=lambda n: (-pointed[n], n))[:MAX_POINTED]
+    anchor = lines[0]
+    inner = f.view.facts.enclosing(anchor)
+    unit = inner[0] if inner else None
+    start, end = (unit.first, unit.end) if unit is not None else statement(f.view, anchor)
+    best = f.hits[0]
+    chunk = replace(best.chunk, start_line=start, end_line=end)
+    f.hits.insert(0, replace(best, chunk=chunk))
+    f.foci.insert(0, Focus(tuple(lines), anchor, unit))
+
+
+def _evidence(
+    view: FileView,
+    hits: Sequence[Candidate],
+    foci: Sequence[Focus],
+    pointed: Mapping[int, float],
+) -> list[float]:
     """Prefix sums of the evidence per line of a file (see the module docstring)."""
     n = view.n_lines
     delta = [0.0] * (n + 2)
@@ -261,7 +290,8 @@ def _evidence(view: FileView, hits: Sequence[Candidate], foci: Sequence[Focus]) 
         spread([(start, end)], share * CHUNK_VALUE)
         if not found.matched:
             unit = found.unit
-            spread([(unit.first, unit.end) if unit is not None else (start, end)], share * UNIT_VALUE)
+            region = (unit.first, unit.end) if unit is not None else (start, end)
+            spread([region], share * UNIT_VALUE)
             continue
         # The definitions that hold the matched lines, each by the weight of its lines.
         weights = [view.weight(m) for m in found.matched]
@@ -271,6 +301,12 @@ def _evidence(view: FileView, hits: Sequence[Candidate], foci: Sequence[Focus]) 
             region = (inner[0].first, inner[0].end) if inner else statement(view, m)
             spread([region], share * UNIT_VALUE * weight / total)
         spread(span_of(statement(view, m) for m in found.matched), share * MATCH_VALUE)
+    total = sum(pointed.values())
+    for line, weight in pointed.items():
+        inner = view.facts.enclosing(line)
+        spread([statement(view, line)], POINTED_VALUE * weight / total)
+        if inner:
+            spread([(inner[0].first, inner[0].end)], POINTED_VALUE * weight / total)
     first_unit = min((u.first for u in view.units), default=1)
     if first_unit > 1:  # the imports and declarations above the first definition
         spread([(1, first_unit - 1)], HEADER_VALUE)
@@ -346,10 +382,13 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         f.hits.append(cand)
         f.foci.append(focus(f.view, cand.chunk.start_line, cand.chunk.end_line))
     for f in files.values():
-        f.evidence = _evidence(f.view, f.hits, f.foci)
+        pointed = how.pointed(f.view.path, f.view.lines, f.view.language) if how.pointed else {}
+        f.evidence = _evidence(f.view, f.hits, f.foci, pointed)
+        if pointed:
+            _point(f, pointed)
 
     shown: dict[str, _File] = {}
-    order: dict[str, int] = {}  # a file's place in the prompt: when it first came in
+    pins: dict[str, int] = {}  # the files of the user's pins, in pin order: first in the prompt
     skipped = False
 
     # The user's pins first, whole, in their order.
@@ -373,7 +412,7 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         f.lines = merged
         f.members.append(cand)
         shown[cand.chunk.path] = f
-        order.setdefault(cand.chunk.path, len(order))
+        pins.setdefault(cand.chunk.path, len(pins))
 
     def worth(f: _File, span: Span) -> tuple[float, int, Span]:
         """What adding `span` to `f` is worth and costs now, and the merged span."""
@@ -385,6 +424,11 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         delta = cost(f.view, merged, elision) - cost(f.view, f.lines, elision)
         delta += header(f.view) if not f.lines else 0
         return f.weight * value, max(1, delta), merged
+
+    def density(f: _File, value: float, delta: int) -> float:
+        """Worth per token, a new block weighed as `BLOCK_COST` tokens more than its own: it
+        costs its reader more than its header."""
+        return value / (delta + (BLOCK_COST if not f.lines else 0))
 
     # Offers in a heap by worth per token; a popped offer is priced again against what is
     # in now (an offer is never worth more than when it was pushed) and put back when it
@@ -399,7 +443,7 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         value, delta, merged = worth(f, span)
         if merged != f.lines:
             spans[(f.rank, i, k)] = span
-            heapq.heappush(heap, (-value / delta, f.rank, i, k))
+            heapq.heappush(heap, (-density(f, value, delta), f.rank, i, k))
 
     least = MIN_CHANCE * max((f.weight for f in files.values()), default=0.0)
     for f in files.values():
@@ -408,6 +452,8 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         for i in range(len(f.hits)):
             offer(f, i, 0)
     by_rank = {f.rank: f for f in files.values()}
+    best = 0.0  # the worth per token of the first offer taken: relevance ends far below it
+    ended = False
     while heap:
         _, rank, i, k = heapq.heappop(heap)
         f = by_rank[rank]
@@ -420,19 +466,22 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
                 for deeper in range(1, len(KINDS)):
                     offer(f, i, deeper)
             continue
+        now = density(f, value, delta)
+        if heap and -now > heap[0][0] + 1e-12:
+            heapq.heappush(heap, (-now, rank, i, k))
+            continue
+        if not f.lines and now < RELEVANCE_ENDS * best:
+            ended = True  # a new file worth this little per token is below relevance
+            continue
         if delta > room:
-            skipped = True
+            skipped = True  # worth taking, but it does not fit
             continue
-        now = -value / delta
-        if heap and now > heap[0][0] + 1e-12:
-            heapq.heappush(heap, (now, rank, i, k))
-            continue
+        best = max(best, now)
         room -= delta
         f.lines = merged
         if cand not in f.members:
             f.members.append(cand)
         shown[f.view.path] = f
-        order.setdefault(f.view.path, len(order))
         if k == 0:
             for deeper in range(1, len(KINDS)):
                 offer(f, i, deeper)
@@ -455,10 +504,17 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
             room -= delta
             f.lines, f.outline, f.members = lines, True, list(f.hits)
             shown[f.view.path] = f
-            order.setdefault(f.view.path, len(order))
 
-    stopped = STOP_BUDGET if skipped else STOP_RELEVANCE if how.relevant is not None else STOP_HITS
-    ordered = sorted(shown.values(), key=lambda f: order[f.view.path])
+    # The budget stopped packing when something worth taking did not fit; else relevance did.
+    if skipped:
+        stopped = STOP_BUDGET
+    else:
+        stopped = STOP_RELEVANCE if ended or how.relevant is not None else STOP_HITS
+    # Pinned files first, then code by its file's rank (most relevant first), then outlines.
+    ordered = sorted(
+        shown.values(),
+        key=lambda f: (f.view.path not in pins, f.outline, pins.get(f.view.path, f.rank)),
+    )
     blocks, text, total = _render(ordered, inputs, findings)
     while total > budget and ordered:  # per-line prices are estimates: the text must fit
         ordered.pop()
@@ -500,7 +556,7 @@ def _account(ordered: Sequence[_File], blocks: Sequence[PackedBlock]) -> PackAcc
         faults = readability(f.view, f.lines)
         bare += faults.bare_signatures
         lone += faults.lone_lines
-        if is_data(f.view.path, f.view.language):
+        if is_data_file(f.view.path, f.view.language):
             data += block.tokens
     return PackAccount(
         bare_signatures=bare, lone_lines=lone, outline_tokens=outline, data_tokens=data
@@ -532,7 +588,7 @@ def _sort_out(
         elif (
             data is not None
             and cand.key not in data
-            and is_data(cand.chunk.path, cand.chunk.language)
+            and is_data_file(cand.chunk.path, cand.chunk.language)
         ):
             left_out.append((cand, DATA_ALONE, ()))
         else:
@@ -614,14 +670,12 @@ def data_keys(run: SearchRun, source: str | None) -> frozenset[str]:
     """The chunks a data file may enter the prompt with: ranked in the top `DATA_RANK` by two
     of the independent lists (BM25, dense, the reranker), or, when fewer than two of them
     are available, in the top `DATA_RANK_ALONE` of the list the prompt is packed from."""
-    lists = [
-        r for name in ("bm25", "dense", "rerank")
-        if (r := run.rankings.get(name)) is not None and r.available and r.hits  # type: ignore[call-overload]
-    ]  # fmt: skip
+    independent: tuple[RankingName, ...] = ("bm25", "dense", "rerank")
+    lists = [r for name in independent if (r := run.rankings.get(name)) and r.available]
     if len(lists) >= 2:
         counts: dict[str, int] = {}
-        for ranking in lists:
-            for h in ranking.hits:
+        for each in lists:
+            for h in each.hits:
                 if h.rank <= DATA_RANK:
                     counts[h.chunk.key] = counts.get(h.chunk.key, 0) + 1
         return frozenset(key for key, n in counts.items() if n >= 2)

@@ -222,7 +222,8 @@ def _touches(span: Span, start: int, end: int) -> bool:
 def statement(view: FileView, line: int) -> tuple[int, int]:
     """The lines to show for a matched `line`: the statement it is part of when that is at
     most `STATEMENT_LINES` long; the head of a long statement with the first `BRANCH` lines
-    after it; else the line with `CONTEXT` lines either side."""
+    after it; else the line with `CONTEXT` lines either side. A statement that ends in a
+    definition's signature goes on into the first `BRANCH` lines of its body."""
     found = view.facts.statements.around(line, STATEMENT_LINES)
     if found is None:
         head_end = view.facts.statements.heads(line)
@@ -230,7 +231,10 @@ def statement(view: FileView, line: int) -> tuple[int, int]:
             found = (line, min(head_end, line + BRANCH))
         else:
             found = (line - CONTEXT, line + CONTEXT)
-    return (max(1, found[0]), min(view.n_lines, found[1]))
+    start, end = max(1, found[0]), min(view.n_lines, found[1])
+    for unit in view.facts.heads_at(end):
+        end = max(end, min(unit.end, unit.head_end + BRANCH))
+    return (start, end)
 
 
 def _is_head(view: FileView, line: int, shown: Span) -> bool:
@@ -284,19 +288,22 @@ def settle(view: FileView, ranges: Iterable[tuple[int, int]]) -> Span:
 
 def _headless(view: FileView, span: Span) -> Span:
     """`span` without the signatures (and their doc comments) that end one of its runs while
-    none of their body is shown."""
-    out = list(span)
-    changed = False
-    for i, (a, b) in enumerate(out):
-        for unit in view.facts.heads_at(b):
-            if a > unit.head_end or any(x <= unit.end and y > unit.head_end for x, y in out):
-                continue
-            b = min(b, unit.first - 1)
-            changed = True
-        out[i] = (a, b)
-    if not changed:
-        return span
-    return _shown(view, [(a, b) for a, b in out if a <= b])
+    none of their body is shown (again while cutting one leaves an outer one bare)."""
+    for _ in range(len(span)):
+        out = list(span)
+        changed = False
+        for i, (a, b) in enumerate(out):
+            for unit in view.facts.heads_at(b):
+                body = any(x <= unit.end and y > unit.head_end for x, y in out)
+                if a > unit.head_end or body:
+                    continue
+                b = min(b, unit.first - 1)
+                changed = True
+            out[i] = (a, b)
+        if not changed:
+            break
+        span = _shown(view, [(a, b) for a, b in out if a <= b])
+    return span
 
 
 def _shown(view: FileView, ranges: Iterable[tuple[int, int]]) -> Span:

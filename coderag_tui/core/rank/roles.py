@@ -50,12 +50,6 @@ _CHANGELOG = re.compile(
 _GENERATED_FILE = re.compile(r".*(?:_pb2(?:_grpc)?|\.pb|\.generated|\.g|\.min|_generated)$")
 _LEGACY_FILE = re.compile(r"^_?(?:compat|py2compat|py3compat|legacy)$")
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "latex"})
-# Data rather than code: a prompt takes them only when more than one list ranks them high.
-_DATA_LANGUAGES = frozenset({"json", "yaml"})
-_DATA_DIRS = frozenset({
-    "fixture", "fixtures", "__fixtures__", "testdata", "test_data", "snapshots", "__snapshots__",
-})  # fmt: skip
-_DATA_FILE = re.compile(r".*(?:\.lock|-lock\.json|-lock\.yaml|\.snap|\.snapshot)$")
 
 # The query words that ask for each role (that role is then not pushed down).
 _ASKED_BY: dict[str, frozenset[str]] = {
@@ -115,11 +109,3 @@ def roles_asked(words: Iterable[str]) -> frozenset[str]:
     """The roles a query asks for by name ("test for routing" asks for tests)."""
     said = {word.lower() for word in words}
     return frozenset(role for role, asked in _ASKED_BY.items() if said & asked)
-
-
-def is_data(path: str, language: str | None) -> bool:
-    """A data file rather than code: JSON, YAML, a lock file, a snapshot or a fixture."""
-    pure = PurePosixPath(path)
-    if language in _DATA_LANGUAGES or _DATA_FILE.match(pure.name.lower()):
-        return True
-    return any(part.lower() in _DATA_DIRS for part in pure.parts[:-1])
