@@ -562,7 +562,12 @@ class Engine:
         # The first call pays for lazy model set-up; pay it here, not in the first query's time
         # (not for a list that ranks nothing yet: a caller answers from another list then).
         if index.covered:
-            embedder.embed_query("warm up")
+            try:
+                embedder.embed_query("warm up")
+            except Exception as exc:  # a model that cannot answer (ModelTimeout): BM25 goes on
+                return Dense(
+                    reason=f"dense search is off: the model failed ({exc}) — BM25 still works."
+                )
         return Dense(embedder, index, "", tuple(notices), first_pass)
 
     def open_first_pass(

@@ -4,16 +4,29 @@ Shared by the embedder and reranker resolution, so both follow one order
 (explicit path or name, the backend's local cache, a download only when allowed, an offline
 package) and both stay quiet and fast when a model is absent: every check here looks at
 files on disk and never calls a hub.
+
+A model is code-like (a graph a runtime executes, a tree a loop walks), so it is only ever one
+the user chose (a flag, the environment, their own config) or coderag's shipped or cached
+ones; a repository's `.coderag.toml` cannot name one. Before a local folder is handed to a
+library, every entry in it is checked (`vet_folder`): a regular file or folder, a link only
+to one inside it, so no FIFO blocks a read and no device or link out is read as weights. A
+load that takes longer than `LOAD_TIMEOUT_S` is abandoned (`bounded`), and the search goes on
+without the model, saying so in one sentence.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
+import stat
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
+
+from coderag_tui.core.capped import parse_json, read_capped
 
 FASTEMBED = "fastembed"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
@@ -22,6 +35,80 @@ BACKENDS = ("auto", FASTEMBED, SENTENCE_TRANSFORMERS, MODEL2VEC, "none")
 
 # Per-sequence special tokens and tokenizer drift when a stripe is re-tokenized on its own.
 TOKEN_MARGIN = 4
+# Seconds a model may take to load (a session made, weights read) before it is abandoned: a
+# 4.9 KB graph of constant MatMuls that onnxruntime folds while opening took a search 68 s.
+LOAD_TIMEOUT_S = 60.0
+MAX_FOLDER_ENTRIES = 10_000  # files and folders `vet_folder` looks at in one model folder
+MAX_JSON_BYTES = 16 * 1024 * 1024  # a model's JSON file (a tokenizer.json is a few MiB)
+
+T = TypeVar("T")
+
+
+class ModelTimeout(RuntimeError):
+    """A model took longer than its bound to load; the message ends a sentence."""
+
+
+def bounded(work: Callable[[], T], what: str, seconds: float | None = None) -> T:
+    """`work()`'s result, or ModelTimeout when it takes longer than `seconds` (default
+    `LOAD_TIMEOUT_S`). A library call cannot be stopped, so it runs in a daemon thread that is
+    left to finish on its own; the caller goes on without it."""
+    limit = LOAD_TIMEOUT_S if seconds is None else seconds
+    result: list[tuple[bool, Any]] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            result.append((True, work()))
+        except BaseException as exc:  # handed to the caller, whatever it is
+            result.append((False, exc))
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name="coderag-model-load", daemon=True).start()
+    if not finished.wait(limit):
+        raise ModelTimeout(f"{what} took longer than {limit:g} s, so it was abandoned")
+    done, value = result[0]
+    if not done:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def vet_folder(folder: Path) -> str:
+    """ "" when every entry under `folder` is a regular file or a folder, a link only to one
+    inside it; else a few words naming the first entry that is not (a FIFO would block a
+    read, a device or a link out is not the folder's own file)."""
+    root = os.path.realpath(folder)
+    seen = 0
+    for where, folders, files in os.walk(root, followlinks=False):
+        for name in sorted(folders) + sorted(files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                return f"it holds more than {MAX_FOLDER_ENTRIES:,} files"
+            path = os.path.join(where, name)
+            shown = os.path.relpath(path, root)
+            try:
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode):
+                    real = os.path.realpath(path)
+                    if real != root and not real.startswith(root + os.sep):
+                        return f"{shown} is a link out of it"
+                    mode = os.stat(path).st_mode
+            except OSError:
+                return f"{shown} cannot be read"
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return f"{shown} is not a regular file"
+    return ""
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A model's JSON file as an object, or {} when it is not a regular file, larger than
+    `MAX_JSON_BYTES`, unreadable, not JSON or not an object (a FIFO is never opened)."""
+    try:
+        data = read_capped(path, MAX_JSON_BYTES) if path.is_file() else None
+        loaded = parse_json(data) if data is not None else None
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def installed(module: str) -> bool:
@@ -69,11 +156,8 @@ def backend_for_folder(folder: Path) -> str:
 
 def is_static_folder(folder: Path) -> bool:
     """Does the folder hold a model2vec static model (its config says model_type model2vec)?"""
-    try:
-        text = (folder / "config.json").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return '"model2vec"' in text and (folder / "model.safetensors").is_file()
+    config = read_json_object(folder / "config.json")
+    return config.get("model_type") == "model2vec" and (folder / "model.safetensors").is_file()
 
 
 def local_model_id(kind: str, folder: Path) -> str:
@@ -246,7 +330,7 @@ def resolve_model(
     for use, default in defaults:
         try:
             if kind.cached(use, default):
-                return kind.load(use, default, allow_download=False, folder=None), ""
+                return _load(kind, use, default, allow_download=False, folder=None), ""
         except Exception:  # a broken cache entry: try the next source
             continue
     if allow_download and defaults:
@@ -258,14 +342,29 @@ def resolve_model(
     return None, ""
 
 
+def _load(
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool, folder: Path | None
+) -> M:
+    """`kind.load`, abandoned (ModelTimeout) when it takes longer than `LOAD_TIMEOUT_S`; a
+    download is bounded by the library's own timeouts instead."""
+    if allow_download:
+        return kind.load(backend, name, allow_download=True, folder=folder)
+    return bounded(
+        lambda: kind.load(backend, name, allow_download=False, folder=folder), "loading it"
+    )
+
+
 def _named(
     kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
 ) -> tuple[M | None, str]:
     folder = local_folder(name)
     try:
         if folder is not None:
+            unusable = vet_folder(folder)
+            if unusable:
+                return None, f"the {kind.noun} folder {name} cannot be used: {unusable}"
             use = backend_for_folder(folder) if backend == "auto" else backend
-            return kind.load(use, name, allow_download=False, folder=folder), ""
+            return _load(kind, use, name, allow_download=False, folder=folder), ""
         if Path(name).expanduser().exists():
             return None, f"the {kind.noun} path {name} is not a folder"
         candidates = kind.backends_for(backend, name)
@@ -273,7 +372,7 @@ def _named(
             return None, f"no installed backend can load the {kind.noun} {name}"
         for use in candidates:
             if kind.cached(use, name) or allow_download:
-                return kind.load(use, name, allow_download=allow_download, folder=None), ""
+                return _load(kind, use, name, allow_download=allow_download, folder=None), ""
         return None, f"the {kind.noun} {name} is not in the local cache and downloads are off"
     except Exception as exc:  # a library error while loading: report it, never crash the search
         return None, f"the {kind.noun} {name} could not be loaded ({describe_error(exc)})"
