@@ -20,12 +20,12 @@ import hashlib
 import importlib.util
 import os
 import stat
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from coderag_tui.core.bounded import TookTooLong, within
 from coderag_tui.core.capped import parse_json, read_capped
 
 FASTEMBED = "fastembed"
@@ -50,27 +50,12 @@ class ModelTimeout(RuntimeError):
 
 def bounded(work: Callable[[], T], what: str, seconds: float | None = None) -> T:
     """`work()`'s result, or ModelTimeout when it takes longer than `seconds` (default
-    `LOAD_TIMEOUT_S`). A library call cannot be stopped, so it runs in a daemon thread that is
-    left to finish on its own; the caller goes on without it."""
+    `LOAD_TIMEOUT_S`): the load is left to end on its own, and the caller goes on without it."""
     limit = LOAD_TIMEOUT_S if seconds is None else seconds
-    result: list[tuple[bool, Any]] = []
-    finished = threading.Event()
-
-    def run() -> None:
-        try:
-            result.append((True, work()))
-        except BaseException as exc:  # handed to the caller, whatever it is
-            result.append((False, exc))
-        finally:
-            finished.set()
-
-    threading.Thread(target=run, name="coderag-model-load", daemon=True).start()
-    if not finished.wait(limit):
-        raise ModelTimeout(f"{what} took longer than {limit:g} s, so it was abandoned")
-    done, value = result[0]
-    if not done:
-        raise value
-    return value  # type: ignore[no-any-return]
+    try:
+        return within(work, limit, "coderag-model-load")
+    except TookTooLong:
+        raise ModelTimeout(f"{what} took longer than {limit:g} s, so it was abandoned") from None
 
 
 def vet_folder(folder: Path) -> str:
