@@ -33,6 +33,7 @@ from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_ty
 
 from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
+from coderag_tui.core.placeholders import split_template, template_problem
 from coderag_tui.core.records import ChunkingSpec, ChunkStrategy
 from coderag_tui.locations import (
     temporary_runtime_dirs,
@@ -1116,8 +1117,9 @@ def _from_repo_file(info: SettingInfo, value: Any, repo: Path, current: Any) -> 
 
 def _check_repo_template(path: Path) -> None:
     """_Ignored when the repository's template file cannot be used (a FIFO or a folder, larger
-    than a template may be, not UTF-8, without its placeholders): someone else's file never
-    stops a prompt. (Read with the template's own bound; `core.prompt.render` parses it.)"""
+    than a template may be, not UTF-8, its placeholders missing or repeated): someone else's
+    file never stops a prompt. (Read with the template's own bound, parsed as
+    `core.prompt.render` parses it.)"""
 
     def unusable(why: str) -> _Ignored:
         return _Ignored(f"its template cannot be used: {why}")
@@ -1134,8 +1136,9 @@ def _check_repo_template(path: Path) -> None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise unusable("it is not UTF-8 text") from None
-    if "{context}" not in text or "{task}" not in text:
-        raise unusable("it has no {context} or {task} placeholder")
+    problem = template_problem(*split_template(text))
+    if problem:  # missing or repeated placeholders
+        raise unusable(f"it {problem.split(':', 1)[0]}")
 
 
 def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> str:

@@ -249,6 +249,7 @@ def prompt_tools(settings: Settings, template: str | None = None) -> tuple[Templ
     try:
         loaded = load_template(template or settings.template, context_first=settings.context_first)
         counter = token_counter(settings.encoding, allow_download=settings.allow_download)
+        loaded.check_fits(counter.count, settings.budget)
     except (TemplateError, UnknownEncodingError) as exc:
         raise PromptError(str(exc)) from exc
     return loaded, counter
