@@ -114,6 +114,21 @@ def test_a_repository_never_chooses_a_model(
     assert str(planted) in name, reason
 
 
+@pytest.mark.usefixtures("no_cached_models")
+def test_your_hub_name_never_loads_a_folder_of_that_name_in_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_tiny_repo(tmp_path / "shop")
+    shutil.copytree(SHIPPED_TABLE, repo / "BAAI" / "bge-small-en-v1.5")
+    monkeypatch.chdir(repo)  # where a user runs coderag, the hub name a path from here
+    hub = Settings(repo=repo, embed_model="BAAI/bge-small-en-v1.5")
+    name, reason = _chosen("static", hub)
+    assert name == "" and "not in the local cache" in reason, (name, reason)
+    # Named as the folder it is, it is the user's to run.
+    name, reason = _chosen("static", hub.with_(embed_model="./BAAI/bge-small-en-v1.5"))
+    assert str(repo / "BAAI") in name, reason
+
+
 def _cyclic_ranker(folder: Path) -> Path:
     """The shipped ranker with its first tree's root split leading back to itself."""
     text = SHIPPED_RANKER.read_text()

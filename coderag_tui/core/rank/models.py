@@ -104,14 +104,24 @@ def installed(module: str) -> bool:
         return False
 
 
-def local_folder(name: str) -> Path | None:
-    """The model folder `name` points at, when it is a path on disk rather than a hub name."""
+def local_folder(name: str, repo: Path | None = None) -> Path | None:
+    """The model folder `name` points at, when it is a path on disk rather than a hub name.
+
+    A relative name read as a hub name would be (`org/model`: no leading `.`, `/` or `~`)
+    is no folder inside `repo`, the repository being searched: run from its root, a cloned
+    repository would answer the user's hub name with a model of its own (`./org/model` names
+    that folder when it is meant)."""
     if not name:
         return None
     path = Path(name).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    return None
+    if not path.is_dir():
+        return None
+    found = path.resolve()
+    if repo is not None and not name.startswith((".", "/", "~")):
+        root = repo.resolve()
+        if found == root or root in found.parents:
+            return None
+    return found
 
 
 def onnx_file(folder: Path) -> str | None:
@@ -295,7 +305,7 @@ class ModelKind(Generic[M_co]):
 
 
 def resolve_model(
-    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool, repo: Path | None = None
 ) -> tuple[M | None, str]:
     """A model of `kind` in that order, or None and a few words on what went wrong.
 
@@ -305,7 +315,7 @@ def resolve_model(
     Every check before loading looks at files on disk; nothing here waits on a network.
     """
     if name:
-        return _named(kind, backend, name, allow_download=allow_download)
+        return _named(kind, backend, name, allow_download=allow_download, repo=repo)
     defaults: Sequence[tuple[str, str]] = [
         (use, default)
         for use, default in kind.defaults
@@ -340,9 +350,9 @@ def _load(
 
 
 def _named(
-    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool, repo: Path | None
 ) -> tuple[M | None, str]:
-    folder = local_folder(name)
+    folder = local_folder(name, repo)
     try:
         if folder is not None:
             unusable = vet_folder(folder)
@@ -350,7 +360,7 @@ def _named(
                 return None, f"the {kind.noun} folder {name} cannot be used: {unusable}"
             use = backend_for_folder(folder) if backend == "auto" else backend
             return _load(kind, use, name, allow_download=False, folder=folder), ""
-        if Path(name).expanduser().exists():
+        if Path(name).expanduser().exists() and local_folder(name) is None:
             return None, f"the {kind.noun} path {name} is not a folder"
         candidates = kind.backends_for(backend, name)
         if not candidates:
