@@ -238,9 +238,10 @@ def test_a_model_file_that_is_a_fifo_never_hangs_a_search(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     model = _fifo_in(kind, _model_of(kind, request), tmp_path / "m")
-    extra = {"rerank_backend": "learned"} if kind == "learned" else {}
-    settings = Settings(repo=make_tiny_repo(tmp_path / "shop"), **{_setting(kind): str(model)},
-                        **extra)  # fmt: skip
+    settings = Settings(repo=make_tiny_repo(tmp_path / "shop")).with_(
+        **{_setting(kind): str(model)},
+        **({"rerank_backend": "learned"} if kind == "learned" else {}),
+    )
     fifo = model if kind == "learned" else model / "config.json"
     name, reason = _within(30, lambda: _chosen(kind, settings), _unblock(fifo))
     assert str(model) not in name
