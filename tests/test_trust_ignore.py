@@ -9,12 +9,12 @@ with it; `private[[:digit:]].md`, which git ignores, was dropped as a pattern RE
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from coderag_tui.core.index.walk import walk
+from tests.fixtures.cli_run import run_cli_child
 from tests.fixtures.tiny_repo import make_tiny_repo
 
 # Patterns whose brackets pathspec reads otherwise than git (a POSIX class, an escape, a
@@ -99,18 +99,8 @@ def test_re2_never_writes_to_the_terminal(tmp_path: Path) -> None:
     repo = make_tiny_repo(tmp_path / "shop")
     (repo / ".coderagignore").write_text("x[[:digit:]\x1b[2J\x1bc].md\nprivate[[:digit:]].md\n")
     (repo / "private1.md").write_text("SECRET = 1\n")
-    code = (
-        "import sys\n"
-        "from coderag_tui.cli import main\n"
-        "argv = ['search', 'secret', sys.argv[1], '--no-dense', '--index-dir', sys.argv[2]]\n"
-        "sys.exit(main(argv))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(repo), str(tmp_path / "ix")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ix = str(tmp_path / "ix")
+    done = run_cli_child("search", "secret", str(repo), "--no-dense", "--index-dir", ix)
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stderr and "Error parsing" not in done.stderr, done.stderr
     assert all(line.startswith("coderag: ") for line in done.stderr.splitlines()), done.stderr

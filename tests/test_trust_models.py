@@ -15,8 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +28,7 @@ from coderag_tui.core.rank.learned import SHIPPED_MODEL
 from coderag_tui.core.rank.rerank import RERANKERS, resolve_reranker
 from coderag_tui.core.rank.static import SHIPPED_TABLE
 from coderag_tui.settings import Settings, read_settings
+from tests.fixtures.cli_run import run_cli_child
 from tests.fixtures.tiny_models import (  # noqa: F401 - pytest fixtures
     no_cached_models,
     tiny_fastembed_cross_encoder,
@@ -160,10 +159,7 @@ def test_a_learned_ranker_with_a_cycle_never_hangs_a_search(tmp_path: Path, who:
         )
     else:
         argv += ["--rerank-backend", "learned", "--rerank-model", str(ranker)]
-    code = "import sys\nfrom coderag_tui.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60
-    )
+    done = run_cli_child(*argv)
     assert done.returncode == 0, done.stderr
     assert "shop/cart.py" in done.stdout
     if who == "repository":
