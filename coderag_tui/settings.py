@@ -33,6 +33,7 @@ from typing import Any, Literal, NamedTuple, Union, get_args, get_origin, get_ty
 
 from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
+from coderag_tui.core.placeholders import split_template, template_problem
 from coderag_tui.core.records import ChunkingSpec, ChunkStrategy
 from coderag_tui.locations import (
     temporary_runtime_dirs,
@@ -101,8 +102,8 @@ SEARCH_STAGES: frozenset[Stage] = frozenset(
 )
 
 # What a repository's own .coderag.toml may do with a key (see `_from_repo_file`): set it,
-# not at all, only to a path inside the repository, or only lower than it would be otherwise
-# (a resource limit: a repository may ask for less memory and time, never more).
+# not at all, only to a usable template file inside the repository, or only lower than it
+# would be otherwise (a resource limit: a repository may ask for less memory and time).
 RepoFilePolicy = Literal["free", "refused", "inside", "lower"]
 
 
@@ -137,6 +138,8 @@ _SERVER_REFUSED = (
     "it decides where the repository's code and your queries are sent, which is your choice"
 )
 _SHARED_REFUSED = "it names a collection on a server, shared state that only you may choose"
+# A model is code-like: a graph a runtime runs, a tree a loop walks, files opened as weights.
+_MODEL_REFUSED = "it chooses a model, which only you may do"
 
 
 @dataclass(frozen=True)
@@ -292,7 +295,8 @@ class Settings:
             "Embedding model: a name or a local folder; empty picks the backend's default.",
             metavar="NAME|DIR",
             shown_default="empty",
-            repo_file="inside",
+            repo_file="refused",
+            why_refused=_MODEL_REFUSED,
             stage="dense",
         ),
     )
@@ -526,7 +530,8 @@ class Settings:
             "file written by `coderag tune`; empty picks the default.",
             metavar="NAME|DIR",
             shown_default="empty",
-            repo_file="inside",
+            repo_file="refused",
+            why_refused=_MODEL_REFUSED,
             stage="rerank model",
         ),
     )
@@ -1093,31 +1098,18 @@ def _from_repo_file(info: SettingInfo, value: Any, repo: Path, current: Any) -> 
         return value
     root = repo.resolve()
     raw = Path(value).expanduser()
-    in_repo = raw if raw.is_absolute() else root / raw
-    path_like = (
-        bool(info.meta.names)  # the template: anything but a name is a file
-        or raw.is_absolute()
-        or value.startswith(("~", "."))
-        or ".." in raw.parts
-        or in_repo.exists()
-    )
-    if not path_like:
-        # A hub name (org/model), unless it names a folder outside the repository here.
-        if raw.exists() and not _inside(raw.resolve(), root):
-            raise _Ignored("it names a folder outside the repository")
-        return value
-    resolved = in_repo.resolve()
+    resolved = (raw if raw.is_absolute() else root / raw).resolve()
     if not _inside(resolved, root):
         raise _Ignored("it names a path outside the repository")
-    if info.meta.names:  # the template: someone else's file that cannot be used is ignored
-        _check_repo_template(resolved)
+    _check_repo_template(resolved)  # someone else's file that cannot be used is ignored
     return str(resolved)
 
 
 def _check_repo_template(path: Path) -> None:
     """_Ignored when the repository's template file cannot be used (a FIFO or a folder, larger
-    than a template may be, not UTF-8, without its placeholders): someone else's file never
-    stops a prompt. (Read with the template's own bound; `core.prompt.render` parses it.)"""
+    than a template may be, not UTF-8, its placeholders missing or repeated): someone else's
+    file never stops a prompt. (Read with the template's own bound, parsed as
+    `core.prompt.render` parses it.)"""
 
     def unusable(why: str) -> _Ignored:
         return _Ignored(f"its template cannot be used: {why}")
@@ -1134,8 +1126,9 @@ def _check_repo_template(path: Path) -> None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise unusable("it is not UTF-8 text") from None
-    if "{context}" not in text or "{task}" not in text:
-        raise unusable("it has no {context} or {task} placeholder")
+    problem = template_problem(*split_template(text))
+    if problem:  # missing or repeated placeholders
+        raise unusable(f"it {problem.split(':', 1)[0]}")
 
 
 def _ignored_note(label: str, ignored: Mapping[str, str], user_file: Path) -> str:

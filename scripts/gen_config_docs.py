@@ -252,10 +252,12 @@ for a value out of its limits. See [security.md](security.md).
   kept once per machine in `~/.cache/coderag/models`.
 - A template file is plain text with `{{role}}`, `{{context}}` and `{{task}}` placeholders and a
   per-block part below a line `=== chunk ===` (`{{path}}`, `{{lines}}`, `{{language}}`,
-  `{{fence}}`, `{{code}}`); see the docstring of `coderag_tui/core/prompt/render.py`. A template
-  file larger than {MAX_TEMPLATE_BYTES // 1024} KiB is not read. One a repository's
-  `.coderag.toml` names that cannot be used (too large, not UTF-8, not a template) is ignored
-  with one warning.
+  `{{fence}}`, `{{code}}`); see the docstring of `coderag_tui/core/prompt/render.py`. Each
+  placeholder appears once at most in each part (`{{fence}}` twice), and the template's own
+  text with one empty block must fit the budget. A template file larger than
+  {MAX_TEMPLATE_BYTES // 1024} KiB is not read. One a repository's `.coderag.toml` names that
+  cannot be used (too large, not UTF-8, not a template, a placeholder repeated) is ignored with
+  one warning.
 - Your own themes are YAML files in `theme_dir`, with the schema of `themes/coderag-dark.yaml`.
 """
 

@@ -92,6 +92,7 @@ SPAWNING_MODULES = frozenset(
         "test_cli_tune.py",
         "test_cli_safety.py",
         "test_trust.py",
+        "test_trust_serve.py",
         "test_index_integrity.py",
     }
 )

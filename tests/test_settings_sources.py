@@ -292,12 +292,11 @@ def test_the_user_file_the_environment_and_flags_may_set_paths(
     assert flagged.index_dir == tmp_path / "c"
 
 
-def test_a_template_or_model_outside_the_repository_is_ignored(tmp_path: Path) -> None:
+def test_a_template_outside_the_repository_is_ignored(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "prompts").mkdir(parents=True)
     (repo / "prompts" / "mine.tmpl").write_text("{context}\n{task}\n")
     (tmp_path / "outside.tmpl").write_text("{task}\n")
-    (tmp_path / "model").mkdir()
     none = tmp_path / "none.toml"
 
     def load(text: str) -> Settings:
@@ -307,8 +306,6 @@ def test_a_template_or_model_outside_the_repository_is_ignored(tmp_path: Path) -
     for text in (
         'template = "../outside.tmpl"',
         f'template = "{tmp_path / "outside.tmpl"}"',
-        f'embed_model = "{tmp_path / "model"}"',
-        'rerank_model = "../model"',
     ):
         (repo / ".coderag.toml").write_text(text)
         loaded = read_settings({"repo": repo}, environ={}, config_file=none)
@@ -318,9 +315,8 @@ def test_a_template_or_model_outside_the_repository_is_ignored(tmp_path: Path) -
     # Inside the repository, a relative path is read from the repository root.
     inside = load('template = "prompts/mine.tmpl"')
     assert inside.template == str((repo / "prompts" / "mine.tmpl").resolve())
-    # Names are names: a template's and a model hub's.
-    named = load('template = "xml"\nembed_model = "BAAI/bge-small-en-v1.5"')
-    assert (named.template, named.embed_model) == ("xml", "BAAI/bge-small-en-v1.5")
+    # Names are names.
+    assert load('template = "xml"').template == "xml"
 
 
 def test_a_symlink_inside_the_repository_that_leads_outside_is_ignored(tmp_path: Path) -> None:

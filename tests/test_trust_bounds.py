@@ -19,7 +19,7 @@ import pytest
 
 from coderag_tui.cli import main
 from coderag_tui.core.index.walk import MAX_IGNORE_BYTES, MAX_IGNORE_PATTERNS, walk
-from tests.fixtures.cli_run import run_cli
+from tests.fixtures.cli_run import run_cli, run_cli_child
 from tests.fixtures.hostile_repo import SLOW_IGNORE_NAME, SLOW_IGNORE_PATTERN
 from tests.fixtures.tiny_repo import make_tiny_repo
 
@@ -163,17 +163,7 @@ def test_a_query_of_one_long_word_is_ranked_in_bounded_time(
 ) -> None:
     """The signals read a 40k-character word in 38 s before (its length squared); 100k
     characters would take minutes. The search runs in a child with a minute to spare."""
-    code = (
-        "import sys\n"
-        "from coderag_tui.cli import main\n"
-        "query = 'a/' * 50_000\n"
-        "sys.exit(main(['search', query, sys.argv[1], '--no-dense', '--index-dir', sys.argv[2]]))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(tiny_repo), str(tmp_path / "ix")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    ix = str(tmp_path / "ix")
+    done = run_cli_child("search", "a/" * 50_000, str(tiny_repo), "--no-dense", "--index-dir", ix)
     assert done.returncode == 0, done.stderr
     assert "ranked on its first 65,536 characters" in done.stderr

@@ -1,20 +1,25 @@
-"""git never turns a repository against its user (issue "Trust III", items 2, 4 and the diff).
+"""git never turns a repository against its user (issues "Trust III", items 2, 4 and the diff,
+and "Trust IV", item 1).
 
 Each test reproduces what an attacker did against main before the fix: a `.git/config` whose
 fsmonitor, clean filter, external diff and textconv ran on every index, search and `--diff`;
 a committed folder laid out as a git dir whose fsmonitor ran on `coderag index service`; a
 dataset whose `base_commit` reached git as `--output=~/.bashrc`, or whose `repo` left
-`--repos`; and a changed line `++ b/PATH` that moved a change to another file.
+`--repos`; a changed line `++ b/PATH` that moved a change to another file; and a clean
+filter whose driver is named `x=y`, which `-c filter.x=y.clean=` did not switch off.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import coderag_tui
 from coderag_tui.core import git
 from coderag_tui.core.index.changes import working_change
 from coderag_tui.core.learn.history import HistoryOptions, history_pairs, hunks
@@ -174,3 +179,61 @@ def test_an_armed_repository_changes_nothing_outside_itself(
         assert not any(line.startswith(FORGED_LINE[:20]) for line in err.splitlines()), err
     assert _ran(canary) == []
     assert bashrc.read_text() == BASHRC
+
+
+# Driver names git's `-c NAME=VALUE` cannot carry (it splits at the first `=`) next to names
+# with dots, quotes, spaces and a newline. The ones without whitespace are what
+# `.gitattributes` can name (an attribute's value ends at a space); a newline cannot be in a
+# config file at all, so git refuses that config and coderag walks the folder without git.
+DRIVER_NAMES = ["x=y", "x=y.clean=", "a.b.c", 'say"hi"', "it's", "two words", "new\nline"]
+
+
+def _config_section(name: str) -> str:
+    quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'[filter "{quoted}"]\n'
+
+
+@pytest.mark.parametrize("name", DRIVER_NAMES, ids=repr)
+def test_git_runs_no_filter_whatever_its_driver_is_named(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_tiny_repo(tmp_path / "shop")
+    canary = tmp_path / "canary"
+    script = tmp_path / "clean.sh"
+    script.write_text(f'#!/bin/sh\necho clean >> "{canary}"\nexec cat\n')
+    script.chmod(0o755)
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f"{_config_section(name)}\tclean = {script}\n\tsmudge = {script}\n")
+    if not any(ch.isspace() for ch in name):
+        (repo / ".gitattributes").write_text(f"* filter={name}\n")
+    # A racy index (a tarball's mtimes, a commit in the same second): git must look at every
+    # file's content, through its clean filter.
+    for path in repo.rglob("*.py"):
+        os.utime(path, ns=(0, 0))
+    ix = str(tmp_path / "ix")
+    code, out, err = run_cli(
+        capsys, "search", "cart total", str(repo), "--no-dense", "--index-dir", ix
+    )
+    assert code == 0 and "shop/cart.py" in out, err
+    assert not canary.exists()
+    if "\n" not in name:
+        trap = subprocess.run(
+            ["git", "-C", str(repo), "config", "--get", f"filter.{name}.clean"],
+            capture_output=True,
+            text=True,
+        )
+        assert trap.stdout.strip() == str(script)  # the trap is set
+        seen = git.output(repo, "config", "--get", f"filter.{name}.clean")
+        assert seen is not None and seen.strip() == b"", seen  # and coderag's git empties it
+
+
+def test_git_is_run_only_through_core_git() -> None:
+    """One place holds the rules above: no other module of the package names the program."""
+    package = Path(coderag_tui.__file__).parent
+    for path in package.rglob("*.py"):
+        if path == package / "core" / "git.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+                first = node.elts[0]
+                assert not (isinstance(first, ast.Constant) and first.value == "git"), path

@@ -48,12 +48,13 @@ def test_the_log_never_writes_through_a_committed_link(
     assert sorted(p.name for p in home.iterdir()) == [".bashrc"]
 
 
-def test_a_notice_and_a_log_line_are_one_line_whatever_a_repository_value_holds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_notice_and_a_log_line_are_one_line_whatever_a_value_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_tiny_repo(tmp_path / "shop")
-    value = FORGED.replace("\n", "\\n")
-    (repo / ".coderag.toml").write_text(f'rerank_model = "{value}"\nembed_model = "{value}"\n')
+    # A value pasted into the environment (a repository's own file may name no model at all).
+    monkeypatch.setenv("CODERAG_RERANK_MODEL", FORGED)
+    monkeypatch.setenv("CODERAG_EMBED_MODEL", FORGED)
     log = tmp_path / "coderag.log"
     code, _, err = run_cli(
         capsys, "search", "refund", str(repo), "--no-dense", "--rerank", "--index-dir",

@@ -31,6 +31,7 @@ from coderag_tui.cli.common import (
 )
 from coderag_tui.cli.mcp_tools import (
     MAX_ANSWER_CHARS,
+    MAX_ANSWER_S,
     MAX_BUDGET,
     MAX_HIT_CHARS,
     MAX_K,
@@ -41,6 +42,7 @@ from coderag_tui.cli.mcp_tools import (
 )
 from coderag_tui.cli.render import say
 from coderag_tui.cli.server import cookie_dir, private_folder
+from coderag_tui.core.bounded import TookTooLong, within
 from coderag_tui.core.echo import echo
 
 if TYPE_CHECKING:
@@ -196,7 +198,13 @@ def build_server(tools: Tools, start: Any = None) -> "MCPServer[Any]":
 
     def answered(work: Any) -> Any:
         try:
-            return work()
+            return within(work, MAX_ANSWER_S, "coderag-mcp-answer")
+        except TookTooLong:
+            raise ToolError(
+                f"the answer took longer than {MAX_ANSWER_S:g} s and was given up (its work "
+                "ends on its own; until then other calls may find the index busy): ask again "
+                "later, or ask for less."
+            ) from None
         except ToolFailure as exc:
             raise ToolError(echo(str(exc))) from None
 

@@ -52,6 +52,11 @@ MAX_PATHS = 20  # patterns in `search`'s paths
 MAX_PATH_CHARS = 1024  # characters of one path or pattern an agent passes
 MAX_QUERY_ECHO = 500  # characters of the query an answer repeats
 OPEN_WAIT_S = 20.0  # how long a tool waits for the index to open before saying so
+# How long a call waits for another call's answer (one at a time on the engine), and how long
+# one answer may work before the agent is told: a prompt over a hostile file took minutes
+# while every other call waited. `status` waits for neither.
+BUSY_WAIT_S = 10.0
+MAX_ANSWER_S = 60.0
 
 
 class ToolFailure(CoderagError):
@@ -140,13 +145,16 @@ class Tools:
     def _engine(self, settings: Settings, *, rerank: bool = False) -> Iterator[Engine]:
         """The resident engine, fresh, for one request; index failures are one sentence."""
         from coderag_tui.core.index.store import StoreError
+        from coderag_tui.core.resident import Busy
 
         resident = self._ready()
         try:
-            with resident.serving(settings, dense=self.dense, rerank=rerank) as engine:
+            with resident.serving(
+                settings, dense=self.dense, rerank=rerank, wait=BUSY_WAIT_S
+            ) as engine:
                 yield engine
-        except StoreError as exc:
-            raise ToolFailure(str(exc)) from exc
+        except (StoreError, Busy) as exc:
+            raise ToolFailure(f"{str(exc).rstrip('.')}.") from exc
 
     # ---------------------------------------------------------------- tools
     def search(
@@ -271,6 +279,7 @@ class Tools:
                 "hit_chars": MAX_HIT_CHARS,
                 "answer_chars": MAX_ANSWER_CHARS,
                 "budget": MAX_BUDGET,
+                "answer_seconds": MAX_ANSWER_S,
             },
         }
         opening = self._opening

@@ -45,6 +45,7 @@ from coderag_tui.cli.server import (
     send,
     socket_path,
 )
+from coderag_tui.core.bounded import TookTooLong, within
 from coderag_tui.core.echo import echo
 from coderag_tui.core.records import Scope
 from coderag_tui.core.visible import one_line, visible
@@ -59,6 +60,12 @@ ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the stop flag
 QUERY_SHOWN = 60  # characters of a query in the server's log line
 # Connections read at once; one more is closed at once, and its client answers by itself.
 MAX_CONNECTIONS = 8
+# How long a request waits for the engine while another answer works, and how long one answer
+# may work before its client is told to answer by itself (within the client's own wait,
+# `server.ASK_TIMEOUT_S`): a prompt over a hostile file took minutes, and every request
+# behind it waited its client's whole wait. Either way the client answers in its own process.
+TURN_WAIT_S = 5.0
+MAX_ANSWER_S = 25.0
 
 
 def register(subparsers: Any) -> None:
@@ -228,14 +235,19 @@ class _Serving:
         default_factory=lambda: threading.BoundedSemaphore(MAX_CONNECTIONS)
     )
 
-    def take_turn(self) -> bool:
-        """Wait for the engine; False when the server stops first."""
+    def take_turn(self) -> str:
+        """Wait for the engine, at most `TURN_WAIT_S`: "" when this request has it, else why
+        not (the server stops, or another answer still works)."""
+        deadline = time.monotonic() + TURN_WAIT_S
         while not self.stop.is_set():
-            if self.turn.acquire(timeout=ACCEPT_POLL_S):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return f"another answer still works after {TURN_WAIT_S:g} s"
+            if self.turn.acquire(timeout=min(ACCEPT_POLL_S, left)):
                 if not self.stop.is_set():
-                    return True
+                    return ""
                 self.turn.release()
-        return False
+        return "the server is stopping"
 
 
 def _serve(
@@ -271,9 +283,10 @@ def _serve(
             ).start()
     finally:
         stop.set()
-        # an answer under way ends before the engine closes; requests still waiting are left
-        # to their clients (a second Ctrl-C stops waiting)
-        serving.turn.acquire()
+        # an answer under way ends before the engine closes, unless it was given up already
+        # (it runs past MAX_ANSWER_S); requests still waiting are left to their clients (a
+        # second Ctrl-C stops waiting)
+        serving.turn.acquire(timeout=MAX_ANSWER_S)
         shutil.rmtree(cookie_dir(resident.settings), ignore_errors=True)
 
 
@@ -295,15 +308,27 @@ def _connection(serving: _Serving, conn: socket.socket) -> None:
                 serving.stop.set()
                 serving.log("asked to stop (coderag serve --stop): the server stops.")
                 return
-            if not serving.take_turn():
-                send(conn, decline("the server is stopping"))
+            busy = serving.take_turn()
+            if busy:
+                send(conn, decline(busy))
+                if serving.verbose:
+                    serving.log(f"left a request to its own process: {busy}.")
                 return
+
+            def answer() -> tuple[dict[str, Any], str]:
+                try:
+                    return _handle(serving.resident, message)
+                except Exception as exc:  # a bug must cost one answer, not the server
+                    return _failed(exc), f"failed to answer a request ({exc!r})."
+                finally:
+                    serving.turn.release()  # when the work ends, however long it took
+
             try:
-                reply, said = _handle(serving.resident, message)
-            except Exception as exc:  # a bug must cost one answer, not the server
-                reply, said = _failed(exc), f"failed to answer a request ({exc!r})."
-            finally:
-                serving.turn.release()
+                reply, said = within(answer, MAX_ANSWER_S, "coderag-answer")
+            except TookTooLong:
+                why = f"the answer took longer than {MAX_ANSWER_S:g} s"
+                reply = decline(why)
+                said = f"left a request to its own process: {why} (its work goes on until it ends)."
             if said and serving.verbose:
                 serving.log(said)
             send(conn, reply)

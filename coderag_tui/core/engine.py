@@ -249,6 +249,7 @@ def prompt_tools(settings: Settings, template: str | None = None) -> tuple[Templ
     try:
         loaded = load_template(template or settings.template, context_first=settings.context_first)
         counter = token_counter(settings.encoding, allow_download=settings.allow_download)
+        loaded.check_fits(counter.count, settings.budget)
     except (TemplateError, UnknownEncodingError) as exc:
         raise PromptError(str(exc)) from exc
     return loaded, counter
@@ -562,7 +563,12 @@ class Engine:
         # The first call pays for lazy model set-up; pay it here, not in the first query's time
         # (not for a list that ranks nothing yet: a caller answers from another list then).
         if index.covered:
-            embedder.embed_query("warm up")
+            try:
+                embedder.embed_query("warm up")
+            except Exception as exc:  # a model that cannot answer (ModelTimeout): BM25 goes on
+                return Dense(
+                    reason=f"dense search is off: the model failed ({exc}) — BM25 still works."
+                )
         return Dense(embedder, index, "", tuple(notices), first_pass)
 
     def open_first_pass(

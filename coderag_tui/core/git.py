@@ -9,7 +9,11 @@ repository with its own config when asked inside it. So every git that coderag r
 
 - has those programs switched off on its command line (`SAFE_CONFIG`, which outranks any
   file), and every clean, smudge or process filter the repository's config names emptied
-  (`_filter_overrides`: git runs no filter whose command is empty);
+  (`_filter_overrides`: git runs no filter whose command is empty). A driver's name can hold
+  any character but a newline, `=` and `.` among them, and git splits a `-c` entry at its
+  first `=` (`-c filter.x=y.clean=` sets `filter.x`), so these go in the environment as
+  `GIT_CONFIG_KEY_n` and `GIT_CONFIG_VALUE_n`, where a key is a key whatever it holds; a
+  repository whose filters cannot be read is not given to git at all;
 - finds its repository as git finds a work tree's for the user, through a `.git` at or above
   the folder, never a bare-looking folder inside the tree (`safe.bareRepository=explicit`);
   a bare repository the user named themselves (a mirror under `eval --repos`) is passed with
@@ -53,12 +57,21 @@ _DIFF_PORCELAIN = frozenset({"diff", "log", "show"})
 _NO_PROGRAMS = ("--no-ext-diff", "--no-textconv")
 _DROPPED_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF")
 
-_filters: dict[tuple[str, bool], tuple[str, ...]] = {}
+# The environment's own command-line configuration: `GIT_CONFIG_COUNT` pairs (coderag's are
+# appended after the user's), and `GIT_CONFIG_PARAMETERS`, where `-c` entries go.
+_COUNT, _KEY, _VALUE = "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"
+
+_filters: dict[tuple[str, bool], tuple[tuple[str, str], ...]] = {}
 _filters_lock = threading.Lock()
 
 
 class BadRevision(CoderagError, ValueError):
     """A revision from outside that git must not be given; one sentence."""
+
+
+class UnreadableConfig(OSError):
+    """git could not list the repository's filters, so it is not run there (a filter that
+    cannot be named cannot be switched off)."""
 
 
 def revision(text: str, what: str = "revision") -> str:
@@ -76,11 +89,22 @@ def revision(text: str, what: str = "revision") -> str:
     return text
 
 
-def _environment() -> dict[str, str]:
+def _environment(overrides: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """The user's environment for git, less what could point it elsewhere, with `overrides`
+    (key, value) as command-line configuration after any the user's environment holds."""
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     env["GIT_OPTIONAL_LOCKS"] = "0"  # never take (or refresh) the user's git index
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_PAGER"] = "cat"
+    if overrides:
+        given = env.get(_COUNT, "0").strip()
+        start = int(given) if given.isdigit() else 0
+        if not given.isdigit():  # git refuses a bogus count: the user's pairs cannot apply
+            for name in [k for k in env if k == _COUNT or k.startswith((_KEY, _VALUE))]:
+                del env[name]
+        for n, (key, value) in enumerate(overrides, start=start):
+            env[f"{_KEY}{n}"], env[f"{_VALUE}{n}"] = key, value
+        env[_COUNT] = str(start + len(overrides))
     return env
 
 
@@ -92,9 +116,10 @@ def _config_args(entries: Sequence[str]) -> list[str]:
     return [arg for entry in entries for arg in ("-c", entry)]
 
 
-def _filter_overrides(place: str | Path, *, git_dir: bool) -> tuple[str, ...]:
-    """`-c` entries emptying every filter driver the repository's config names (read once per
-    repository and process: reading config runs nothing)."""
+def _filter_overrides(place: str | Path, *, git_dir: bool) -> tuple[tuple[str, str], ...]:
+    """(key, value) pairs emptying every filter driver the repository's config names (read
+    once per repository and process: reading config runs nothing); UnreadableConfig when git
+    cannot list them."""
     key = (os.path.realpath(place), git_dir)
     with _filters_lock:
         known = _filters.get(key)
@@ -109,7 +134,6 @@ def _filter_overrides(place: str | Path, *, git_dir: bool) -> tuple[str, ...]:
         "--get-regexp",
         r"^filter\.",
     ]
-    names: set[str] = set()
     try:
         proc = subprocess.run(
             argv,
@@ -119,15 +143,19 @@ def _filter_overrides(place: str | Path, *, git_dir: bool) -> tuple[str, ...]:
             timeout=TIMEOUT_S,
             check=False,
         )
-        records = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    except (OSError, subprocess.SubprocessError):
-        records = []
-    for record in records:
-        name = record.split("\n", 1)[0]
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise UnreadableConfig(f"git config could not run ({exc})") from None
+    # 1: no filter at all. Anything else (a config git cannot parse, a folder that is no
+    # repository) leaves the filters unknown; git would fail there as well.
+    if proc.returncode not in (0, 1):
+        raise UnreadableConfig(proc.stderr.decode("utf-8", "replace").strip())
+    names: set[str] = set()
+    for record in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        name = record.split("\n", 1)[0]  # a key never holds a newline; its value may
         if name.count(".") >= 2:  # filter.<driver>.<key>; a driver's name may hold dots
             names.add(name[len("filter.") : name.rindex(".")])
     overrides = tuple(
-        f"filter.{name}.{key}={value}"
+        (f"filter.{name}.{key}", value)
         for name in sorted(names)
         for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
     )
@@ -143,12 +171,11 @@ def command(
     paths: Sequence[str] | None = None,
     git_dir: bool = False,
 ) -> list[str]:
-    """The full command line: `git` with `SAFE_CONFIG` and the repository's filters emptied,
-    in `place` (a folder in a work tree, or with `git_dir` a git dir the user named), then
-    `argv` (coderag's own words), then `--end-of-options` and `revisions`, then `--` and
-    `paths` when given (`paths=()` still ends with `--`)."""
+    """The full command line: `git` with `SAFE_CONFIG`, in `place` (a folder in a work tree,
+    or with `git_dir` a git dir the user named), then `argv` (coderag's own words), then
+    `--end-of-options` and `revisions`, then `--` and `paths` when given (`paths=()` still
+    ends with `--`). It runs with `environment(place)`, which empties the filters."""
     line = ["git", "--no-pager", *_config_args(SAFE_CONFIG)]
-    line += _config_args(_filter_overrides(place, git_dir=git_dir))
     line += _where(place, git_dir=git_dir)
     if argv:
         sub, *rest = argv
@@ -160,6 +187,12 @@ def command(
     return line
 
 
+def environment(place: str | Path, *, git_dir: bool = False) -> dict[str, str]:
+    """The environment git runs with in `place`: every filter its config names emptied
+    (UnreadableConfig, an OSError, when they cannot be listed)."""
+    return _environment(_filter_overrides(place, git_dir=git_dir))
+
+
 def run(
     place: str | Path,
     *argv: str,
@@ -169,15 +202,15 @@ def run(
     input: bytes | None = None,
     timeout: float = TIMEOUT_S,
 ) -> subprocess.CompletedProcess[bytes] | None:
-    """Run git (see `command`) and return what it did, or None when it could not run or took
-    longer than `timeout`."""
+    """Run git (see `command`) and return what it did, or None when it could not run (its
+    filters unknown among the reasons) or took longer than `timeout`."""
     try:
         return subprocess.run(
             command(place, *argv, revisions=revisions, paths=paths, git_dir=git_dir),
             input=input,
             stdin=None if input is not None else subprocess.DEVNULL,
             capture_output=True,
-            env=_environment(),
+            env=environment(place, git_dir=git_dir),
             timeout=timeout,
             check=False,
         )
@@ -207,14 +240,24 @@ def start(
     stdin: int | None = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """A running git (see `command`) with its stdout piped and stderr dropped; OSError when it
-    cannot start."""
+    cannot start (or its filters cannot be listed)."""
     return subprocess.Popen(
         command(place, *argv, revisions=revisions, paths=paths, git_dir=git_dir),
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=_environment(),
+        env=environment(place, git_dir=git_dir),
     )
 
 
-__all__ = ["SAFE_CONFIG", "BadRevision", "command", "output", "revision", "run", "start"]
+__all__ = [
+    "SAFE_CONFIG",
+    "BadRevision",
+    "UnreadableConfig",
+    "command",
+    "environment",
+    "output",
+    "revision",
+    "run",
+    "start",
+]

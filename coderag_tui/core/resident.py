@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coderag_tui.core.engine import DENSE_OFF_FOR_RUN, Dense, Engine, Lexical, Rerank
+from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.watch import EVERY_FILE, TreeWatch
 from coderag_tui.core.rank.search import RERANK_OFF
 from coderag_tui.settings import SEARCH_STAGES, Settings, settings_of
@@ -52,6 +53,10 @@ MIN_GAP_S = 2.0
 # would, without a search waiting for it.
 FULL_CHECK_AFTER_S = 300.0
 WATCH_FAILED = "the file watch stopped ({}): every search re-checks the repository's files."
+
+
+class Busy(CoderagError):
+    """Another answer (or a re-check) held the engine longer than a request would wait."""
 
 
 def differs(mine: Settings, theirs: Settings, *, dense: bool = True) -> str:
@@ -244,13 +249,21 @@ class Resident:
 
     # ---------------------------------------------------------------- answering
     @contextlib.contextmanager
-    def serving(self, settings: Settings, *, dense: bool, rerank: bool) -> Iterator[Engine]:
+    def serving(
+        self, settings: Settings, *, dense: bool, rerank: bool, wait: float | None = None
+    ) -> Iterator[Engine]:
         """The engine, fresh and holding the stages a request asks for, until the block ends.
 
-        One request at a time: the block holds the resident's lock. `settings` must not
-        differ from the resident's outside `SEARCH_TIME` (see `differs`).
+        One request at a time: the block holds the resident's lock, waited for at most `wait`
+        seconds (None: as long as it takes), else Busy. `settings` must not differ from the
+        resident's outside `SEARCH_TIME` (see `differs`).
         """
-        with self._lock:
+        if not self._lock.acquire(timeout=-1 if wait is None else wait):
+            raise Busy(
+                f"the index is busy with another answer (still working after {wait:g} s): "
+                "ask again in a moment"
+            )
+        try:
             self.fresh()
             engine = self.engine
             if dense and self._dense is None:  # opened without it: open it now, keep it
@@ -266,6 +279,8 @@ class Resident:
             if lexical is not None and lexical.notices:
                 # said once, as a fresh run says them once: later answers stay quiet
                 engine.use(dataclasses.replace(lexical, notices=()))
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
         self._closed.set()

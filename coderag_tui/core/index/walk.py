@@ -599,7 +599,14 @@ class _IgnoreRules:
         lines = _ignore_lines(path)
         if not lines:
             return None
-        spec = _linear_spec(lines)
+        spec, inexact = _linear_spec(lines)
+        if inexact:  # a fallback taken: a debug line (the user's own patterns are common)
+            _log.debug(
+                "%s holds %d patterns coderag cannot match exactly as git does (brackets it "
+                "reads otherwise), so it leaves out every file they could match.",
+                one_line(path, 300),
+                inexact,
+            )
         return cls(base, spec) if spec is not None else None
 
     def check(self, rel: str, *, is_dir: bool) -> bool | None:
@@ -637,30 +644,96 @@ def _ignore_lines(path: str) -> list[str]:
     return lines
 
 
-def _linear_spec(lines: Sequence[str]) -> object | None:
-    """A pathspec `GitIgnoreSpec` of `lines` whose patterns RE2 matches (see `_IgnoreRules`);
-    a line git cannot read either (a lone `!`) is skipped, as git skips it. None when no
-    pattern is left."""
+def _linear_spec(lines: Sequence[str]) -> tuple[object | None, int]:
+    """A pathspec `GitIgnoreSpec` of `lines` whose patterns RE2 matches (see `_IgnoreRules`),
+    or None when no pattern is left; and how many patterns it could not match as git does.
+
+    A line git cannot read either (a lone `!`) is skipped, as git skips it. pathspec reads a
+    bracket expression otherwise than git where it holds `[` or `\\` (`[[:digit:]]` is a digit
+    to git, a class and a `]` to pathspec, and RE2 refuses what pathspec makes of it) or
+    where Python refuses it (`[z-a]`). Such a pattern leaves out at least what git's does
+    (`_widened`: each bracket any one character), and a `!pattern` among them re-includes
+    nothing: a file git ignores is never indexed, whatever the pattern. RE2 logs nothing."""
+    import re
+
     import re2
     from pathspec import GitIgnoreSpec
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-    patterns = []
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print the pattern to fd 2, past coderag's echo
+
+    def compiled(line: str) -> GitIgnoreSpecPattern:
+        pattern = GitIgnoreSpecPattern(line)
+        if pattern.regex is not None:
+            pattern.regex = re2.compile(pattern.regex.pattern, options)
+        return pattern
+
+    patterns: list[GitIgnoreSpecPattern] = []
+    inexact = 0
     with warnings.catch_warnings():  # Python's `re` warns about some classes (`[[`): not ours
         warnings.simplefilter("ignore")
         for line in lines:
-            try:
-                pattern = GitIgnoreSpecPattern(line)
-            except ValueError:
-                continue
-            if pattern.regex is not None:
+            if line.startswith("#") or not line.strip():
+                continue  # a comment or a blank line: no pattern
+            wide = _widened(line)
+            if wide is None:
                 try:
-                    pattern.regex = re2.compile(pattern.regex.pattern)
-                except re2.error:
+                    patterns.append(compiled(line))
                     continue
-            patterns.append(pattern)
+                except re2.error:
+                    wide = _widened(line, always=True)
+                except re.error:  # `[z-a]`: a range git reads as matching nothing
+                    wide = _widened(line, always=True)
+                except ValueError:  # a line git cannot read either
+                    continue
+            inexact += 1
+            if line.startswith("!") or wide is None:
+                continue  # lets nothing back in
+            try:
+                patterns.append(compiled(wide))
+            except (ValueError, re.error, re2.error):  # pragma: no cover - no brackets left
+                continue
     spec = GitIgnoreSpec(patterns, backend="simple")
-    return spec if any(p.include is not None for p in patterns) else None
+    return (spec if any(p.include is not None for p in patterns) else None), inexact
+
+
+def _widened(line: str, *, always: bool = False) -> str | None:
+    """The pattern with each bracket expression (as git reads them: `\\` escapes, `[:name:]`
+    classes) replaced by `?`, which matches any one character but `/` as any bracket does;
+    None when it holds no bracket that pathspec reads otherwise than git (unless `always`)."""
+    out: list[str] = []
+    differs = always
+    i, end = 0, len(line)
+    while i < end:
+        char = line[i]
+        if char == "\\":
+            out.append(line[i : i + 2])
+            i += 2
+            continue
+        if char != "[":
+            out.append(char)
+            i += 1
+            continue
+        j = i + 1
+        if j < end and line[j] in "!^":
+            j += 1
+        if j < end and line[j] == "]":
+            j += 1
+        while j < end and line[j] != "]":
+            if line[j] == "\\":
+                differs = True
+                j += 1
+            elif line[j] == "[":
+                differs = True
+                close = line.find(":]", j + 2) if line.startswith("[:", j) else -1
+                j = close + 1 if close >= 0 else j
+            j += 1
+        if j >= end:  # an unclosed bracket: git's pattern matches nothing
+            differs = True
+        out.append("?")
+        i = j + 1
+    return "".join(out) if differs else None
 
 
 def _ignored(rules: tuple[_IgnoreRules, ...], rel: str, *, is_dir: bool) -> bool:

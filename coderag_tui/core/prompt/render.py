@@ -13,8 +13,11 @@ Built-in templates
 
 User template files (UTF-8 text)
     The part above a line reading exactly `=== chunk ===` is the prompt; the part below is
-    the format of one code block (when absent, blocks use the markdown format). Placeholders
-    are replaced once, literally; any other braces are left alone, so no escaping is needed:
+    the format of one code block (when absent, blocks use the markdown format). Each
+    placeholder appears at most once in each part, {fence} twice (`core.placeholders`), and is
+    replaced literally; any other braces are left alone, so no escaping is needed. A template
+    whose own text, with one empty block, takes more than the budget is refused
+    (`Template.check_fits`): no prompt of it could hold code.
 
     prompt part:  {role} {context} {task}       ({context} = the blocks, joined by a blank line)
                   {change}                     (the `--diff` section; when a file has no
@@ -41,7 +44,7 @@ Rendering is deterministic: the same blocks and task give byte-identical text.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -50,6 +53,11 @@ from xml.sax.saxutils import quoteattr
 from coderag_tui.core.capped import read_capped
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.languages import fence_tag, language_for
+from coderag_tui.core.placeholders import (
+    PLACEHOLDER,
+    split_template,
+    template_problem,
+)
 from coderag_tui.settings import MAX_TEMPLATE_BYTES
 
 ROLE = "You are an expert software engineer. Use the code context below to answer the task."
@@ -57,14 +65,10 @@ CONTEXT_HEADING = "## Relevant context from the codebase"
 TASK_HEADING = "## Task"
 CHANGE_HEADING = "## The change"
 NO_CONTEXT = "(no code from the repository matched the task)"
-CHUNK_SEPARATOR = "=== chunk ==="
 BUILTIN_TEMPLATES = ("markdown", "xml")
 
 TemplateKind = Literal["markdown", "xml", "file"]
 
-_PLACEHOLDER = re.compile(
-    r"\{(role|context|task|change|path|start|end|lines|language|fence|code)\}"
-)
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -101,7 +105,7 @@ def escape(text: str) -> str:
 
 
 def _substitute(fmt: str, values: dict[str, str]) -> str:
-    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), fmt)
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), fmt)
 
 
 def _with_newline(code: str) -> str:
@@ -155,6 +159,19 @@ class Template:
             return _substitute(self.block_format, values).rstrip("\n")
         return f"### [{path} · lines {lines}]\n{fence}{tag}\n{code}\n{fence}"
 
+    def check_fits(self, count: Callable[[str], int], budget: int) -> None:
+        """TemplateError when the template's own text, with one block of no code, takes more
+        than `budget` tokens (`count`): no prompt of it could hold any code."""
+        if self.kind != "file":
+            return
+        frame = self.render_block(path="", start=1, end=1, language=None, code="")
+        tokens = count(self.render([frame], ""))
+        if tokens > budget:
+            raise TemplateError(
+                f"template {self.name} takes {tokens:,} tokens with one empty block, more than "
+                f"the budget of {budget:,}: shorten it or raise the budget."
+            )
+
     def render(self, blocks: Sequence[str], task: str, change: str = "") -> str:
         """The whole prompt from rendered blocks (in order), the task and, when given, the
         change (a unified diff) as its own section; ends with a newline."""
@@ -198,22 +215,12 @@ def change_section(diff: str) -> str:
 
 
 def parse_template_file(text: str, *, name: str) -> Template:
-    """A Template from the text of a user template file, or TemplateError saying what is missing."""
-    lines = text.splitlines(keepends=True)
-    split = next((i for i, line in enumerate(lines) if line.strip() == CHUNK_SEPARATOR), None)
-    prompt_part = "".join(lines if split is None else lines[:split])
-    block_part = "" if split is None else "".join(lines[split + 1 :])
-    missing = [p for p in ("{context}", "{task}") if p not in prompt_part]
-    if missing:
-        raise TemplateError(
-            f"template {name} has no {' or '.join(missing)} placeholder: add it where the "
-            "code context and the task should go."
-        )
-    if block_part.strip() and "{code}" not in block_part:
-        raise TemplateError(
-            f"template {name} has a `{CHUNK_SEPARATOR}` part without {{code}}: add {{code}} "
-            "where each block's code should go."
-        )
+    """A Template from the text of a user template file, or TemplateError saying what is
+    missing or repeated (`core.placeholders`)."""
+    prompt_part, block_part = split_template(text)
+    problem = template_problem(prompt_part, block_part)
+    if problem:
+        raise TemplateError(f"template {name} {problem}.")
     return Template(
         name=name, kind="file", prompt_format=prompt_part, block_format=block_part.strip("\n")
     )

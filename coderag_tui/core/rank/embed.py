@@ -20,6 +20,7 @@ import numpy as np
 
 from coderag_tui.core.index.persist import make_folder_once
 from coderag_tui.core.rank import models as mr
+from coderag_tui.core.rank.models import read_json_object
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -209,15 +210,6 @@ class SentenceTransformerEmbedder(WindowedEmbedder):
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file's object, or {} when it is unreadable, not JSON or not an object."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 class FastembedEmbedder(WindowedEmbedder):

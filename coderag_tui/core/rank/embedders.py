@@ -206,7 +206,11 @@ def resolve_embedder(
             "dense search is off: embed_backend is none — set --embed-backend auto to enable it.",
         )
     named, problem = mr.resolve_model(
-        EMBEDDERS, backend, settings.embed_model, allow_download=settings.allow_download
+        EMBEDDERS,
+        backend,
+        settings.embed_model,
+        allow_download=settings.allow_download,
+        repo=settings.repo_root,
     )
     if named is not None:
         return ModelChoice(named, "")

@@ -126,6 +126,10 @@ _QUESTION = re.compile(
 
 # The shipped model's text is under 200 KiB; a bigger file is not a model this code wrote.
 MAX_MODEL_BYTES = 16 * 1024 * 1024
+# The shipped model has 99 trees of depth 6 at most; LightGBM's own limit of leaves per tree
+# is 131,072. A model past these bounds is refused before any tree is walked.
+MAX_TREES = 10_000
+MAX_TREE_DEPTH = 64
 
 
 def _read_small(path: Path) -> str:
@@ -419,6 +423,8 @@ class TreeEnsemble:
                 trees.append(fields)
         if not trees:
             raise ValueError("the model has no trees")
+        if len(trees) > MAX_TREES:
+            raise ValueError(f"it has more than {MAX_TREES:,} trees")
         n_internal = sum(int(t["num_leaves"]) - 1 for t in trees)
         split_feature: list[int] = []
         threshold: list[float] = []
@@ -451,14 +457,20 @@ class TreeEnsemble:
             threshold += [float(v) for v in fields["threshold"].split()]
             decision += [int(v) for v in fields["decision_type"].split()]
             internal += [float(v) for v in fields["internal_value"].split()]
+            if {len(kids_l), len(kids_r), len(split_feature) - node_base} != {n_leaves - 1} or (
+                len(threshold) != len(split_feature)
+                or len(decision) != len(split_feature)
+                or len(internal) != len(split_feature)
+            ):
+                raise ValueError("a tree's splits do not match its leaf count")
+            depth = max(depth, _depth(kids_l, kids_r))  # a tree, checked, before its nodes count
             left += [place(c) for c in kids_l]
             right += [place(c) for c in kids_r]
-            if len(split_feature) - node_base != n_leaves - 1 or len(kids_l) != n_leaves - 1:
-                raise ValueError("a tree's splits do not match its leaf count")
             roots.append(node_base)
-            depth = max(depth, _depth(kids_l, kids_r))
         if any(d & 1 for d in decision):
             raise ValueError("categorical splits are not supported")
+        if any(not 0 <= f < len(names) for f in split_feature):
+            raise ValueError("a split names a feature the model does not have")
         n_leaves_all = len(leaves)
         itself = list(range(n_internal, n_internal + n_leaves_all))
         return cls(
@@ -541,13 +553,32 @@ class TreeEnsemble:
 
 
 def _depth(left: Sequence[int], right: Sequence[int]) -> int:
-    """The number of splits on a tree's longest path (children < 0 are leaves)."""
+    """The number of splits on a tree's longest path (a child < 0 is leaf ~child), walked once
+    from the root; ValueError when the children are not one tree (a node reached twice, so a
+    cycle, or never, or out of range) or it is deeper than `MAX_TREE_DEPTH`."""
+    n = len(left)
+    reached = bytearray(n)
+    leaves = bytearray(n + 1)
+    reached[0] = 1
     deepest = 0
     todo = [(0, 1)]
     while todo:
         node, level = todo.pop()
+        if level > MAX_TREE_DEPTH:
+            raise ValueError(f"a tree is deeper than {MAX_TREE_DEPTH} splits")
         deepest = max(deepest, level)
-        todo += [(child, level + 1) for child in (left[node], right[node]) if child >= 0]
+        for child in (left[node], right[node]):
+            if child >= 0:
+                if child >= n or reached[child]:
+                    raise ValueError("a tree's splits do not form a tree")
+                reached[child] = 1
+                todo.append((child, level + 1))
+            else:
+                if ~child > n or leaves[~child]:
+                    raise ValueError("a tree's leaves do not form a tree")
+                leaves[~child] = 1
+    if not all(reached) or not all(leaves):
+        raise ValueError("a tree's splits do not form a tree")
     return deepest
 
 

@@ -4,16 +4,29 @@ Shared by the embedder and reranker resolution, so both follow one order
 (explicit path or name, the backend's local cache, a download only when allowed, an offline
 package) and both stay quiet and fast when a model is absent: every check here looks at
 files on disk and never calls a hub.
+
+A model is code-like (a graph a runtime executes, a tree a loop walks), so it is only ever one
+the user chose (a flag, the environment, their own config) or coderag's shipped or cached
+ones; a repository's `.coderag.toml` cannot name one. Before a local folder is handed to a
+library, every entry in it is checked (`vet_folder`): a regular file or folder, a link only
+to one inside it, so no FIFO blocks a read and no device or link out is read as weights. A
+load that takes longer than `LOAD_TIMEOUT_S` is abandoned (`bounded`), and the search goes on
+without the model, saying so in one sentence.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
+
+from coderag_tui.core.bounded import TookTooLong, within
+from coderag_tui.core.capped import parse_json, read_capped
 
 FASTEMBED = "fastembed"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
@@ -22,6 +35,65 @@ BACKENDS = ("auto", FASTEMBED, SENTENCE_TRANSFORMERS, MODEL2VEC, "none")
 
 # Per-sequence special tokens and tokenizer drift when a stripe is re-tokenized on its own.
 TOKEN_MARGIN = 4
+# Seconds a model may take to load (a session made, weights read) before it is abandoned: a
+# 4.9 KB graph of constant MatMuls that onnxruntime folds while opening took a search 68 s.
+LOAD_TIMEOUT_S = 60.0
+MAX_FOLDER_ENTRIES = 10_000  # files and folders `vet_folder` looks at in one model folder
+MAX_JSON_BYTES = 16 * 1024 * 1024  # a model's JSON file (a tokenizer.json is a few MiB)
+
+T = TypeVar("T")
+
+
+class ModelTimeout(RuntimeError):
+    """A model took longer than its bound to load; the message ends a sentence."""
+
+
+def bounded(work: Callable[[], T], what: str, seconds: float | None = None) -> T:
+    """`work()`'s result, or ModelTimeout when it takes longer than `seconds` (default
+    `LOAD_TIMEOUT_S`): the load is left to end on its own, and the caller goes on without it."""
+    limit = LOAD_TIMEOUT_S if seconds is None else seconds
+    try:
+        return within(work, limit, "coderag-model-load")
+    except TookTooLong:
+        raise ModelTimeout(f"{what} took longer than {limit:g} s, so it was abandoned") from None
+
+
+def vet_folder(folder: Path) -> str:
+    """ "" when every entry under `folder` is a regular file or a folder, a link only to one
+    inside it; else a few words naming the first entry that is not (a FIFO would block a
+    read, a device or a link out is not the folder's own file)."""
+    root = os.path.realpath(folder)
+    seen = 0
+    for where, folders, files in os.walk(root, followlinks=False):
+        for name in sorted(folders) + sorted(files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                return f"it holds more than {MAX_FOLDER_ENTRIES:,} files"
+            path = os.path.join(where, name)
+            shown = os.path.relpath(path, root)
+            try:
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode):
+                    real = os.path.realpath(path)
+                    if real != root and not real.startswith(root + os.sep):
+                        return f"{shown} is a link out of it"
+                    mode = os.stat(path).st_mode
+            except OSError:
+                return f"{shown} cannot be read"
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return f"{shown} is not a regular file"
+    return ""
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A model's JSON file as an object, or {} when it is not a regular file, larger than
+    `MAX_JSON_BYTES`, unreadable, not JSON or not an object (a FIFO is never opened)."""
+    try:
+        data = read_capped(path, MAX_JSON_BYTES) if path.is_file() else None
+        loaded = parse_json(data) if data is not None else None
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def installed(module: str) -> bool:
@@ -32,14 +104,24 @@ def installed(module: str) -> bool:
         return False
 
 
-def local_folder(name: str) -> Path | None:
-    """The model folder `name` points at, when it is a path on disk rather than a hub name."""
+def local_folder(name: str, repo: Path | None = None) -> Path | None:
+    """The model folder `name` points at, when it is a path on disk rather than a hub name.
+
+    A relative name read as a hub name would be (`org/model`: no leading `.`, `/` or `~`)
+    is no folder inside `repo`, the repository being searched: run from its root, a cloned
+    repository would answer the user's hub name with a model of its own (`./org/model` names
+    that folder when it is meant)."""
     if not name:
         return None
     path = Path(name).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    return None
+    if not path.is_dir():
+        return None
+    found = path.resolve()
+    if repo is not None and not name.startswith((".", "/", "~")):
+        root = repo.resolve()
+        if found == root or root in found.parents:
+            return None
+    return found
 
 
 def onnx_file(folder: Path) -> str | None:
@@ -69,11 +151,8 @@ def backend_for_folder(folder: Path) -> str:
 
 def is_static_folder(folder: Path) -> bool:
     """Does the folder hold a model2vec static model (its config says model_type model2vec)?"""
-    try:
-        text = (folder / "config.json").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return '"model2vec"' in text and (folder / "model.safetensors").is_file()
+    config = read_json_object(folder / "config.json")
+    return config.get("model_type") == "model2vec" and (folder / "model.safetensors").is_file()
 
 
 def local_model_id(kind: str, folder: Path) -> str:
@@ -226,7 +305,7 @@ class ModelKind(Generic[M_co]):
 
 
 def resolve_model(
-    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool, repo: Path | None = None
 ) -> tuple[M | None, str]:
     """A model of `kind` in that order, or None and a few words on what went wrong.
 
@@ -236,7 +315,7 @@ def resolve_model(
     Every check before loading looks at files on disk; nothing here waits on a network.
     """
     if name:
-        return _named(kind, backend, name, allow_download=allow_download)
+        return _named(kind, backend, name, allow_download=allow_download, repo=repo)
     defaults: Sequence[tuple[str, str]] = [
         (use, default)
         for use, default in kind.defaults
@@ -246,7 +325,7 @@ def resolve_model(
     for use, default in defaults:
         try:
             if kind.cached(use, default):
-                return kind.load(use, default, allow_download=False, folder=None), ""
+                return _load(kind, use, default, allow_download=False, folder=None), ""
         except Exception:  # a broken cache entry: try the next source
             continue
     if allow_download and defaults:
@@ -258,22 +337,37 @@ def resolve_model(
     return None, ""
 
 
+def _load(
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool, folder: Path | None
+) -> M:
+    """`kind.load`, abandoned (ModelTimeout) when it takes longer than `LOAD_TIMEOUT_S`; a
+    download is bounded by the library's own timeouts instead."""
+    if allow_download:
+        return kind.load(backend, name, allow_download=True, folder=folder)
+    return bounded(
+        lambda: kind.load(backend, name, allow_download=False, folder=folder), "loading it"
+    )
+
+
 def _named(
-    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool
+    kind: ModelKind[M], backend: str, name: str, *, allow_download: bool, repo: Path | None
 ) -> tuple[M | None, str]:
-    folder = local_folder(name)
+    folder = local_folder(name, repo)
     try:
         if folder is not None:
+            unusable = vet_folder(folder)
+            if unusable:
+                return None, f"the {kind.noun} folder {name} cannot be used: {unusable}"
             use = backend_for_folder(folder) if backend == "auto" else backend
-            return kind.load(use, name, allow_download=False, folder=folder), ""
-        if Path(name).expanduser().exists():
+            return _load(kind, use, name, allow_download=False, folder=folder), ""
+        if Path(name).expanduser().exists() and local_folder(name) is None:
             return None, f"the {kind.noun} path {name} is not a folder"
         candidates = kind.backends_for(backend, name)
         if not candidates:
             return None, f"no installed backend can load the {kind.noun} {name}"
         for use in candidates:
             if kind.cached(use, name) or allow_download:
-                return kind.load(use, name, allow_download=allow_download, folder=None), ""
+                return _load(kind, use, name, allow_download=allow_download, folder=None), ""
         return None, f"the {kind.noun} {name} is not in the local cache and downloads are off"
     except Exception as exc:  # a library error while loading: report it, never crash the search
         return None, f"the {kind.noun} {name} could not be loaded ({describe_error(exc)})"

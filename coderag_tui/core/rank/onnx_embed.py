@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from coderag_tui.core.rank import models as mr
-from coderag_tui.core.rank.embed import WindowedEmbedder, prefixes_for, read_json_object
+from coderag_tui.core.rank.embed import WindowedEmbedder, prefixes_for
+from coderag_tui.core.rank.models import read_json_object
 
 
 def encoding_tokenizer(folder: Path) -> Any:
@@ -80,13 +81,18 @@ class OnnxEmbedder(WindowedEmbedder):
         self.model_path = folder / model_file
         self._encoder = encoding_tokenizer(folder)
         self._sessions: dict[int, Any] = {}
+        self._abandoned: mr.ModelTimeout | None = None
         self._lock = threading.Lock()
         max_tokens = int((self._encoder.truncation or {}).get("max_length") or 512)
         self._setup(name, self._encoder, max_tokens, prefixes_for(str(folder)))
 
     def _session(self, threads: int) -> Any:
-        """An onnxruntime session on `threads` threads (0: onnxruntime's choice), made once."""
+        """An onnxruntime session on `threads` threads (0: onnxruntime's choice), made once;
+        one that takes longer than `models.LOAD_TIMEOUT_S` to make is abandoned, and so is
+        the model (ModelTimeout from then on)."""
         with self._lock:
+            if self._abandoned is not None:
+                raise self._abandoned
             session = self._sessions.get(threads)
             if session is None:
                 import onnxruntime as ort
@@ -96,9 +102,17 @@ class OnnxEmbedder(WindowedEmbedder):
                 if threads:
                     options.intra_op_num_threads = threads
                     options.inter_op_num_threads = threads
-                session = ort.InferenceSession(
-                    str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
-                )
+                path = str(self.model_path)
+                try:
+                    session = mr.bounded(
+                        lambda: ort.InferenceSession(
+                            path, sess_options=options, providers=["CPUExecutionProvider"]
+                        ),
+                        f"opening {self.model_path.name}",
+                    )
+                except mr.ModelTimeout as exc:
+                    self._abandoned = exc
+                    raise
                 self._sessions[threads] = session
             return session
 

@@ -222,7 +222,11 @@ def resolve_reranker(settings: Settings) -> RerankerChoice:
             "(or CODERAG_RERANK_BACKEND=auto) to enable it.",
         )
     named, problem = mr.resolve_model(
-        RERANKERS, backend, settings.rerank_model, allow_download=settings.allow_download
+        RERANKERS,
+        backend,
+        settings.rerank_model,
+        allow_download=settings.allow_download,
+        repo=settings.repo_root,
     )
     if named is not None:
         return RerankerChoice(named, "")

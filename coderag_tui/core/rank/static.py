@@ -60,15 +60,13 @@ class StaticEmbedder(WindowedEmbedder):
         `StaticModel` directly: its `from_pretrained` costs ~0.5 s more in a fresh process
         (a model card and the hub client) and warns about the card on stderr.
         """
-        import json
-
         from model2vec import StaticModel
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         tensors = load_file(str(folder / "model.safetensors"))
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        if set(tensors) == {"embeddings"} and isinstance(config, dict):
+        config = mr.read_json_object(folder / "config.json")
+        if set(tensors) == {"embeddings"} and config:
             model = StaticModel(
                 vectors=tensors["embeddings"],
                 tokenizer=Tokenizer.from_file(str(folder / "tokenizer.json")),
