@@ -83,6 +83,17 @@ def private_home(
     shutil.rmtree(runtime, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def same_priority() -> Iterator[None]:
+    """No test changes the priority of the test process: a suite niced to 19 by one test gets
+    almost no CPU on a busy machine for every test after it (the background embedder and the
+    model workers lower only their own process or thread)."""
+    before = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    yield
+    after = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    assert after == before, f"this test changed the test process's nice value ({before} → {after})"
+
+
 @pytest.fixture
 def private_runtime_dir(private_home: Path) -> Path:
     """This test's runtime folder (`XDG_RUNTIME_DIR`, made by `private_home`)."""
