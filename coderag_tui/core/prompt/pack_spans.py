@@ -101,14 +101,13 @@ CHUNK_VALUE = 0.2  # spread over a hit's chunk
 MATCH_VALUE = 0.3  # spread over a hit's matched statements
 HEADER_VALUE = 0.05  # spread over a file's lines above its first definition
 POINTED_VALUE = 1.0  # spread over the statements and definitions the query points at
-RANK_DECAY = 2.0  # a file's weight is 1 / rank ** RANK_DECAY
-WEIGHT_MODEL = "place"
 CHANCE_BASE = -4.5  # a file's chance of being an answer: logistic of CHANCE_BASE + ...
 CHANCE_SLOPE = 4.6  # ... CHANCE_SLOPE * its score's place between the best and the floor
 CHANCE_FILES = 30  # the floor: the best score of the CHANCE_FILES-th file
 RELEVANCE_ENDS = 0.0  # a new file worth less per token than this share of the first offer stays out
 BLOCK_COST = 0  # tokens of a reader's attention a new block costs on top of its own
-MIN_CHANCE = 0.0  # a file whose chance is below this share of the best file's is not packed
+REPACKS = 2  # times a prompt whose text is over the budget is packed again in less room
+REPACK_MARGIN = 8  # tokens less room than the text was over, each time
 GLIMPSE_CAP = 120  # tokens a glimpse takes at most
 COMPACT_SHARE = 8  # a compact span takes at most 1/COMPACT_SHARE of the room ...
 MIN_COMPACT = 60  # ... but never less than this
@@ -336,197 +335,34 @@ def _offer_span(kind: str, f: _File, i: int, cap: int, elision: int) -> Span:
     return chunk_span(view, start, end)
 
 
-def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> PackedPrompt:  # noqa: C901
+def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> PackedPrompt:
     """The prompt for `inputs.task`: the relevant hits' spans, by worth per token, within
     the budget (see the module docstring). Raises BudgetTooSmall when the template and the
     task alone exceed the budget."""
-    budget, counter, template = inputs.budget, inputs.counter, inputs.template
-    secret_mode = inputs.secret_mode
+    budget, counter = inputs.budget, inputs.counter
     fixed = fixed_tokens(inputs)
-    findings = {path: found for path, found in (inputs.secrets or {}).items() if found}
-    cands, dropped = order_hits(hits, inputs.pinned)
-    excluded, admitted, pinned = set(inputs.excluded), set(inputs.admitted), set(inputs.pinned)
-    held = held_back(cands, findings, excluded, inputs.admitted) if secret_mode == "hold" else {}
-    views = _Views(
-        inputs, how, findings, _forbidden(cands, findings, excluded, admitted, secret_mode)
-    )
-    separator = max(1, counter.count("\n\n"))
-    elision = counter.count(ELISION + "\n")
+    packing = _Packing(hits, inputs, how)
+    # Lines are priced one by one, the text as a whole: when the rendered text is over the
+    # budget, pack again in less room (by what it was over) rather than drop a whole block.
     room = budget - fixed
-
-    headers: dict[str, int] = {}
-
-    def header(view: FileView) -> int:
-        found = headers.get(view.path)
-        if found is None:
-            empty = template.render_block(
-                path=view.path, start=1, end=1, language=view.language, code=""
-            )
-            found = headers[view.path] = counter.count(empty) + separator
-        return found
-
-    packable, left_out = _sort_out(cands, excluded, held, how, pinned)
-    compact_cap = max(MIN_COMPACT, min(MAX_COMPACT, room // COMPACT_SHARE))
-
-    files: dict[str, _File] = {}
-    chance = _chances([c for c in packable if c.key not in pinned], hits)
-    for cand in packable:
-        if cand.key in pinned:
-            continue
-        f = files.get(cand.chunk.path)
-        if f is None:
-            view = views.of(cand)
-            rank = len(files) + 1
-            weight = chance[cand.chunk.path] if WEIGHT_MODEL == "place" else 1.0 / rank**RANK_DECAY
-            f = files[cand.chunk.path] = _File(view, rank, weight, [], [], [])
-        f.hits.append(cand)
-        f.foci.append(focus(f.view, cand.chunk.start_line, cand.chunk.end_line))
-    for f in files.values():
-        pointed = how.pointed(f.view.path, f.view.lines, f.view.language) if how.pointed else {}
-        f.evidence = _evidence(f.view, f.hits, f.foci, pointed)
-        if pointed:
-            _point(f, pointed)
-
-    shown: dict[str, _File] = {}
-    pins: dict[str, int] = {}  # the files of the user's pins, in pin order: first in the prompt
-    skipped = False
-
-    # The user's pins first, whole, in their order.
-    for cand in packable:
-        if cand.key not in pinned:
-            continue
-        view = views.of(cand)
-        f = shown.get(cand.chunk.path) or files.get(cand.chunk.path)
-        if f is None:
-            f = _File(view, 0, 1.0, [], [], [0.0] * (view.n_lines + 1))
-        current = f.lines
-        cap = max(0, room - (0 if current else header(view)))
-        span = prefix_span(view, cand.chunk.start_line, cand.chunk.end_line, cap, elision)
-        merged = settle(view, [*current, *span])
-        delta = cost(view, merged, elision) - cost(view, current, elision)
-        delta += 0 if current else header(view)
-        if delta > room:
-            skipped = True
-            continue
-        room -= delta
-        f.lines = merged
-        f.members.append(cand)
-        shown[cand.chunk.path] = f
-        pins.setdefault(cand.chunk.path, len(pins))
-
-    def worth(f: _File, span: Span) -> tuple[float, int, Span]:
-        """What adding `span` to `f` is worth and costs now, and the merged span."""
-        merged = settle(f.view, [*f.lines, *span])
-        if merged == f.lines:
-            return 0.0, 0, merged
-        new = without(merged, f.lines)
-        value = f.worth(new) + (FILE_VALUE if not f.lines else 0.0)
-        delta = cost(f.view, merged, elision) - cost(f.view, f.lines, elision)
-        delta += header(f.view) if not f.lines else 0
-        return f.weight * value, max(1, delta), merged
-
-    def density(f: _File, value: float, delta: int) -> float:
-        """Worth per token, a new block weighed as `BLOCK_COST` tokens more than its own: it
-        costs its reader more than its header."""
-        return value / (delta + (BLOCK_COST if not f.lines else 0))
-
-    # Offers in a heap by worth per token; a popped offer is priced again against what is
-    # in now (an offer is never worth more than when it was pushed) and put back when it
-    # fell below the next one. A hit offers its deeper spans once its glimpse is in.
-    heap: list[tuple[float, int, int, int]] = []
-    spans: dict[tuple[int, int, int], Span] = {}
-
-    def offer(f: _File, i: int, k: int) -> None:
-        span = _offer_span(KINDS[k], f, i, compact_cap, elision)
-        if not span:
-            return
-        value, delta, merged = worth(f, span)
-        if merged != f.lines:
-            spans[(f.rank, i, k)] = span
-            heapq.heappush(heap, (-density(f, value, delta), f.rank, i, k))
-
-    least = MIN_CHANCE * max((f.weight for f in files.values()), default=0.0)
-    for f in files.values():
-        if f.weight < least:
-            continue
-        for i in range(len(f.hits)):
-            offer(f, i, 0)
-    by_rank = {f.rank: f for f in files.values()}
-    best = 0.0  # the worth per token of the first offer taken: relevance ends far below it
-    ended = False
-    while heap:
-        _, rank, i, k = heapq.heappop(heap)
-        f = by_rank[rank]
-        value, delta, merged = worth(f, spans[(rank, i, k)])
-        cand = f.hits[i]
-        if merged == f.lines or value <= 0:
-            if f.lines and cand not in f.members and merged == f.lines:
-                f.members.append(cand)
-            if k == 0:
-                for deeper in range(1, len(KINDS)):
-                    offer(f, i, deeper)
-            continue
-        now = density(f, value, delta)
-        if heap and -now > heap[0][0] + 1e-12:
-            heapq.heappush(heap, (-now, rank, i, k))
-            continue
-        if not f.lines and now < RELEVANCE_ENDS * best:
-            ended = True  # a new file worth this little per token is below relevance
-            continue
-        if delta > room:
-            skipped = True  # worth taking, but it does not fit
-            continue
-        best = max(best, now)
-        room -= delta
-        f.lines = merged
-        if cand not in f.members:
-            f.members.append(cand)
-        shown[f.view.path] = f
-        if k == 0:
-            for deeper in range(1, len(KINDS)):
-                offer(f, i, deeper)
-
-    # What room is left, up to a share of the budget: where the next relevant files'
-    # matched definitions are.
-    outline_room = min(room, int(budget * OUTLINE_SHARE))
-    for f in sorted(files.values(), key=lambda f: f.rank):
-        if f.view.path in shown:
-            continue
-        lines = span_of(
-            r for cand in f.hits for r in outline_span(f.view, cand.chunk.start_line,
-                                                       cand.chunk.end_line)
-        )  # fmt: skip
-        if not lines:
-            continue
-        delta = cost(f.view, lines, elision) + header(f.view)
-        if delta <= outline_room:
-            outline_room -= delta
-            room -= delta
-            f.lines, f.outline, f.members = lines, True, list(f.hits)
-            shown[f.view.path] = f
-
-    # The budget stopped packing when something worth taking did not fit; else relevance did.
-    if skipped:
+    for _ in range(REPACKS + 1):
+        ordered, stopped = packing.fill(room)
+        blocks, text, total = _render(ordered, inputs, packing.findings)
+        if total <= budget:
+            break
+        room -= total - budget + REPACK_MARGIN
         stopped = STOP_BUDGET
-    else:
-        stopped = STOP_RELEVANCE if ended or how.relevant is not None else STOP_HITS
-    # Pinned files first, then code by its file's rank (most relevant first), then outlines.
-    ordered = sorted(
-        shown.values(),
-        key=lambda f: (f.view.path not in pins, f.outline, pins.get(f.view.path, f.rank)),
-    )
-    blocks, text, total = _render(ordered, inputs, findings)
-    while total > budget and ordered:  # per-line prices are estimates: the text must fit
+    while total > budget and ordered:  # the last resort: the text must fit
         ordered.pop()
-        stopped = STOP_BUDGET
-        blocks, text, total = _render(ordered, inputs, findings)
+        blocks, text, total = _render(ordered, inputs, packing.findings)
+    left_out = list(packing.left_out)
     in_prompt = {m.key for f in ordered if not f.outline for m in f.members}
     outlined = {f.view.path for f in ordered if f.outline}
-    for cand in packable:
+    for cand in packing.packable:
         if cand.key not in in_prompt:
             reason = OUTLINED if cand.chunk.path in outlined else OVER_BUDGET
             left_out.append((cand, reason, ()))
-    dropped += _dropped(left_out, counter)
+    dropped = [*packing.missing, *_dropped(left_out, counter)]
     dropped.sort(key=lambda d: (d.reason != EXCLUDED, d.rank, d.key))
     code_files = [f for f in ordered if not f.outline]
     whole = counter.count_many(["\n".join(f.view.lines) for f in code_files])
@@ -538,11 +374,220 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
         exact=counter.exact,
         blocks=blocks,
         dropped=tuple(dropped),
-        secret_mode=secret_mode,
+        secret_mode=inputs.secret_mode,
         stopped=stopped,
         files_tokens=sum(whole),
         account=_account(ordered, blocks),
     )
+
+
+class _Packing:
+    """One prompt's packing: the hits that may be packed, each file's view, evidence and
+    hits, and `fill(room)`, which packs them into that many tokens of code."""
+
+    def __init__(self, hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> None:
+        self.inputs, self.how = inputs, how
+        counter = inputs.counter
+        self.findings = {path: found for path, found in (inputs.secrets or {}).items() if found}
+        cands, self.missing = order_hits(hits, inputs.pinned)
+        excluded, admitted = set(inputs.excluded), set(inputs.admitted)
+        self.pinned = set(inputs.pinned)
+        held = (
+            held_back(cands, self.findings, excluded, inputs.admitted)
+            if inputs.secret_mode == "hold"
+            else {}
+        )
+        forbidden = _forbidden(cands, self.findings, excluded, admitted, inputs.secret_mode)
+        self.views = _Views(inputs, how, self.findings, forbidden)
+        self.separator = max(1, counter.count("\n\n"))
+        self.elision = counter.count(ELISION + "\n")
+        self.headers: dict[str, int] = {}
+        self.packable, self.left_out = _sort_out(cands, excluded, held, how, self.pinned)
+        self.files: dict[str, _File] = {}
+        chance = _chances([c for c in self.packable if c.key not in self.pinned], hits)
+        for cand in self.packable:
+            if cand.key in self.pinned:
+                continue
+            f = self.files.get(cand.chunk.path)
+            if f is None:
+                rank = len(self.files) + 1
+                weight = chance[cand.chunk.path]
+                f = self.files[cand.chunk.path] = _File(
+                    self.views.of(cand), rank, weight, [], [], []
+                )
+            f.hits.append(cand)
+            f.foci.append(focus(f.view, cand.chunk.start_line, cand.chunk.end_line))
+        for f in self.files.values():
+            view = f.view
+            pointed = how.pointed(view.path, view.lines, view.language) if how.pointed else {}
+            f.evidence = _evidence(view, f.hits, f.foci, pointed)
+            if pointed:
+                _point(f, pointed)
+        self.by_rank = {f.rank: f for f in self.files.values()}
+
+    def header(self, view: FileView) -> int:
+        """Tokens a block of this file adds besides its code: its header, fences, separator."""
+        found = self.headers.get(view.path)
+        if found is None:
+            empty = self.inputs.template.render_block(
+                path=view.path, start=1, end=1, language=view.language, code=""
+            )
+            found = self.headers[view.path] = self.inputs.counter.count(empty) + self.separator
+        return found
+
+    def worth(self, f: _File, span: Span) -> tuple[float, int, Span]:
+        """What adding `span` to `f` is worth and costs now, and the merged span."""
+        merged = settle(f.view, [*f.lines, *span])
+        if merged == f.lines:
+            return 0.0, 0, merged
+        new = without(merged, f.lines)
+        value = f.worth(new) + (FILE_VALUE if not f.lines else 0.0)
+        delta = cost(f.view, merged, self.elision) - cost(f.view, f.lines, self.elision)
+        delta += self.header(f.view) if not f.lines else 0
+        return f.weight * value, max(1, delta), merged
+
+    def fill(self, room: int) -> tuple[list[_File], str]:
+        """Pack `room` tokens of code: the user's pins first, then offers by worth per token,
+        then an outline with what room is left. The files shown (in prompt order) and why
+        packing stopped."""
+        for f in self.files.values():
+            f.lines, f.members, f.outline = EMPTY, [], False
+        shown: dict[str, _File] = {}
+        pins: dict[str, int] = {}  # the files of the user's pins, in pin order: first
+        room, skipped = self._pin(room, shown, pins)
+        room, full, ended = self._take(room, shown)
+        self._outline(room, shown)
+        # The budget stopped packing when something worth taking did not fit; else relevance.
+        if skipped or full:
+            stopped = STOP_BUDGET
+        else:
+            stopped = STOP_RELEVANCE if ended or self.how.relevant is not None else STOP_HITS
+        # Pinned files first, then code by its file's rank (most relevant first), outlines.
+        ordered = sorted(
+            shown.values(),
+            key=lambda f: (f.view.path not in pins, f.outline, pins.get(f.view.path, f.rank)),
+        )
+        return ordered, stopped
+
+    def _pin(self, room: int, shown: dict[str, _File], pins: dict[str, int]) -> tuple[int, bool]:
+        """The user's pins, whole as far as they fit, in their order; the room left and
+        whether one did not fit."""
+        skipped = False
+        for cand in self.packable:
+            if cand.key not in self.pinned:
+                continue
+            view = self.views.of(cand)
+            f = shown.get(cand.chunk.path) or self.files.get(cand.chunk.path)
+            if f is None:
+                f = _File(view, 0, 1.0, [], [], [0.0] * (view.n_lines + 1))
+            current = f.lines
+            cap = max(0, room - (0 if current else self.header(view)))
+            span = prefix_span(view, cand.chunk.start_line, cand.chunk.end_line, cap, self.elision)
+            merged = settle(view, [*current, *span])
+            delta = cost(view, merged, self.elision) - cost(view, current, self.elision)
+            delta += 0 if current else self.header(view)
+            if delta > room:
+                skipped = True
+                continue
+            room -= delta
+            f.lines = merged
+            f.members.append(cand)
+            shown[cand.chunk.path] = f
+            pins.setdefault(cand.chunk.path, len(pins))
+        return room, skipped
+
+    def _take(self, room: int, shown: dict[str, _File]) -> tuple[int, bool, bool]:
+        """Offers by worth per token while they fit (`_Offers`). The room left, whether an
+        offer worth taking did not fit, and whether a new file fell below relevance."""
+        offers = _Offers(self, max(MIN_COMPACT, min(MAX_COMPACT, room // COMPACT_SHARE)))
+        for f in self.files.values():
+            for i in range(len(f.hits)):
+                offers.push(f, i, 0)
+        best = 0.0  # the worth per token of the best offer taken: relevance ends far below
+        full = ended = False
+        while (popped := offers.pop()) is not None:
+            f, i, k, value, delta, merged = popped
+            cand = f.hits[i]
+            if merged != f.lines and value > 0:
+                now = offers.density(f, value, delta)
+                if not f.lines and now < RELEVANCE_ENDS * best:
+                    ended = True  # a new file worth this little per token is not relevant
+                    continue
+                if delta > room:
+                    full = True  # worth taking, but it does not fit
+                    continue
+                best = max(best, now)
+                room -= delta
+                f.lines = merged
+                shown[f.view.path] = f
+            elif merged != f.lines:
+                continue  # lines worth nothing
+            if f.lines and cand not in f.members:
+                f.members.append(cand)
+            if k == 0:
+                for deeper in range(1, len(KINDS)):
+                    offers.push(f, i, deeper)
+        return room, full, ended
+
+    def _outline(self, room: int, shown: dict[str, _File]) -> None:
+        """What room is left, up to a share of the budget: where the next relevant files'
+        matched definitions are."""
+        left = min(room, int(self.inputs.budget * OUTLINE_SHARE))
+        for f in sorted(self.files.values(), key=lambda f: f.rank):
+            if f.view.path in shown:
+                continue
+            lines = span_of(
+                r
+                for cand in f.hits
+                for r in outline_span(f.view, cand.chunk.start_line, cand.chunk.end_line)
+            )
+            if not lines:
+                continue
+            delta = cost(f.view, lines, self.elision) + self.header(f.view)
+            if delta <= left:
+                left -= delta
+                f.lines, f.outline, f.members = lines, True, list(f.hits)
+                shown[f.view.path] = f
+
+
+class _Offers:
+    """The offers not taken yet, in a heap by worth per token (a new block weighed
+    `BLOCK_COST` tokens more than its own: it costs its reader more than its header). A
+    popped offer is priced again against what is in now (an offer is never worth more than
+    when it was pushed) and put back when it fell below the next one."""
+
+    def __init__(self, packing: _Packing, compact_cap: int) -> None:
+        self.packing, self.compact_cap = packing, compact_cap
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.spans: dict[tuple[int, int, int], Span] = {}
+
+    @staticmethod
+    def density(f: _File, value: float, delta: int) -> float:
+        return value / (delta + (BLOCK_COST if not f.lines else 0))
+
+    def push(self, f: _File, i: int, k: int) -> None:
+        """Offer the `k`-th kind of span of the file's `i`-th hit, if it adds a line."""
+        span = _offer_span(KINDS[k], f, i, self.compact_cap, self.packing.elision)
+        if not span:
+            return
+        value, delta, merged = self.packing.worth(f, span)
+        if merged != f.lines:
+            self.spans[(f.rank, i, k)] = span
+            heapq.heappush(self.heap, (-self.density(f, value, delta), f.rank, i, k))
+
+    def pop(self) -> tuple[_File, int, int, float, int, Span] | None:
+        """The best offer now: (file, hit, kind, worth, tokens, the merged span)."""
+        while self.heap:
+            _, rank, i, k = heapq.heappop(self.heap)
+            f = self.packing.by_rank[rank]
+            value, delta, merged = self.packing.worth(f, self.spans[(rank, i, k)])
+            if merged != f.lines and value > 0:
+                now = -self.density(f, value, delta)
+                if self.heap and now > self.heap[0][0] + 1e-12:
+                    heapq.heappush(self.heap, (now, rank, i, k))
+                    continue
+            return f, i, k, value, delta, merged
+        return None
 
 
 def _account(ordered: Sequence[_File], blocks: Sequence[PackedBlock]) -> PackAccount:
