@@ -323,6 +323,24 @@ def test_a_raise_keeps_its_message_line() -> None:
     assert "without having called read()" in text  # the statement whole, not its first line
 
 
+LONG_SIGNATURE = (
+    "def route(\n"
+    "    path: str,\n"
+    + "".join(f"    option_{i}: int = 0,  # plain option number {i}\n" for i in range(30))
+    + "    status_code: int = 200,  # the default status code of the response\n"
+    + "".join(f"    extra_{i}: int = 0,  # plain extra number {i}\n" for i in range(30))
+    + ") -> None:\n"
+    "    register(path)\n"
+)
+
+
+def test_a_match_inside_a_long_signature_still_shows_its_file() -> None:
+    # A glimpse of a match in a signature's parameters shows nothing (the head alone is
+    # never shown cut from its body): the file still offers its other spans.
+    text = _one_file("routes.py", LONG_SIGNATURE, "default status code response", 2000)
+    assert "status_code: int = 200" in text
+
+
 def test_a_data_file_enters_only_when_two_lists_rank_it_near_the_top() -> None:
     fixture = Chunk("tests/fixtures/retry.json", 1, 3, "lines", "json", '{"retry": 1}\n')
     code = Chunk("app/sessions.py", 1, 26, "lines", "python", "")

@@ -95,7 +95,7 @@ STOP_BUDGET = "the budget is full"
 STOP_RELEVANCE = "relevance ended"
 STOP_HITS = "no more hits"
 
-FILE_VALUE = 1.0  # a file's first code in the prompt
+FILE_VALUE = 2.0  # a file's first code in the prompt
 UNIT_VALUE = 0.6  # spread over the definition holding a hit's match
 CHUNK_VALUE = 0.2  # spread over a hit's chunk
 MATCH_VALUE = 0.3  # spread over a hit's matched statements
@@ -104,8 +104,8 @@ POINTED_VALUE = 1.0  # spread over the statements and definitions the query poin
 CHANCE_BASE = -4.5  # a file's chance of being an answer: logistic of CHANCE_BASE + ...
 CHANCE_SLOPE = 4.6  # ... CHANCE_SLOPE * its score's place between the best and the floor
 CHANCE_FILES = 30  # the floor: the best score of the CHANCE_FILES-th file
-RELEVANCE_ENDS = 0.0  # a new file worth less per token than this share of the first offer stays out
-BLOCK_COST = 0  # tokens of a reader's attention a new block costs on top of its own
+RELEVANCE_ENDS = 0.02  # a new file worth less per token than this share of the first offer stays out
+BLOCK_COST = 60  # tokens of a reader's attention a new block costs on top of its own
 REPACKS = 2  # times a prompt whose text is over the budget is packed again in less room
 REPACK_MARGIN = 8  # tokens less room than the text was over, each time
 GLIMPSE_CAP = 120  # tokens a glimpse takes at most
@@ -502,7 +502,7 @@ class _Packing:
         offers = _Offers(self, max(MIN_COMPACT, min(MAX_COMPACT, room // COMPACT_SHARE)))
         for f in self.files.values():
             for i in range(len(f.hits)):
-                offers.push(f, i, 0)
+                offers.first(f, i)
         best = 0.0  # the worth per token of the best offer taken: relevance ends far below
         full = ended = False
         while (popped := offers.pop()) is not None:
@@ -524,8 +524,8 @@ class _Packing:
                 continue  # lines worth nothing
             if f.lines and cand not in f.members:
                 f.members.append(cand)
-            if k == 0:
-                for deeper in range(1, len(KINDS)):
+            if k == offers.firsts[(f.rank, i)]:  # the glimpse: now its deeper kinds
+                for deeper in range(k + 1, len(KINDS)):
                     offers.push(f, i, deeper)
         return room, full, ended
 
@@ -560,20 +560,34 @@ class _Offers:
         self.packing, self.compact_cap = packing, compact_cap
         self.heap: list[tuple[float, int, int, int]] = []
         self.spans: dict[tuple[int, int, int], Span] = {}
+        self.firsts: dict[tuple[int, int], int] = {}  # each hit's first kind offered
 
     @staticmethod
     def density(f: _File, value: float, delta: int) -> float:
         return value / (delta + (BLOCK_COST if not f.lines else 0))
 
-    def push(self, f: _File, i: int, k: int) -> None:
+    def first(self, f: _File, i: int) -> None:
+        """Offer the file's `i`-th hit's glimpse; its deeper kinds are offered once it is
+        taken. When the glimpse shows nothing (its match lies inside a long signature, say),
+        every kind is offered at once and the densest wins."""
+        if self.push(f, i, 0):
+            self.firsts[(f.rank, i)] = 0
+            return
+        self.firsts[(f.rank, i)] = len(KINDS)
+        for k in range(1, len(KINDS)):
+            self.push(f, i, k)
+
+    def push(self, f: _File, i: int, k: int) -> bool:
         """Offer the `k`-th kind of span of the file's `i`-th hit, if it adds a line."""
         span = _offer_span(KINDS[k], f, i, self.compact_cap, self.packing.elision)
         if not span:
-            return
+            return False
         value, delta, merged = self.packing.worth(f, span)
-        if merged != f.lines:
-            self.spans[(f.rank, i, k)] = span
-            heapq.heappush(self.heap, (-self.density(f, value, delta), f.rank, i, k))
+        if merged == f.lines:
+            return False
+        self.spans[(f.rank, i, k)] = span
+        heapq.heappush(self.heap, (-self.density(f, value, delta), f.rank, i, k))
+        return True
 
     def pop(self) -> tuple[_File, int, int, float, int, Span] | None:
         """The best offer now: (file, hit, kind, worth, tokens, the merged span)."""
