@@ -97,9 +97,21 @@ def test_issue_text_gathers_frames_paths_dotted_names_and_exceptions() -> None:
         ("db/migrations/0001_initial.py", "python", {"migration"}),
         ("src/requests/compat.py", "python", {"legacy"}),
         ("src/click/testing.py", "python", set()),  # the test runner is the implementation
+        ("projects/SelfTest/UsageTests/Approx.tests.cpp", "cpp", {"test"}),
+        ("singleheader/simdjson.h", "c", {"generated"}),
+        ("extras/catch_amalgamated.hpp", "cpp", {"generated"}),
+        ("LICENSE-APACHE", None, {"meta"}),
+        ("COPYING", None, {"meta"}),
+        (".github/ISSUE_TEMPLATE/bug_report.md", "markdown", {"docs", "meta"}),
+        (".github/workflows/ci.yml", "yaml", {"meta"}),
+        (".travis.yml", "yaml", {"meta"}),
+        ("src/security.go", "go", set()),  # code named like a housekeeping file is code
+        ("lib/license_check.py", "python", set()),
     ],
 )
-def test_roles_come_from_the_path_and_language(path: str, language: str, roles: set[str]) -> None:
+def test_roles_come_from_the_path_and_language(
+    path: str, language: str | None, roles: set[str]
+) -> None:
     assert path_roles(path, language) == roles
 
 
@@ -109,3 +121,4 @@ def test_a_query_asks_for_a_role_by_naming_it() -> None:
     assert analyse("an example of a middleware").roles_asked == {"example"}
     assert analyse("how are routes registered").roles_asked == frozenset()
     assert roles_asked(["Tests"]) == {"test"}
+
