@@ -16,7 +16,7 @@ from coderag_tui.core.index.languages import GRAMMARS
 
 ROLES = (
     "test", "example", "docs", "changelog", "benchmark", "vendored", "generated", "migration",
-    "legacy", "meta",
+    "legacy", "meta", "build",
 )  # fmt: skip
 
 # A file under a folder of one of these names plays the role.
@@ -67,6 +67,17 @@ _META_FILE = re.compile(
     r"|\.codecov|codecov|\.coveragerc|\.pre-commit-config)(?:[-_.].*)?$"
 )
 _LEGACY_FILE = re.compile(r"^_?(?:compat|py2compat|py3compat|legacy)$")
+# How the project is built, bundled and linted, whatever its language: build scripts, package
+# manifests and lock files, bundler, compiler, linter and test-runner configurations.
+_BUILD_FILE = re.compile(
+    r"^(?:(?:gnu)?makefile|cmakelists\.txt|.*\.cmake(?:\.in)?|configure(?:\.ac)?|meson\.build"
+    r"|build\.gradle(?:\.kts)?|settings\.gradle(?:\.kts)?|pom\.xml|build\.xml|build\.sbt"
+    r"|package(?:-lock)?\.json|yarn\.lock|pnpm-lock\.yaml|cargo\.(?:toml|lock)|go\.(?:mod|sum)"
+    r"|.*\.(?:config|conf)\.[cm]?[jt]s|(?:gulpfile|gruntfile|webpack[\w.-]*|rollup[\w.-]*)\.[cm]?[jt]s"
+    r"|tsconfig[\w.-]*\.json|\.eslintrc[\w.]*|\.babelrc|\.prettierrc[\w.]*|\.npmignore"
+    r"|dockerfile|\.dockerignore|build|build\.bazel|workspace|\.bazelrc|vcpkg\.json"
+    r"|conanfile\.(?:txt|py)|tox\.ini|setup\.cfg|pyproject\.toml|manifest\.in)$"
+)
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "latex"})
 
 # The query words that ask for each role (that role is then not pushed down).
@@ -95,6 +106,11 @@ _ASKED_BY: dict[str, frozenset[str]] = {
     "meta": frozenset({
         "license", "licence", "licensing", "contributing", "ci", "workflow", "workflows",
         "template", "templates", "funding", "codeowners",
+    }),
+    "build": frozenset({
+        "build", "builds", "building", "makefile", "cmake", "gradle", "maven", "webpack",
+        "bundler", "bundle", "bundling", "compile", "compiling", "compilation", "dependency",
+        "dependencies", "lockfile", "docker", "dockerfile", "lint", "linter", "eslint",
     }),
 }  # fmt: skip
 
@@ -126,6 +142,8 @@ def path_roles(path: str, language: str | None) -> frozenset[str]:
         roles.add("legacy")
     if language not in GRAMMARS and _META_FILE.match(name.lower()):  # security.go is code
         roles.add("meta")
+    if _BUILD_FILE.match(name.lower()):
+        roles.add("build")
     return frozenset(roles)
 
 
