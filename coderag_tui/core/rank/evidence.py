@@ -28,6 +28,8 @@ or key. Nothing here knows a repository: every rule is a form that code or a too
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -147,7 +149,7 @@ _JS = re.compile(
 )
 # Ruby: lib/x.rb:12:in 'm', `m', 'Klass#m', `block in m'.
 _RUBY = re.compile(
-    r"(?P<path>[^\s:'\"`]+\.(?:rb|rake|erb)):(?P<line>\d+):in [`']"
+    r"(?<![^\s(\[{'\"`])(?P<path>[^\s:'\"`]+\.(?:rb|rake|erb)):(?P<line>\d+):in [`']"
     r"(?:block (?:\(\d+ levels\) )?in )?(?:[\w:]+[#.])?(?P<fn>[\w?!=<>\[\]]+)'"
 )
 # PHP: `in /app/X.php on line 12`, `in /app/X.php:12`, `#0 /app/X.php(12): Foo->bar()`.
@@ -165,7 +167,7 @@ _LINK = re.compile(
     r"https?://[\w.-]+/(?:[\w.-]+/)+?(?:-/)?(?:blob|blame|tree|raw)/[\w.%-]+/"
     r"(?P<path>[^\s#?)\]>\"']+)(?:#L(?P<line>\d+)(?:-L?(?P<last>\d+))?)?"
 )
-URL = re.compile(r"\b[a-z][\w+.-]*://[^\s)\]>\"'`]+")  # hosts and URL paths: not files
+URL = re.compile(r"(?<![\w+.-])[a-z][\w+.-]*://[^\s)\]>\"'`]+")  # hosts and URL paths: not files
 
 _BACKTICKS = re.compile(r"`([^`\n]{1,200})`")
 _DOUBLE_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.){4,300})"|“([^”\n]{4,300})”')
@@ -202,11 +204,12 @@ def read_evidence(text: str) -> Evidence:
     text = _LONG_RUN.sub(lambda run: run.group()[:MAX_RUN_CHARS], text)
     frames = _frames(text)
     plain = URL.sub(" ", text)  # hosts and URL paths are not files, packages or keys
-    paths = [f.path for f in frames]
-    for token in _PATH_TOKEN.findall(plain):
+    paths = list(dict.fromkeys(f.path for f in frames))
+    for token in dict.fromkeys(_PATH_TOKEN.findall(plain)):  # a long trace repeats its files
         path = _clean_path(token)
         if _looks_like_file(path) and not _package_like(path):
             paths.append(path)
+    paths = list(dict.fromkeys(paths))[:MAX_ITEMS]
     identifiers, flags, keys = _backticked(plain)
     for match in _LONG_FLAG.finditer(plain):
         flags.append(match.group(1))
@@ -299,9 +302,12 @@ def _frames(text: str) -> list[Frame]:  # noqa: C901
             found.append((m.start(), frame))
             covered.append((m.start(), m.end()))
     spans = sorted(covered)
+    starts = [a for a, _ in spans]
+    reach = list(itertools.accumulate((b for _, b in spans), max))  # furthest end so far
     for m in _COMPILER.finditer(text):
-        if any(a <= m.start() < b for a, b in spans):
-            continue
+        before = bisect.bisect_right(starts, m.start())
+        if before and reach[before - 1] > m.start():
+            continue  # inside a frame read above
         path = _clean_path(m.group("path"))
         if _looks_like_file(path) and not text[max(0, m.start() - 3) : m.start()].endswith("://"):
             add(m.start(), m.end(), path, m.group("line") or m.group("pline"), "", "compiler")
