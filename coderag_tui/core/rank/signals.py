@@ -372,7 +372,7 @@ def _evidence(  # noqa: PLR0913
     """The signals of what the query points at (`core.rank.evidence`)."""
     if terms.evidence:
         _literals(terms.evidence, facts, weights, bm25, add)
-        _evidence_files(terms.evidence, facts, weights, add, parts, boosts, base)
+        _evidence_files(terms, facts, weights, add, parts, boosts, base)
 
 
 def _definitions(terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Add) -> None:
@@ -514,16 +514,21 @@ def _literals(
 
 
 def _evidence_files(
-    evidence: Evidence, facts: CodeFacts, weights: Weights, add: _Add,
+    terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Add,
     parts: dict[int, dict[str, float]], boosts: _Boosts, base: str,
 ) -> None:  # fmt: skip
-    """The files a module path names (or lies in the folder of), the source beside a test
-    file the query names, and the definitions a test's name points at."""
+    """The files a module path names (or lies in the folder of; one issue terms named by its
+    dotted name counts once), the source beside a test file the query names, and the
+    definitions a test's name points at."""
+    evidence = terms.evidence
     named: dict[int, tuple[str, float]] = {}
     if weights.packages > 0 and evidence.packages:
         runs = package_runs(evidence.packages)
+        dotted = _dotted_modules(terms) if terms.long else set()
         for fid, path in enumerate(facts.paths):
             how = package_names(path, runs)
+            if how == "module" and dotted and _module_of(path, dotted):
+                continue  # issue terms named it already, by its dotted name
             if how is not None:
                 value = weights.packages * (1.0 if how == "module" else FOLDER)
                 named[fid] = (f"{MODULE}: {how} in the issue", value)
@@ -550,7 +555,7 @@ def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
     (`pvlib.irradiance.reindl` -> pvlib/irradiance.py) or `name` (`PVSystem` -> pvsystem.py;
     a quoted word too: `locale('sv')` -> sv.js)."""
     suffixes = {s for s in map(_path_suffix, terms.paths) if s}
-    modules = {"/".join(d[:n]).lower() for d in terms.dotted for n in range(1, len(d) + 1)}
+    modules = _dotted_modules(terms)
     names = {form(name) for name in (*terms.names, *terms.evidence.strings)}
     by_suffix: dict[str, list[int]] = defaultdict(list)
     named: dict[int, str] = {}
@@ -559,7 +564,7 @@ def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
         suffix = next((s for s in suffixes if slashed.endswith("/" + s)), None)
         if suffix is not None:
             by_suffix[suffix].append(fid)
-        elif any(slashed.rsplit(".", 1)[0].lower().endswith("/" + m) for m in modules):
+        elif _module_of(path, modules):
             named[fid] = "module"
         elif form(PurePosixPath(path).name.split(".", 1)[0]) in names:
             named[fid] = "name"
@@ -567,6 +572,18 @@ def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
         if "/" in suffix or len(fids) == 1:
             named.update(dict.fromkeys(fids, "path"))
     return named
+
+
+def _dotted_modules(terms: QueryTerms) -> set[str]:
+    """The module paths the issue's dotted names spell (`pvlib.irradiance.reindl` ->
+    pvlib, pvlib/irradiance, pvlib/irradiance/reindl), lower case."""
+    return {"/".join(d[:n]).lower() for d in terms.dotted for n in range(1, len(d) + 1)}
+
+
+def _module_of(path: str, modules: set[str]) -> bool:
+    """Whether the file is one of `modules` (`_dotted_modules`): pvlib/irradiance.py."""
+    stem = ("/" + path).rsplit(".", 1)[0].lower()
+    return any(stem.endswith("/" + m) for m in modules)
 
 
 def _path_suffix(path: str) -> str:
