@@ -11,14 +11,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from coderag_tui.core.eval.evaluation import InstanceResult
+from coderag_tui.core.eval.budget import BudgetScore
 
 LANGUAGE_METRICS = ("acc@1", "acc@5", "acc@10", "mrr")
+
+
+class Scored(Protocol):
+    """What a table per language reads of one row's result (`evaluation.InstanceResult`)."""
+
+    @property
+    def config(self) -> tuple[str, str, str]: ...
+    @property
+    def language(self) -> str | None: ...
+    @property
+    def scores(self) -> Mapping[str, float]: ...
+    @property
+    def budgets(self) -> Mapping[int, BudgetScore] | None: ...
+
+
 ALL_LANGUAGES = "all"  # the row of every language together
 
 
@@ -74,14 +88,14 @@ def bootstrap_mean(
 
 
 def by_language(
-    results: Sequence[InstanceResult], *, resamples: int = 10_000, seed: int = 0
+    results: Sequence[Scored], *, resamples: int = 10_000, seed: int = 0
 ) -> tuple[LanguageScores, ...]:
     """Per configuration, its scores over all rows and over each language's rows; empty
     unless the rows carry two languages or more (one language: the summary says it all)."""
     languages = {r.language for r in results if r.language}
     if len(languages) < 2:
         return ()
-    groups: dict[tuple[tuple[str, str, str], str], list[InstanceResult]] = defaultdict(list)
+    groups: dict[tuple[tuple[str, str, str], str], list[Scored]] = defaultdict(list)
     for r in results:
         groups[(r.config, ALL_LANGUAGES)].append(r)
         groups[(r.config, r.language or "(none)")].append(r)
@@ -99,7 +113,7 @@ def by_language(
 def _scores(
     config: tuple[str, str, str],
     language: str,
-    rows: Sequence[InstanceResult],
+    rows: Sequence[Scored],
     resamples: int,
     seed: int,
 ) -> LanguageScores:
