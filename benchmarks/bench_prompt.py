@@ -16,13 +16,13 @@ from pathlib import Path
 from coderag_tui.core.index.chunk import chunk_file
 from coderag_tui.core.prompt.pack import PackInputs, pack
 from coderag_tui.core.prompt.render import load_template
-from coderag_tui.core.prompt.tokens import TokenCounter, token_counter
+from coderag_tui.core.prompt.tokens import TokenCounter, tiktoken_cache_dir, token_counter
 from coderag_tui.core.records import ChunkingSpec, Hit
 
 
 def fresh_counter() -> TokenCounter:
     """A counter with an empty cache, so each row pays for every count it needs."""
-    return token_counter("cl100k_base", env={})
+    return token_counter("cl100k_base", cache_dir=tiktoken_cache_dir())
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ from coderag_tui.locations import (
     user_cache_dir,
     user_config_dir,
     user_config_file,
+    user_models_dir,
     user_runtime_dir,
 )
 
@@ -812,7 +813,7 @@ class Settings:
     def models_path(self) -> Path:
         """Models coderag derives from installed packages (an ONNX export, the static table):
         one folder per machine, whatever the index folder, since they depend on no repository."""
-        return user_cache_dir() / "models"
+        return user_models_dir()
 
     @property
     def stripe_cap(self) -> int:

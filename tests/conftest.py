@@ -48,14 +48,56 @@ def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+# The user's own folders, as they were when the suite started (for the test that checks no
+# test writes there).
+HOME_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+REAL_HOME = {name: os.environ[name] for name in HOME_VARIABLES if name in os.environ}
+
+
 @pytest.fixture(autouse=True)
-def private_runtime_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A runtime folder of the test's own, so no test asks a `coderag serve` someone runs on
-    this machine (short: a socket's path must fit in 107 bytes)."""
-    folder = Path(tempfile.mkdtemp(prefix="cr-"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def private_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Every test has a machine of its own: a HOME, XDG folders and a TMPDIR nobody else
+    uses, so no test reads or writes the developer's config, caches, saved prompts or
+    models, nor a shared /tmp; and a runtime folder of its own, so no test asks a
+    `coderag serve` someone runs on this machine (short: a socket's path must fit in 107
+    bytes). A test that needs other folders sets them itself."""
+    runtime = Path(tempfile.mkdtemp(prefix="cr-"))
+    machine = tmp_path_factory.mktemp("machine")
+    home = machine / "home"
+    folders = {
+        "HOME": home,
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_DATA_HOME": home / ".local" / "share",
+        "XDG_STATE_HOME": home / ".local" / "state",
+        "TMPDIR": machine / "tmp",
+        "XDG_RUNTIME_DIR": runtime,
+    }
+    for name, folder in folders.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv(name, str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    yield home
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def same_priority() -> Iterator[None]:
+    """No test changes the priority of the test process: a suite niced to 19 by one test gets
+    almost no CPU on a busy machine for every test after it (the background embedder and the
+    model workers lower only their own process or thread)."""
+    before = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    yield
+    after = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    assert after == before, f"this test changed the test process's nice value ({before} → {after})"
+
+
+@pytest.fixture
+def private_runtime_dir(private_home: Path) -> Path:
+    """This test's runtime folder (`XDG_RUNTIME_DIR`, made by `private_home`)."""
+    return Path(os.environ["XDG_RUNTIME_DIR"])
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ def test_missing_model_says_one_sentence_and_continues_with_bm25(
         "coderag: fused = BM25 + signals (dense is off: embed_backend is none — "
         "set --embed-backend auto to enable it.)"
     ]
-    assert "shop/payment.py:1-8" in out  # the table, one path per line even when piped
+    assert "shop/payment.py:1-8" in out  # one path per line when piped
     assert "BM25" in out and "fused" in out and "stage timings" in out
 
 
@@ -186,3 +186,24 @@ def test_the_reranked_list_says_which_reranker_made_it(
     assert code == 0
     assert "(learned" in out and "cross-encoder" not in out  # the column's title
     assert "reranked by the learned model; the prompt follows the fused list" in err
+
+
+def test_a_piped_search_prints_one_plain_line_per_hit_however_long_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    deep = repo / "services" / "payments_gateway_integration" / "retry_policies_and_backoff"
+    deep.mkdir(parents=True)
+    long_name = "exponential_backoff_for_card_charges_after_gateway_timeouts.py"
+    (deep / long_name).write_text("def retry_charge(card):\n    return charge(card)\n")
+    (repo / "short.py").write_text("def charge(card):\n    return card\n")
+    monkeypatch.setenv("COLUMNS", "40")  # a narrow terminal's width must not reach a pipe
+    code, out, _ = search(
+        capsys, "retry charge", str(repo), "--index-dir", str(tmp_path / "ix"), "--no-dense"
+    )
+    assert code == 0
+    path = f"{deep.relative_to(repo)}/{long_name}:1-2"
+    hits = [line for line in out.splitlines() if path in line]
+    assert len(hits) == 2  # once under BM25, once under fused, each whole on its line
+    assert hits[0].split() == ["1", path, hits[0].split()[-1]]
+    assert not set(out) & set("│┃━─┏┗")  # no box drawing: lines for grep, cut and diff

@@ -19,14 +19,25 @@ README = ROOT / "README.md"
 PAGES = [README, ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_config_docs", ROOT / "scripts" / "gen_config_docs.py"
-    )
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _generator() -> ModuleType:
+    return _script("gen_config_docs")
+
+
+def test_readme_examples_are_what_the_commands_print() -> None:
+    examples = _script("readme_examples")
+    committed = README.read_text(encoding="utf-8")
+    assert committed == examples.render(committed), (
+        f"README.md's example outputs differ from what the commands print now: run "
+        f"`{examples.COMMAND}` and commit the result."
+    )
 
 
 def test_configuration_page_is_current() -> None:

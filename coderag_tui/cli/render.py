@@ -10,13 +10,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
 from coderag_tui.core.echo import echo, echoed_query
-from coderag_tui.core.records import Chunk, FileHit, Hit, RankingName, SearchRun
+from coderag_tui.core.records import Chunk, Hit, RankingName, SearchRun
 from coderag_tui.core.visible import one_line
 
 if TYPE_CHECKING:
@@ -156,10 +157,10 @@ def _duration(seconds: float) -> str:
     return f"{round(seconds / 60)} min"
 
 
-def chunk_label(chunk: Chunk) -> Text:
-    """`path:start-end`, the one way a chunk is named on screen (plain text, never markup;
-    control characters in the path written out)."""
-    return Text(f"{one_line(chunk.path)}:{chunk.start_line}-{chunk.end_line}")
+def chunk_name(chunk: Chunk) -> str:
+    """`path:start-end`, the one way a chunk is named (control characters in the path
+    written out)."""
+    return f"{one_line(chunk.path)}:{chunk.start_line}-{chunk.end_line}"
 
 
 def score_text(score: float) -> str:
@@ -167,61 +168,83 @@ def score_text(score: float) -> str:
     return f"{score:.4g}"
 
 
+Row = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One ranking as a face shows it: its name, its title and its first rows."""
+
+    name: str
+    title: str
+    rows: list[Row]
+
+
+def ranking_columns(run: SearchRun, names: Sequence[RankingName], k: int) -> list[Column]:
+    """The chosen rankings that are available: rows of (rank, `path:start-end`, score)."""
+    columns: list[Column] = []
+    for name in names:
+        ranking = run.rankings.get(name)
+        if ranking is None or not ranking.available:
+            continue
+        title = RANKING_TITLES.get(name, name)
+        if ranking.by:
+            title = f"{title} ({one_line(ranking.by)})"
+        rows = [(str(h.rank), chunk_name(h.chunk), score_text(h.score)) for h in ranking.hits[:k]]
+        columns.append(Column(name, title, rows))
+    return columns
+
+
+def file_columns(run: SearchRun, names: Sequence[RankingName], k: int) -> list[Column]:
+    """The chosen rankings aggregated to files (each file scored by its best chunk): rows of
+    (rank, path, best lines)."""
+    columns: list[Column] = []
+    for name in names:
+        if name not in run.rankings or not run.rankings[name].available:
+            continue
+        rows = [
+            (str(f.rank), one_line(f.path), f"{f.best_chunk.start_line}-{f.best_chunk.end_line}")
+            for f in run.files(name)[:k]
+        ]
+        columns.append(Column(name, f"{RANKING_TITLES.get(name, name)} files", rows))
+    return columns
+
+
+def _side_by_side(columns: Sequence[Column], third: str, title: str | None) -> Table:
+    table = Table(title=title, show_lines=False, pad_edge=False, expand=False)
+    for column in columns:
+        style = RANKING_STYLES.get(column.name, "")
+        table.add_column("#", justify="right", style="dim", no_wrap=True)
+        table.add_column(column.title, style=style, overflow="fold")
+        table.add_column(third, justify="right" if third == "score" else "left", no_wrap=True)
+    depth = max((len(c.rows) for c in columns), default=0)
+    for i in range(depth):
+        row: list[str | Text] = []
+        for column in columns:
+            rank, label, last = column.rows[i] if i < len(column.rows) else ("", "", "")
+            row += [rank, Text(label), last]
+        table.add_row(*row)
+    return table
+
+
 def rankings_table(
     run: SearchRun, names: Sequence[RankingName], k: int, *, title: str | None = None
 ) -> Table:
     """The chosen rankings side by side: for each, a rank, `path:start-end` and score column."""
-    table = Table(title=title, show_lines=False, pad_edge=False, expand=False)
-    shown = [n for n in names if n in run.rankings and run.rankings[n].available]
-    for name in shown:
-        style = RANKING_STYLES.get(name, "")
-        header = RANKING_TITLES.get(name, name)
-        if run.rankings[name].by:
-            header = f"{header} ({one_line(run.rankings[name].by)})"
-        table.add_column("#", justify="right", style="dim", no_wrap=True)
-        table.add_column(header, style=style, overflow="fold")
-        table.add_column("score", justify="right", no_wrap=True)
-    depth = max((len(run.rankings[n].hits) for n in shown), default=0)
-    for i in range(min(k, depth)):
-        row: list[str | Text] = []
-        for name in shown:
-            hits = run.rankings[name].hits
-            if i < len(hits):
-                hit = hits[i]
-                row += [str(hit.rank), chunk_label(hit.chunk), score_text(hit.score)]
-            else:
-                row += ["", "", ""]
-        table.add_row(*row)
-    return table
+    return _side_by_side(ranking_columns(run, names, k), "score", title)
 
 
 def files_table(
     run: SearchRun, names: Sequence[RankingName], k: int, *, title: str | None = None
 ) -> Table:
     """The chosen rankings aggregated to files (each file scored by its best chunk)."""
-    table = Table(title=title, pad_edge=False)
-    shown = [n for n in names if n in run.rankings and run.rankings[n].available]
-    columns: list[tuple[FileHit, ...]] = []
-    for name in shown:
-        table.add_column("#", justify="right", style="dim", no_wrap=True)
-        table.add_column(
-            f"{RANKING_TITLES.get(name, name)} files",
-            style=RANKING_STYLES.get(name, ""),
-            overflow="fold",
-        )
-        table.add_column("best lines", no_wrap=True)
-        columns.append(run.files(name))
-    for i in range(min(k, max((len(c) for c in columns), default=0))):
-        row: list[str | Text] = []
-        for files in columns:
-            if i < len(files):
-                f = files[i]
-                lines = f"{f.best_chunk.start_line}-{f.best_chunk.end_line}"
-                row += [str(f.rank), Text(one_line(f.path)), lines]
-            else:
-                row += ["", "", ""]
-        table.add_row(*row)
-    return table
+    return _side_by_side(file_columns(run, names, k), "best lines", title)
+
+
+def timing_rows(run: SearchRun) -> list[tuple[str, str]]:
+    """(stage, milliseconds) per search stage, then the total."""
+    rows = [(t.stage, f"{t.ms:.2f}") for t in run.timings]
+    return [*rows, ("total", f"{run.total_ms:.2f}")]
 
 
 def timings_table(run: SearchRun, *, title: str | None = "stage timings") -> Table:
@@ -229,10 +252,31 @@ def timings_table(run: SearchRun, *, title: str | None = "stage timings") -> Tab
     table = Table(title=title, pad_edge=False)
     table.add_column("stage")
     table.add_column("ms", justify="right")
-    for timing in run.timings:
-        table.add_row(timing.stage, f"{timing.ms:.2f}")
-    table.add_row(Text("total", style="bold"), Text(f"{run.total_ms:.2f}", style="bold"))
+    rows = timing_rows(run)
+    for stage, ms in rows[:-1]:
+        table.add_row(stage, ms)
+    stage, ms = rows[-1]
+    table.add_row(Text(stage, style="bold"), Text(ms, style="bold"))
     return table
+
+
+def plain_lines(
+    title: str, rows: Sequence[Sequence[str]], *, right: Sequence[int] = (0,)
+) -> list[str]:
+    """A title, then one line per row with its fields lined up (those numbered in `right`
+    aligned right, the rest left): for a pipe or a file, where no width is known, so no line
+    is ever wrapped or cut."""
+    if not rows:
+        return [title]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [title]
+    for row in rows:
+        fields = [
+            field.rjust(width) if i in right else field.ljust(width)
+            for i, (field, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  " + "  ".join(fields).rstrip())
+    return lines
 
 
 def unavailable_lines(run: SearchRun, names: Sequence[RankingName]) -> list[str]:

@@ -36,11 +36,15 @@ from coderag_tui.cli.common import (
 from coderag_tui.cli.output import Output
 from coderag_tui.cli.render import (
     dense_line,
+    file_columns,
     files_table,
     loading_status,
+    plain_lines,
+    ranking_columns,
     rankings_table,
     run_record,
     say,
+    timing_rows,
     timings_table,
     unavailable_lines,
 )
@@ -276,28 +280,55 @@ def _print_tables(
     output: Output,
 ) -> None:
     """The rankings (or files) side by side, the reasons of unavailable ones not said yet
-    (`notes`), and the stage timings, as rich tables on `output`."""
+    (`notes`), and the stage timings: rich tables on a terminal, plain lines elsewhere."""
+    lead: list[str] = []
+    if args.from_location is not None:
+        lead.append(
+            f"query: the {settings.query_lines} lines before {one_line(args.from_location)}"
+        )
+    reasons: list[str] = []
+    if args.mode == "all":
+        for reason in unavailable_lines(result, list(RANKING_NAMES)):
+            detail = reason.split(": ", 1)[-1]  # the why, without the "dense search is off" lead
+            if not any(detail in note for note in notes):  # already said on stderr
+                reasons.append(visible(reason))
+    if not output.out_facts.terminal:
+        _print_plain(args, settings, result, names, (lead, reasons), output)
+        return
+    console = output.console()
     if not result.final.hits:
         body: Any = "No chunk matched the query."
     elif args.files:
         body = files_table(result, names, settings.k)
     else:
         body = rankings_table(result, names, settings.k)
-    console = output.console()
-    if not console.is_terminal:
-        # Piped output is not wrapped at 80 columns: paths stay on one line for grep and diff.
-        console = output.console(width=max(80, console.measure(body).maximum))
-    if args.from_location is not None:
-        console.print(
-            f"query: the {settings.query_lines} lines before {one_line(args.from_location)}",
-            style="dim",
-            markup=False,
-            highlight=False,
-        )
+    for line in lead:
+        console.print(line, style="dim", markup=False, highlight=False)
     console.print(body)
-    if args.mode == "all":
-        for reason in unavailable_lines(result, list(RANKING_NAMES)):
-            detail = reason.split(": ", 1)[-1]  # the why, without the "dense search is off" lead
-            if not any(detail in note for note in notes):  # already said on stderr
-                console.print(visible(reason), style="dim", soft_wrap=True, markup=False)
+    for reason in reasons:
+        console.print(reason, style="dim", soft_wrap=True, markup=False)
     console.print(timings_table(result))
+
+
+def _print_plain(
+    args: argparse.Namespace,
+    settings: Settings,
+    result: SearchRun,
+    names: list[RankingName],
+    lead_and_reasons: tuple[list[str], list[str]],
+    output: Output,
+) -> None:
+    """The same as plain lines, for a pipe or a file: one line per hit, never wrapped, no
+    box drawing or colour (`--json` is the interface for scripts)."""
+    lead, reasons = lead_and_reasons
+    lines = list(lead)
+    if not result.final.hits:
+        lines.append("No chunk matched the query.")
+    else:
+        columns = (file_columns if args.files else ranking_columns)(result, names, settings.k)
+        for column in columns:
+            lines += plain_lines(column.title, column.rows)
+    lines += reasons
+    lines += plain_lines("stage timings (ms)", timing_rows(result), right=(1,))
+    output.out.write("\n".join(lines) + "\n")
+    output.out.flush()

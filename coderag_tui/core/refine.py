@@ -3,10 +3,11 @@
 A `coderag search` answers at once from BM25 and the static first pass; the transformer needs
 minutes on a large repository. Rather than make each call wait (and lose what it embedded
 when the call ends), the command starts this module in a process of its own (`start`): it
-takes the index's embedding lock (so one runs per index), lowers its priority to the least,
-makes the model's one-time ONNX copy if needed, embeds every chunk the model has not, and
-saves the model's complete list, which the next search loads. It writes how far it got beside
-the index (`core.rank.embedding_status`) and ends when done, or when the index goes away.
+lowers its priority to the least (at its entry point, `main`), takes the index's embedding
+lock (so one runs per index), makes the model's one-time ONNX copy if needed, embeds every
+chunk the model has not, and saves the model's complete list, which the next search loads. It
+writes how far it got beside the index (`core.rank.embedding_status`) and ends when done, or
+when the index goes away.
 
 It is started only where the `dense_background` setting is on (off when the CI variable is
 set, and in the test suite unless a test asks for it). docs/architecture.md says why a
@@ -88,8 +89,6 @@ def run(settings: Settings) -> int:
     """The process's work (see the module's docstring); 0 when done, stopped or not needed."""
     from filelock import FileLock, Timeout
 
-    with contextlib.suppress(OSError):
-        os.nice(19)  # the least priority: searches and the user's own work come first
     index = settings.index_path
     lock = FileLock(str(lock_path(index)))
     try:
@@ -161,6 +160,10 @@ def _embed(settings: Settings, gone: threading.Event) -> int:
 
 
 def main(argv: list[str]) -> int:
+    """The process's entry point: the only place its priority is lowered, so a caller that
+    runs `run` in its own process (a test) keeps its own."""
+    with contextlib.suppress(OSError):
+        os.nice(19)  # the least priority: searches and the user's own work come first
     settings = settings_from(argv[0])
     if settings.log_file is not None:
         handler = logging.FileHandler(settings.log_file, encoding="utf-8")

@@ -52,13 +52,16 @@ BACKGROUND_NICE = 10  # nice value of the model-loading and embedding threads
 
 
 def lower_thread_priority() -> None:
-    """Nice the calling thread (and the model threads it starts), so typing stays smooth.
+    """Nice the calling worker thread (and the model threads it starts), so typing stays
+    smooth; the first line of a worker that loads or runs a model.
 
     On Linux a thread is a task with its own nice value, and threads it creates inherit it:
-    embedding with every core then yields to the UI thread instead of starving it.
+    embedding with every core then yields to the UI thread instead of starving it. Never on
+    the main thread: its task is the process, so the whole app (or whatever called the
+    worker's function directly, a test) would stay niced.
     """
     setpriority = getattr(os, "setpriority", None)
-    if setpriority is None:
+    if setpriority is None or threading.current_thread() is threading.main_thread():
         return
     with contextlib.suppress(OSError):
         setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
@@ -139,9 +142,9 @@ def open_dense(
     worth it, the static first pass runs first (FirstPassReady), in this worker: beside the
     model's embedding, two cores would slow both.
     """
+    lower_thread_priority()
     worker = get_current_worker()
     cancel = threading.Event()
-    lower_thread_priority()
     start = engine.clock()
 
     def progress(done: int, total: int) -> None:

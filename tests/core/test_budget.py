@@ -304,7 +304,7 @@ def test_trim_last_cuts_the_last_chunk_at_a_line_boundary_to_fill_the_budget(
 
 
 def test_same_inputs_give_byte_identical_prompts(
-    corpus: tuple[Path, list[Hit]], counter: TokenCounter
+    corpus: tuple[Path, list[Hit]], counter: TokenCounter, tmp_path: Path
 ) -> None:
     root, hits = corpus
     a = pack(
@@ -321,7 +321,7 @@ def test_same_inputs_give_byte_identical_prompts(
         hits,
         PackInputs(
             budget=8000,
-            counter=token_counter("cl100k_base", env={}),
+            counter=token_counter("cl100k_base", cache_dir=tmp_path),
             template=load_template("xml"),
             task=TASK,
             file_text=read_file(root),
@@ -405,9 +405,7 @@ def test_an_estimating_counter_marks_the_prompt_as_approximate(
     corpus: tuple[Path, list[Hit]], tmp_path: Path
 ) -> None:
     root, hits = corpus
-    estimate = token_counter(
-        "o200k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)}, offline_encoding="none"
-    )
+    estimate = token_counter("o200k_base", cache_dir=tmp_path, offline_encoding="none")
     packed = pack(
         hits[:40],
         PackInputs(

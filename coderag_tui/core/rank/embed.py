@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -181,7 +182,10 @@ class SentenceTransformerEmbedder(WindowedEmbedder):
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(
-            str(name_or_path), device="cpu", local_files_only=not allow_download
+            str(name_or_path),
+            device="cpu",
+            cache_folder=mr.cache_folder("huggingface"),
+            local_files_only=not allow_download,
         )
         model.eval()
         key = name or f"{mr.SENTENCE_TRANSFORMERS}:{name_or_path}"
@@ -250,17 +254,23 @@ class FastembedEmbedder(WindowedEmbedder):
         mr.quiet_progress_bars()
         from fastembed import TextEmbedding
 
+        cache = mr.cache_folder("fastembed")  # never fastembed's default in a shared /tmp
         if folder is None:
-            model = TextEmbedding(name, local_files_only=not allow_download)
+            model = TextEmbedding(name, cache_dir=cache, local_files_only=not allow_download)
             return cls(model, f"{mr.FASTEMBED}:{name}", prefixes_for(name))
         model_id = _register_fastembed_folder(folder)
-        model = TextEmbedding(model_id, specific_model_path=str(folder), local_files_only=True)
+        local = partial(
+            TextEmbedding,
+            model_id,
+            cache_dir=cache,
+            specific_model_path=str(folder),
+            local_files_only=True,
+        )
+        model = local()
         query_model = None
         model_file = mr.onnx_file(folder)
         if model_file is not None and (folder / model_file).stat().st_size <= SMALL_MODEL_BYTES:
-            query_model = TextEmbedding(
-                model_id, specific_model_path=str(folder), local_files_only=True, threads=1
-            )
+            query_model = local(threads=1)
         return cls(
             model,
             key or f"{mr.FASTEMBED}:{folder}",

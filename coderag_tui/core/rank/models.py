@@ -161,48 +161,57 @@ def local_model_id(kind: str, folder: Path) -> str:
     return f"coderag-local/{kind}-{folder.name}-{digest}"
 
 
-def hf_cached(repo_id: str, filename: str, cache_dir: str | None = None) -> bool:
-    """Is `filename` of hub repo `repo_id` in the local Hugging Face cache (no network)?"""
+def hf_cache_dir() -> Path:
+    """Where coderag has the Hugging Face libraries keep hub models: its own folder."""
+    from coderag_tui.locations import library_cache_dir
+
+    return library_cache_dir("huggingface")
+
+
+def fastembed_cache_dir() -> Path:
+    """Where coderag has fastembed keep its models: its own folder, never fastembed's
+    default (`$TMPDIR/fastembed_cache`, shared by every user of the machine, where another
+    user's model would be loaded as if it were the one asked for)."""
+    from coderag_tui.locations import library_cache_dir
+
+    return library_cache_dir("fastembed")
+
+
+def cache_folder(library: str) -> str:
+    """coderag's cache folder for `library` ("fastembed" or "huggingface"), made private to
+    the user, for a load to pass as the library's cache folder."""
+    from coderag_tui.locations import library_cache_dir
+
+    return str(library_cache_dir(library, make=True))
+
+
+def hf_cached(repo_id: str, filename: str, cache_dir: Path | None = None) -> bool:
+    """Is `filename` of hub repo `repo_id` in a Hugging Face-style cache (default: coderag's
+    own), with no network?"""
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - huggingface_hub comes with both backends
         return False
+    folder = hf_cache_dir() if cache_dir is None else cache_dir
     try:
-        found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir)
-    except Exception:  # malformed names raise validation errors: not cached
+        found = try_to_load_from_cache(repo_id, filename, cache_dir=str(folder))
+    except Exception:  # malformed names raise validation errors, an unreadable cache: not cached
         return False
     return isinstance(found, str)
 
 
-def fastembed_cache_dir() -> str:
-    """fastembed's own cache folder (its FASTEMBED_CACHE_PATH or the temp-dir default)."""
-    from fastembed.common.utils import define_cache_dir
-
-    return str(define_cache_dir(None))
-
-
 def might_be_cached(backend: str, name: str) -> bool:
-    """Could `backend`'s cache hold the hub-named model? False only when it certainly does
-    not: fastembed's cache folder is empty or absent, or the hub cache has no folder for the
-    name. Looks at folders only, so the common case (no default model downloaded) costs
-    neither fastembed's import (~1 s) nor huggingface_hub's."""
-    if backend == FASTEMBED:
-        import os
-        import tempfile
-
-        # fastembed's own rule (fastembed.common.utils.define_cache_dir), without its import
-        default = os.path.join(tempfile.gettempdir(), "fastembed_cache")
-        folder = Path(os.environ.get("FASTEMBED_CACHE_PATH", default))
-        try:
-            with os.scandir(folder) as entries:
+    """Could `backend`'s cache (coderag's folder for it) hold the hub-named model? False only
+    when it certainly does not: fastembed's cache folder is empty or absent, or the hub cache
+    has no folder for the name. Looks at folders only, so the common case (no default model
+    downloaded) costs neither fastembed's import (~1 s) nor huggingface_hub's."""
+    try:
+        if backend == FASTEMBED:
+            with os.scandir(fastembed_cache_dir()) as entries:
                 return any(True for _ in entries)
-        except OSError:
-            return False
-    if not installed("huggingface_hub"):
+        return (hf_cache_dir() / f"models--{name.replace('/', '--')}").is_dir()
+    except OSError:
         return False
-    from huggingface_hub import constants
-
-    return (Path(constants.HF_HUB_CACHE) / f"models--{name.replace('/', '--')}").is_dir()
 
 
 def fastembed_description(models: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
@@ -214,7 +223,8 @@ def fastembed_description(models: list[dict[str, Any]], name: str) -> dict[str, 
 
 
 def fastembed_is_cached(description: dict[str, Any]) -> bool:
-    """Are a fastembed model's weights in fastembed's cache (so loading needs no network)?"""
+    """Are a fastembed model's weights in coderag's fastembed cache (so loading needs no
+    network)?"""
     sources = description.get("sources") or {}
     repo = sources.get("hf")
     model_file = str(description.get("model_file") or "onnx/model.onnx")
@@ -223,9 +233,12 @@ def fastembed_is_cached(description: dict[str, Any]) -> bool:
         return True
     # Copies unpacked from fastembed's old tar archives live in a plain folder.
     short = str(description.get("model", "")).split("/")[-1]
-    for folder in (Path(cache_dir) / short, Path(cache_dir) / f"fast-{short}"):
-        if folder.is_dir() and any(folder.iterdir()):
-            return True
+    try:
+        for folder in (cache_dir / short, cache_dir / f"fast-{short}"):
+            if folder.is_dir() and any(folder.iterdir()):
+                return True
+    except OSError:
+        return False
     return False
 
 

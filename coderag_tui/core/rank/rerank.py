@@ -105,7 +105,12 @@ class SentenceTransformerReranker(StripedReranker):
         quiet_progress_bars()
         from sentence_transformers import CrossEncoder
 
-        model = CrossEncoder(str(name_or_path), device="cpu", local_files_only=not allow_download)
+        model = CrossEncoder(
+            str(name_or_path),
+            device="cpu",
+            cache_folder=mr.cache_folder("huggingface"),
+            local_files_only=not allow_download,
+        )
         return cls(model, f"{mr.SENTENCE_TRANSFORMERS}:{name_or_path}")
 
     def _predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
@@ -137,11 +142,14 @@ class FastembedReranker(StripedReranker):
         quiet_progress_bars()
         from fastembed.rerank.cross_encoder import TextCrossEncoder
 
+        cache = mr.cache_folder("fastembed")  # never fastembed's default in a shared /tmp
         if folder is None:
-            model = TextCrossEncoder(name, local_files_only=not allow_download)
+            model = TextCrossEncoder(name, cache_dir=cache, local_files_only=not allow_download)
             return cls(model, f"{mr.FASTEMBED}:{name}")
         model_id = _register_fastembed_folder(folder)
-        model = TextCrossEncoder(model_id, specific_model_path=str(folder), local_files_only=True)
+        model = TextCrossEncoder(
+            model_id, cache_dir=cache, specific_model_path=str(folder), local_files_only=True
+        )
         return cls(model, f"{mr.FASTEMBED}:{folder}")
 
     def _predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
