@@ -498,8 +498,50 @@ class Settings:
     signal_issue_terms: float = field(
         default=0.5,
         metadata=_about(
-            "Weight of the code terms of a long query (identifiers, paths, traceback frames, "
-            "exception names) searched apart from its prose; 0 turns it off.",
+            "Weight of the code terms of a long query (identifiers, paths, stack frames of any "
+            "language, exception names) searched apart from its prose; 0 turns it off.",
+            ge=0,
+            metavar="W",
+            stage="signals",
+        ),
+    )
+    signal_messages: float = field(
+        default=1.0,
+        metadata=_about(
+            "Weight of a chunk holding a message the query quotes (an error's text) as a "
+            "string literal; 0 turns it off.",
+            ge=0,
+            metavar="W",
+            stage="signals",
+        ),
+    )
+    signal_flags: float = field(
+        default=1.0,
+        metadata=_about(
+            "Weight of a chunk naming a command-line flag or config key the query writes "
+            "(--max-depth, maxmemory-policy) as a string literal; 0 turns it off.",
+            ge=0,
+            metavar="W",
+            stage="signals",
+        ),
+    )
+    signal_packages: float = field(
+        default=0.5,
+        metadata=_about(
+            "Weight of a file a module path in the query names (com.acme.core.Json, "
+            "krate::module, an import path), half for a file in the folder it names; 0 turns "
+            "it off.",
+            ge=0,
+            metavar="W",
+            stage="signals",
+        ),
+    )
+    signal_tests: float = field(
+        default=0.5,
+        metadata=_about(
+            "Weight of the source file beside a test file the query names (foo.test.ts -> "
+            "foo.ts), and of the definition a test's name points at (TestFoo -> Foo); 0 turns "
+            "it off.",
             ge=0,
             metavar="W",
             stage="signals",

@@ -604,6 +604,57 @@ def _faults(v: BudgetSummary) -> str:
     )
 
 
+LANGUAGE_BUDGETS = (2000, 8000)  # the budgets the per-language table shows, when run
+
+
+def _language_tables(report: EvalReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """File-level scores and the prompt's recall per language of the rows, each a mean with
+    its 95% bootstrap interval (Acc and recall in %), as (title, header, rows); none unless
+    the rows carry two languages or more."""
+    from coderag_tui.core.eval.by_language import LANGUAGE_METRICS, Estimate
+    from coderag_tui.core.eval.figures import budget_name
+
+    if not report.languages:
+        return []
+    labels = dict(
+        zip(
+            (s.config for s in report.summaries),
+            _config_labels(list(report.summaries)),
+            strict=True,
+        )
+    )
+    budgets = [b for b in LANGUAGE_BUDGETS if any(b in s.file_recall for s in report.languages)]
+    has_lines = any(s.line_recall for s in report.languages)
+
+    def cell(e: Estimate | None, scale: float = 100.0, digits: int = 1) -> str:
+        if e is None:
+            return ""
+        return (
+            f"{scale * e.mean:.{digits}f} [{scale * e.low:.{digits}f}, {scale * e.high:.{digits}f}]"
+        )
+
+    head = ["configuration", "language", "n"]
+    head += [m.replace("acc", "Acc").replace("mrr", "MRR") for m in LANGUAGE_METRICS]
+    for b in budgets:
+        head += [f"files@{budget_name(b)}", *([f"lines@{budget_name(b)}"] if has_lines else [])]
+    rows = []
+    for s in report.languages:
+        row = [labels.get(s.config, " ".join(s.config)), s.language, str(s.n)]
+        row += [
+            cell(s.scores[m], 1.0, 3) if m == "mrr" else cell(s.scores[m]) for m in LANGUAGE_METRICS
+        ]
+        for b in budgets:
+            row.append(cell(s.file_recall.get(b)))
+            if has_lines:
+                row.append(cell(s.line_recall.get(b)))
+        rows.append(row)
+    title = (
+        "file-level retrieval and the prompt's recall per language "
+        "(%, MRR 0-1; 95% bootstrap interval of the rows)"
+    )
+    return [(title, head, rows)]
+
+
 def _budget_note(report: EvalReport) -> str | None:
     from coderag_tui.core.eval.budget import READ_LIMIT
 
@@ -712,6 +763,7 @@ def _print_report(report: EvalReport, console: Console | None = None) -> None:
     for title, head, rows in [
         *_packed_table(report),
         *_budget_tables(report),
+        *_language_tables(report),
         *_semble_tables(report),
         *([comparison] if comparison else []),
     ]:
@@ -770,6 +822,7 @@ def markdown_table(report: EvalReport) -> str:
     for title, table_head, rows in [
         *_packed_table(report),
         *_budget_tables(report),
+        *_language_tables(report),
         *_semble_tables(report),
         *([comparison] if comparison else []),
     ]:

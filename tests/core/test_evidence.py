@@ -17,8 +17,11 @@ from coderag_tui.core.rank.evidence import (
     Frame,
     lines_pointed_at,
     message_share,
+    package_names,
+    package_runs,
     read_evidence,
     same_file,
+    sources_of_tests,
     subject_of,
 )
 
@@ -325,3 +328,51 @@ def test_any_text_is_read_without_error(text: str) -> None:
     for frame in evidence.frames:
         assert frame.path
     lines_pointed_at(evidence, "a/b.go", text.splitlines()[:50])
+
+
+# --- files the evidence names -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("package", "path", "how"),
+    [
+        (
+            ("com", "acme", "core", "JsonFactory"),
+            "src/main/java/com/acme/core/JsonFactory.java",
+            "module",
+        ),
+        (("tracing_subscriber", "layer", "Layer"), "tracing-subscriber/src/layer.rs", "module"),
+        (("fd", "cli", "Opts"), "src/cli.rs", "module"),
+        (("core", "conf"), "core/conf/config.go", "folder"),
+        (("com", "acme", "core", "json"), "src/main/java/com/acme/core/json/Reader.java", "folder"),
+        (("App", "Http", "Kernel"), "app/Http/Kernel.php", "module"),
+        (
+            ("com", "acme", "core", "JsonFactory"),
+            "src/main/java/com/acme/other/JsonFactory.java",
+            None,
+        ),
+        (("fd", "cli", "Opts"), "src/exec/cli.rs", None),
+        (("std", "fmt"), "src/format.rs", None),
+    ],
+)
+def test_a_module_path_names_its_file_or_its_folder(
+    package: tuple[str, ...], path: str, how: str | None
+) -> None:
+    assert package_names(path, package_runs([package])) == how
+
+
+def test_a_test_file_names_the_source_beside_it() -> None:
+    paths = [
+        "src/plugin/week.js",  # 0
+        "src/locale/week.js",  # 1
+        "src/main/java/com/acme/Parser.java",  # 2
+        "core/mapping/unmarshaler.go",  # 3
+        "core/other/unmarshaler.go",  # 4
+        "lib/a.ts",  # 5
+        "lib/b/a.ts",  # 6
+    ]
+    assert sources_of_tests(["test/plugin/week.test.js"], paths) == [0]
+    assert sources_of_tests(["src/test/java/com/acme/ParserTest.java"], paths) == [2]
+    assert sources_of_tests(["core/mapping/unmarshaler_test.go"], paths) == [3]
+    assert sources_of_tests(["a.test.ts"], paths) == []  # two a.ts, nothing to tell them apart
+    assert sources_of_tests(["TestParse"], paths) == []  # a test function names no file

@@ -97,9 +97,21 @@ def test_issue_text_gathers_frames_paths_dotted_names_and_exceptions() -> None:
         ("db/migrations/0001_initial.py", "python", {"migration"}),
         ("src/requests/compat.py", "python", {"legacy"}),
         ("src/click/testing.py", "python", set()),  # the test runner is the implementation
+        ("projects/SelfTest/UsageTests/Approx.tests.cpp", "cpp", {"test"}),
+        ("singleheader/simdjson.h", "c", {"generated"}),
+        ("extras/catch_amalgamated.hpp", "cpp", {"generated"}),
+        ("LICENSE-APACHE", None, {"meta"}),
+        ("COPYING", None, {"meta"}),
+        (".github/ISSUE_TEMPLATE/bug_report.md", "markdown", {"docs", "meta"}),
+        (".github/workflows/ci.yml", "yaml", {"meta"}),
+        (".travis.yml", "yaml", {"meta"}),
+        ("src/security.go", "go", set()),  # code named like a housekeeping file is code
+        ("lib/license_check.py", "python", set()),
     ],
 )
-def test_roles_come_from_the_path_and_language(path: str, language: str, roles: set[str]) -> None:
+def test_roles_come_from_the_path_and_language(
+    path: str, language: str | None, roles: set[str]
+) -> None:
     assert path_roles(path, language) == roles
 
 
@@ -109,3 +121,22 @@ def test_a_query_asks_for_a_role_by_naming_it() -> None:
     assert analyse("an example of a middleware").roles_asked == {"example"}
     assert analyse("how are routes registered").roles_asked == frozenset()
     assert roles_asked(["Tests"]) == {"test"}
+
+
+def test_issue_text_in_other_languages_gathers_their_frames_and_paths() -> None:
+    issue = (
+        "The reader crashes on a negative number in a document, every time, when the document "
+        "holds a negative number with a fraction and the reader is asked for its value as a "
+        "double; here is the trace:\n"
+        "\tat com.acme.json.Reader.parseNumber(Reader.java:42)\n"
+        "and the same with https://github.com/acme/json/blob/main/src/main/java/com/acme/json/"
+        "Lexer.java#L10-L12 and `HTTP/2`.\n"
+    )
+    terms = analyse(issue)
+    assert terms.long
+    assert ("com/acme/json/Reader.java", "parseNumber") in terms.frames
+    assert "parseNumber" in terms.names
+    assert "src/main/java/com/acme/json/Lexer.java" in terms.paths
+    assert "github" not in terms.names and ("github", "com") not in terms.dotted  # a URL
+    assert "http2" in terms.words  # the identifier `HTTP/2` stands for
+    assert terms.evidence.frames[0].line == 42

@@ -12,18 +12,26 @@ import math
 
 import pytest
 
+from coderag_tui.core.index.languages import language_for
+from coderag_tui.core.rank.bm25_index import BM25Index
 from coderag_tui.core.rank.definitions import Definitions
+from coderag_tui.core.rank.evidence import FLAG_LINE, FLAG_NAME
 from coderag_tui.core.rank.signals import (
     COHERENCE,
     DEFINITION,
+    FLAG,
+    FOLDER,
     FORM,
     FRAME,
     ISSUE,
+    MESSAGE,
+    MODULE,
     NAMED_BY,
     OTHER_CASE,
     PATH,
     ROLE,
     SAME_FILE,
+    TEST,
     CodeFacts,
     Scored,
     Weights,
@@ -187,3 +195,63 @@ def test_an_issue_lifts_the_file_its_traceback_names_and_the_frames_function() -
     assert scored[1][1][named] == pytest.approx(0.3 * NAMED_BY["path"])
     assert named not in scored[2][1]
     assert scored[1][0] > scored[0][0]  # the named file now leads the one the prose matched
+
+
+# --- what issue text points at (core.rank.evidence) --------------------------------------------
+def chunks_with_text(files: list[tuple[str, str]]) -> tuple[CodeFacts, BM25Index]:
+    """One chunk per (path, text), their facts (no definitions) and their BM25 index."""
+    chunks = [Chunk(path, 1, 10, "lines", language_for(path), text) for path, text in files]
+    return CodeFacts(chunks, Definitions.from_entries(len(chunks), [])), BM25Index.build(
+        chunks, split_identifiers=True, path_in_text=False
+    )
+
+
+def test_a_chunk_holding_the_quoted_message_as_a_literal_gains_the_messages_weight() -> None:
+    code, bm25 = chunks_with_text([
+        ("cli.c", "/* the output file and passthrough of unsupported input */\nint main() {}"),
+        ("fileio.c", 'DISPLAYLEVEL(1, "zstd: %s: unsupported format \\n", src);'),
+    ])  # fmt: skip
+    query = 'zstd prints "hello: unsupported format" and stops'
+    scored = by_chunk(rescore(query, [(0, 1.0)], code, one_signal(messages=0.6), bm25=bm25))
+    why = scored[1][1]
+    assert why[f"{MESSAGE}: a quoted message as a string literal"] == pytest.approx(0.6 * 0.9)
+    assert MESSAGE not in " ".join(scored[0][1])  # the prose's file holds no such literal
+
+
+def test_a_chunk_handling_a_named_flag_gains_the_flags_weight_and_one_naming_it_less() -> None:
+    code, bm25 = chunks_with_text([
+        ("src/cli.rs", '#[arg(long = "max-depth")]\npub max_depth: usize,'),
+        ("src/walk.rs", "let depth = opts.max_depth; // how deep the walk goes"),
+        ("src/output.rs", "// a comment about `--max-depth` in back quotes is no literal"),
+    ])  # fmt: skip
+    scored = by_chunk(
+        rescore("`--max-depth` is ignored", [], code, one_signal(flags=1.0), bm25=bm25)
+    )
+    assert scored[0][1][f"{FLAG}: handles --max-depth"] == pytest.approx(FLAG_LINE)
+    assert scored[1][1][f"{FLAG}: names --max-depth"] == pytest.approx(FLAG_NAME)
+    assert 2 not in scored
+
+
+def test_a_module_path_names_its_file_fully_and_its_folders_files_by_half() -> None:
+    code = facts([
+        "src/main/java/com/acme/core/JsonFactory.java",
+        "src/main/java/com/acme/core/json/Reader.java",
+        "src/main/java/com/acme/other/JsonFactory.java",
+    ])  # fmt: skip
+    query = "com.acme.core.JsonFactory breaks on com.acme.core.json input"
+    scored = by_chunk(rescore(query, [(2, 1.0)], code, one_signal(packages=0.4)))
+    assert scored[0][1][f"{MODULE}: module in the issue"] == pytest.approx(0.4)
+    assert scored[1][1][f"{MODULE}: folder in the issue"] == pytest.approx(0.4 * FOLDER)
+    assert scored[2][1] == {"bm25": 1.0}
+
+
+def test_a_test_file_lifts_the_source_beside_it_and_a_test_name_its_subject() -> None:
+    code = facts(
+        ["src/plugin/week.js", "src/locale/week.js", "core/mapping/unmarshaler.go"],
+        [(2, "UnmarshalJsonReader", "function")],
+    )
+    query = "test/plugin/week.test.js fails, and so does TestUnmarshalJsonReader"
+    scored = by_chunk(rescore(query, [], code, one_signal(tests=0.5)))
+    assert scored[0][1][f"{TEST}: the source beside a test in the issue"] == pytest.approx(0.5)
+    assert 1 not in scored  # the other week.js lies in another folder
+    assert scored[2][1][f"{TEST}: defines UnmarshalJsonReader"] == pytest.approx(0.5)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coderag_tui.core.rank.words import tokenize
+from coderag_tui.core.rank.words import compounds, tokenize
 
 
 def test_default_splits_on_non_alphanumeric_characters_and_lowercases() -> None:
@@ -141,3 +141,21 @@ def test_the_words_are_the_reference_splitters_on_the_standard_library() -> None
             ), (os.fspath(path), split)
         checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize(
+    ("text", "joined"),
+    [
+        ("where is HTTP/2 negotiated", ["http2"]),
+        ("the e-mail field", ["email", "e_mail"]),
+        ("decode utf-8 text", ["utf8"]),
+        ("the Set-Cookie header", ["setcookie", "set_cookie"]),
+        ("fd --max-depth 3", ["maxdepth", "max_depth"]),
+        ("read-only files", ["readonly", "read_only"]),
+        ("src/a/b.rs and a-b-c-d and 2020-12-01 and x.y-z", []),  # paths, long runs, dates
+    ],
+)
+def test_dashed_and_slashed_words_give_the_identifiers_they_stand_for(
+    text: str, joined: list[str]
+) -> None:
+    assert compounds(text) == joined

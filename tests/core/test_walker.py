@@ -139,6 +139,21 @@ def test_plain_walk_honours_nested_gitignore_directory_patterns(tmp_path: Path) 
     assert paths == ["build/top.py", "src/.gitignore", "src/deeper/local.py"]
 
 
+@pytest.mark.parametrize("git", [False, True])
+def test_ignoring_everything_then_taking_back_folders_and_dotted_names_walks_as_git(
+    tmp_path: Path, git: bool
+) -> None:
+    root = tmp_path / "repo"
+    _write(root, ".gitignore", "*\n!*.*\n!*/\n")
+    _write(root, "core/timer/wheel.go", "package timer\n")
+    _write(root, "core/timer/NOTES", "no dot: ignored\n")
+    _write(root, "BUILD", "no dot: ignored\n")
+    if git:
+        _git(root, "init", "-q")
+    paths = [f.path for f in walk(root).files]
+    assert paths == [".gitignore", "core/timer/wheel.go"]
+
+
 def test_a_gitignore_line_git_cannot_read_is_skipped_as_git_skips_it(tmp_path: Path) -> None:
     # psf/black's test data holds such a file on purpose; the walk stopped with an error on it.
     root = tmp_path / "repo"

@@ -33,6 +33,7 @@ from coderag_tui.core.eval.budget import (
     read_whole,
     summarise_budgets,
 )
+from coderag_tui.core.eval.by_language import LanguageScores, by_language
 from coderag_tui.core.eval.datasets import (
     CandidateFilter,
     DatasetError,
@@ -331,6 +332,7 @@ class EvalReport:
     wall_s: float
     cancelled: bool = False
     comparisons: tuple[Comparison, ...] = ()
+    languages: tuple[LanguageScores, ...] = ()  # per configuration and language (`by_language`)
 
     @property
     def metric_names(self) -> tuple[str, ...]:
@@ -392,6 +394,8 @@ class EvalReport:
                 "stage_ms": {k: round(v, 3) for k, v in r.stage_ms.items()},
                 "search_ms": round(r.search_ms, 3),
             }
+            if r.language:
+                instance["language"] = r.language
             if r.ndcg10_semble is not None:
                 instance.update(
                     {
@@ -423,6 +427,8 @@ class EvalReport:
         }
         if self.comparisons:
             out["comparisons"] = [c.to_json() for c in self.comparisons]
+        if self.languages:
+            out["by_language"] = [s.to_json() for s in self.languages]
         whole = self.whole_files
         if whole is not None:
             at, median, reached = whole
@@ -674,6 +680,7 @@ def finished(
         wall_s=time.perf_counter() - started,
         cancelled=cancelled,
         comparisons=compare(results, summaries, baseline=baseline, resamples=resamples),
+        languages=by_language(results, resamples=resamples),
     )
 
 

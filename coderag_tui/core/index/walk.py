@@ -644,6 +644,15 @@ def _ignore_lines(path: str) -> list[str]:
     return lines
 
 
+# pathspec 1.1 reads `*/` and `**/` (every folder) as the unanchored `(?P<ps_d>/)`, which
+# its anchored match never finds, so `*` then `!*/` (ignore everything, then take every folder
+# back) hid every folder. Git's meaning: the folder itself, and nothing in it (a file in it is
+# judged by the other patterns); matched as a path pattern (no `ps_d`), so a later `!*/`
+# outranks an earlier `*` for a folder, as the last matching line does in git.
+_ANY_FOLDER_FROM_PATHSPEC = "(?P<ps_d>/)"
+_ANY_FOLDER = "^(?:.+/)?[^/]+/$"
+
+
 def _linear_spec(lines: Sequence[str]) -> tuple[object | None, int]:
     """A pathspec `GitIgnoreSpec` of `lines` whose patterns RE2 matches (see `_IgnoreRules`),
     or None when no pattern is left; and how many patterns it could not match as git does.
@@ -666,7 +675,10 @@ def _linear_spec(lines: Sequence[str]) -> tuple[object | None, int]:
     def compiled(line: str) -> GitIgnoreSpecPattern:
         pattern = GitIgnoreSpecPattern(line)
         if pattern.regex is not None:
-            pattern.regex = re2.compile(pattern.regex.pattern, options)
+            source = pattern.regex.pattern
+            if source == _ANY_FOLDER_FROM_PATHSPEC:  # `*/`, `**/`: see `_ANY_FOLDER`
+                source = _ANY_FOLDER
+            pattern.regex = re2.compile(source, options)
         return pattern
 
     patterns: list[GitIgnoreSpecPattern] = []

@@ -44,7 +44,13 @@ import numpy as np
 from coderag_tui.core.index.persist import loaded_once, read_folder_meta, save_folder
 from coderag_tui.core.rank.segments import Drift, FileTable
 from coderag_tui.core.rank.splitters import WORD, check_splitter, split_many, split_text
-from coderag_tui.core.rank.words import TOKENIZER_VERSION, split_words, tokenize, word_terms
+from coderag_tui.core.rank.words import (
+    TOKENIZER_VERSION,
+    compounds,
+    split_words,
+    tokenize,
+    word_terms,
+)
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
@@ -483,10 +489,12 @@ class BM25Index:
         return idf_of(self.options.method, int(found[0].size), self.n_docs)
 
     def tokenize_query(self, query: str) -> list[str]:
-        """The query's words, split exactly as the chunks were."""
+        """The query's words, split exactly as the chunks were, and the identifiers its dashed
+        and slashed words stand for (`HTTP/2` -> http2; `words.compounds`)."""
         if self.options.splitter != WORD:
             return split_text(query, self.options.splitter)
-        return tokenize(query, split_identifiers=self.options.split_identifiers)
+        words = tokenize(query, split_identifiers=self.options.split_identifiers)
+        return words + compounds(query)
 
     def scores(self, tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for these query words (unknown words add nothing; a

@@ -17,7 +17,8 @@
 * **packages** — module paths that map to folders: `com.fasterxml.jackson.core.json`,
   `tracing_subscriber::layer`, `github.com/org/repo/core/conf`, `App\\Http\\Kernel`;
 * **tests** — a test file (`foo.test.ts`, `FooTest.java`, `foo_test.go`) or test function
-  (`TestFoo`, `test_foo`, `testFoo`) and, from it, the name of what it tests (`subject_of`).
+  (`TestFoo`, `test_foo`, `testFoo`) and, from it, the name of what it tests (`subject_of`);
+* **strings** — short quoted words (`'sv'`, `"dracula"`), which may name a file (sv.js).
 
 `lines_pointed_at(evidence, path, lines)` then weighs the lines of one file that the evidence
 points at: a frame's line, a line holding a quoted message as a string literal, a line
@@ -27,6 +28,8 @@ or key. Nothing here knows a repository: every rule is a form that code or a too
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -89,11 +92,12 @@ class Evidence:
     config_keys: tuple[str, ...] = ()
     packages: tuple[tuple[str, ...], ...] = ()  # a module path's parts
     tests: tuple[str, ...] = ()  # test files and test functions named
+    strings: tuple[str, ...] = ()  # short quoted words ('sv', "dracula"), which may name a file
 
     def __bool__(self) -> bool:
         return any(
             (self.frames, self.paths, self.messages, self.identifiers, self.flags,
-             self.config_keys, self.packages, self.tests)
+             self.config_keys, self.packages, self.tests, self.strings)
         )  # fmt: skip
 
 
@@ -145,7 +149,7 @@ _JS = re.compile(
 )
 # Ruby: lib/x.rb:12:in 'm', `m', 'Klass#m', `block in m'.
 _RUBY = re.compile(
-    r"(?P<path>[^\s:'\"`]+\.(?:rb|rake|erb)):(?P<line>\d+):in [`']"
+    r"(?<![^\s(\[{'\"`])(?P<path>[^\s:'\"`]+\.(?:rb|rake|erb)):(?P<line>\d+):in [`']"
     r"(?:block (?:\(\d+ levels\) )?in )?(?:[\w:]+[#.])?(?P<fn>[\w?!=<>\[\]]+)'"
 )
 # PHP: `in /app/X.php on line 12`, `in /app/X.php:12`, `#0 /app/X.php(12): Foo->bar()`.
@@ -163,7 +167,7 @@ _LINK = re.compile(
     r"https?://[\w.-]+/(?:[\w.-]+/)+?(?:-/)?(?:blob|blame|tree|raw)/[\w.%-]+/"
     r"(?P<path>[^\s#?)\]>\"']+)(?:#L(?P<line>\d+)(?:-L?(?P<last>\d+))?)?"
 )
-_URL = re.compile(r"\b[a-z][\w+.-]*://[^\s)\]>\"'`]+")
+URL = re.compile(r"(?<![\w+.-])[a-z][\w+.-]*://[^\s)\]>\"'`]+")  # hosts and URL paths: not files
 
 _BACKTICKS = re.compile(r"`([^`\n]{1,200})`")
 _DOUBLE_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.){4,300})"|“([^”\n]{4,300})”')
@@ -174,6 +178,10 @@ _ERROR_LINE = re.compile(
     re.MULTILINE,
 )
 _PANICKED_AT = re.compile(r"panicked at (?:'(?P<old>[^\n]+)', |[^\n]*?:\d+:\d+:\n(?P<new>[^\n]+))")
+# A quoted word: a locale, a key, a theme's name ('sv', "en-gb", 'dracula').
+_SHORT_STRING = re.compile(
+    r"(?<![\w'\"])(?:'([A-Za-z][\w-]{1,39})'|\"([A-Za-z][\w-]{1,39})\")(?![\w'\"])"
+)
 _LONG_FLAG = re.compile(r"(?<![\w/.-])(--[A-Za-z][\w-]*[\w])(?:=[^\s`]*)?")
 _SHORT_FLAG = re.compile(r"(?<![\w/.-])(-[A-Za-z])(?![\w-])")
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
@@ -195,12 +203,13 @@ def read_evidence(text: str) -> Evidence:
     """What `text` points at (see the module docstring)."""
     text = _LONG_RUN.sub(lambda run: run.group()[:MAX_RUN_CHARS], text)
     frames = _frames(text)
-    plain = _URL.sub(" ", text)  # hosts and URL paths are not files, packages or keys
-    paths = [f.path for f in frames]
-    for token in _PATH_TOKEN.findall(plain):
+    plain = URL.sub(" ", text)  # hosts and URL paths are not files, packages or keys
+    paths = list(dict.fromkeys(f.path for f in frames))
+    for token in dict.fromkeys(_PATH_TOKEN.findall(plain)):  # a long trace repeats its files
         path = _clean_path(token)
         if _looks_like_file(path) and not _package_like(path):
             paths.append(path)
+    paths = list(dict.fromkeys(paths))[:MAX_ITEMS]
     identifiers, flags, keys = _backticked(plain)
     for match in _LONG_FLAG.finditer(plain):
         flags.append(match.group(1))
@@ -213,6 +222,7 @@ def read_evidence(text: str) -> Evidence:
         config_keys=_first(keys),
         packages=_first(_packages(plain)),
         tests=_first(_tests(plain, paths)),
+        strings=_first(m.group(1) or m.group(2) for m in _SHORT_STRING.finditer(plain)),
     )
 
 
@@ -292,9 +302,12 @@ def _frames(text: str) -> list[Frame]:  # noqa: C901
             found.append((m.start(), frame))
             covered.append((m.start(), m.end()))
     spans = sorted(covered)
+    starts = [a for a, _ in spans]
+    reach = list(itertools.accumulate((b for _, b in spans), max))  # furthest end so far
     for m in _COMPILER.finditer(text):
-        if any(a <= m.start() < b for a, b in spans):
-            continue
+        before = bisect.bisect_right(starts, m.start())
+        if before and reach[before - 1] > m.start():
+            continue  # inside a frame read above
         path = _clean_path(m.group("path"))
         if _looks_like_file(path) and not text[max(0, m.start() - 3) : m.start()].endswith("://"):
             add(m.start(), m.end(), path, m.group("line") or m.group("pline"), "", "compiler")
@@ -404,6 +417,100 @@ def subject_of(test: str) -> str:
     return bare if bare != test and len(bare) >= 2 else ""
 
 
+# --- files the evidence names -----------------------------------------------------------------
+
+# Folders that hold sources without being part of a module path (src/main/java/com/acme …).
+SOURCE_ROOTS = frozenset(
+    {"src", "source", "sources", "lib", "main", "java", "kotlin", "scala", "include"}
+)
+# Folders that hold tests beside (or mirroring) the sources.
+TEST_FOLDERS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing"})
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRuns:
+    """What module paths name, in `form`: runs of two parts or more joined by `/`, and the
+    single parts after a first (`krate::cli` names a crate's src/cli.rs)."""
+
+    runs: frozenset[str]
+    singles: frozenset[str]
+
+
+def package_runs(packages: Sequence[tuple[str, ...]]) -> PackageRuns:
+    """The runs of parts the module paths name (see `PackageRuns`)."""
+    runs: set[str] = set()
+    singles: set[str] = set()
+    for parts in packages:
+        keys = [form(p) for p in parts if form(p)]
+        singles.update(keys[1:])
+        for i in range(len(keys)):
+            for j in range(i + 2, len(keys) + 1):
+                runs.add("/".join(keys[i:j]))
+    return PackageRuns(frozenset(runs), frozenset(singles))
+
+
+def package_names(path: str, named: PackageRuns) -> str | None:
+    """How module paths name a file: `module` when a run of two parts or more is the end of
+    its folders and name (source roots left out: `com.acme.Json` names
+    src/main/java/com/acme/Json.java, `tracing_subscriber::layer` tracing-subscriber/src/
+    layer.rs), or one part after a first is the whole of it (`fd::cli` names src/cli.rs);
+    `folder` when a run is the end of its folders (a Go or Java package); else None."""
+    if not named.runs and not named.singles:
+        return None
+    pure = PurePosixPath(path)
+    folders = [form(p) for p in pure.parts[:-1] if p.lower() not in SOURCE_ROOTS]
+    key = [*folders, form(pure.name.split(".", 1)[0])]
+    if len(key) == 1 and key[0] in named.singles:
+        return "module"
+    if any("/".join(key[-n:]) in named.runs for n in range(2, len(key) + 1)):
+        return "module"
+    if any("/".join(folders[-n:]) in named.runs for n in range(2, len(folders) + 1)):
+        return "folder"
+    return None
+
+
+def sources_of_tests(tests: Sequence[str], paths: Sequence[str]) -> list[int]:
+    """The indexes of `paths` that test files among `tests` test: a file named as the test's
+    subject (`subject_of`), the one whose folders share the most with the test's (test
+    folders and source roots left out) when several do; none on a tie."""
+    wanted: dict[str, list[str]] = {}
+    for test in tests:
+        subject = subject_of(test)
+        if "." in subject:
+            wanted.setdefault(subject.lower(), []).append(test)
+    if not wanted:
+        return []
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for i, path in enumerate(paths):
+        name = PurePosixPath(path).name.lower()
+        if name in wanted:
+            by_name[name].append(i)
+    out: list[int] = []
+    for name, found in by_name.items():
+        for test in wanted[name]:
+            shared = [_shared_folders(test, paths[i]) for i in found]
+            best = max(shared)
+            if shared.count(best) == 1:
+                out.append(found[shared.index(best)])
+    return list(dict.fromkeys(out))
+
+
+def _shared_folders(test: str, path: str) -> int:
+    """How many trailing folders a test and a source share, test folders and roots left out."""
+    skip = SOURCE_ROOTS | TEST_FOLDERS
+
+    def folders(p: str) -> list[str]:
+        return [
+            f.lower() for f in PurePosixPath(_clean_path(p)).parts[:-1] if f.lower() not in skip
+        ]
+
+    a, b = folders(test), folders(path)
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
 # --- matching one file ------------------------------------------------------------------------
 
 
@@ -421,15 +528,20 @@ def same_file(named: str, path: str) -> bool:
     return ("/" + path).endswith("/" + "/".join(named.split("/")[-2:]))
 
 
-_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`([^`\n]*)`')
+_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'')
+_LITERAL_OR_BACKTICKS = re.compile(_LITERAL.pattern + r"|`([^`\n]*)`")
+# Languages whose back quotes hold strings (elsewhere they quote names in comments and docs).
+BACKTICK_STRINGS = frozenset({"go", "javascript", "typescript", "tsx", "shell", "kotlin", "scala"})
 _PLACEHOLDER = re.compile(
     r"%[-+ #0-9.*]*[a-zA-Z]|\{[^{}]*\}|\$\{[^}]*\}|#\{[^}]*\}|\\[nrt0\"'\\]|\\u[0-9a-fA-F]{4}"
 )
 
 
-def literals(line: str) -> list[str]:
-    """The string literals of a code line (double, single and back quotes)."""
-    return [next(g for g in m.groups() if g is not None) for m in _LITERAL.finditer(line)]
+def literals(line: str, language: str | None = None) -> list[str]:
+    """The string literals of a code line: double and single quotes, and back quotes in the
+    languages whose strings they are (`BACKTICK_STRINGS`)."""
+    pattern = _LITERAL_OR_BACKTICKS if language in BACKTICK_STRINGS else _LITERAL
+    return [next(g for g in m.groups() if g is not None) for m in pattern.finditer(line)]
 
 
 def _fixed_parts(literal: str) -> list[str]:
@@ -503,7 +615,7 @@ def lines_pointed_at(
     pointer = _Pointer(len(lines))
     symbols = _frame_lines(evidence, path, pointer)
     _definition_lines(evidence, symbols, lines, language or language_for(path), pointer)
-    _literal_lines(evidence, lines, pointer)
+    _literal_lines(evidence, lines, language or language_for(path), pointer)
     return pointer.lines()
 
 
@@ -545,7 +657,9 @@ def _definition_lines(
             pointer.point(line, TESTED, f"defines {tested[key]} (named by a test)")
 
 
-def _literal_lines(evidence: Evidence, lines: Sequence[str], pointer: _Pointer) -> None:
+def _literal_lines(
+    evidence: Evidence, lines: Sequence[str], language: str | None, pointer: _Pointer
+) -> None:
     """Point at string literals holding a quoted message or naming a flag or key, and at names
     that spell a multi-word flag or key."""
     flags = _flag_names(evidence)
@@ -557,7 +671,7 @@ def _literal_lines(evidence: Evidence, lines: Sequence[str], pointer: _Pointer) 
         if not line or len(line) > MAX_LINE_CHARS:
             continue
         quoted = '"' in line or "'" in line or "`" in line
-        for literal in literals(line) if quoted else ():
+        for literal in literals(line, language) if quoted else ():
             share = message_share(literal, evidence.messages) if evidence.messages else 0.0
             if share:
                 pointer.point(number, MESSAGE_LINE * share, "a quoted message as a string literal")

@@ -98,7 +98,10 @@ def load_or_build_bm25(
         settings.split_identifiers, settings.path_in_text, method, splitter=splitter
     )
     wanted = settings.signals and bool(
-        settings.signal_definitions or settings.signal_forms or settings.signal_issue_terms
+        settings.signal_definitions
+        or settings.signal_forms
+        or settings.signal_issue_terms
+        or settings.signal_tests
     )
     if second is not None:
         if splitter == WORD and len(chunks) >= second.min_chunks:

@@ -1,23 +1,28 @@
 """What the code signals read from a query: its words, the names it writes as code, and, in
-issue text, the file paths, traceback frames, dotted module names and exception names.
+issue text, the file paths, stack frames, dotted module names and exception names.
 
 A short query is a question or a name: `APIRouter`, `Sinatra::Base`, `res.send`, `parse()` and
 `parse_config` are names (a whole-query name gets exact-name priority), and inside a question
 only words written as code count (`how does safeParse work`: safeParse). A query of more than
 `LONG_QUERY_WORDS` words is read as issue text: its prose is left to BM25, and its code terms
-are gathered for a second BM25 pass and for the files and frames it names.
+are gathered for a second BM25 pass and for the files and frames it names. What the text points
+at in any language (frames, compiler errors, links, quoted messages, flags, module paths, test
+names) is read by `core.rank.evidence` and kept whole for the signals that use it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import PurePosixPath
 
+from coderag_tui.core.index.languages import GRAMMARS, language_for
 from coderag_tui.core.rank.definitions import form
+from coderag_tui.core.rank.evidence import URL, Evidence, read_evidence
 from coderag_tui.core.rank.roles import roles_asked
+from coderag_tui.core.rank.words import compounds
 
 LONG_QUERY_WORDS = 30  # a query with more words than this is read as issue text
 # A run of non-space characters is read as its first this many: no name or path is longer,
@@ -43,7 +48,6 @@ _QUALIFIED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:::|->|\\|\.)[A-Za-z_$][\w$]*)+")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:::|->|\\|\.)[A-Za-z_$][\w$]*)*")
 _SEPARATOR = re.compile(r"::|->|\\|\.")
 _CALL = re.compile(r"([A-Za-z_$][\w$]*)\(")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
 _PATH_LIKE = re.compile(r"[^\s\"'`()<>\[\],;:=]*[\w-]\.[A-Za-z]{1,5}\b")
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
 _EXCEPTION = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt))\b")
@@ -118,9 +122,11 @@ class QueryTerms:
     roles_asked: frozenset[str]
     long: bool  # issue text
     code_text: str = ""  # issue text: its code terms alone, for a second BM25 pass
-    paths: tuple[str, ...] = ()  # file paths named in issue text (traceback frames too)
-    frames: tuple[tuple[str, str], ...] = ()  # (path, function) of each traceback frame
+    paths: tuple[str, ...] = ()  # file paths named in issue text (stack frames too)
+    frames: tuple[tuple[str, str], ...] = ()  # (path, function) of each stack frame
     dotted: tuple[tuple[str, ...], ...] = ()  # dotted names in issue text, split
+    # what the text points at (`core.rank.evidence`)
+    evidence: Evidence = field(default_factory=Evidence)
 
 
 def analyse(query: str) -> QueryTerms:  # noqa: C901
@@ -141,22 +147,20 @@ def analyse(query: str) -> QueryTerms:  # noqa: C901
 
     frames: list[tuple[str, str]] = []
     paths: list[str] = []
+    evidence = Evidence()
     if name_query:
         for part in reversed(_split(whole)):  # `Sinatra::Base`: Base, then Sinatra
             add(part)
     else:
-        for match in _FRAME.finditer(query):
-            path, function = match.group(1).replace("\\", "/"), match.group(3) or ""
-            frames.append((path, function))
-            paths.append(path)
-            if function and not function.startswith("<"):
-                add(function)
+        evidence = read_evidence(query)
+        for frame in evidence.frames:
+            frames.append((frame.path, frame.symbol))
+            if frame.symbol and frame.form != "link":
+                add(frame.symbol)
+        paths += [p for p in evidence.paths if "/" in p or _is_code_file(p)]
         for match in _EXCEPTION.finditer(query):
             add(match.group(1))
-        text = _FRAME.sub(" ", query)
-        for token in _PATH_LIKE.findall(text):
-            if _is_code_file(token):
-                paths.append(token.rstrip("."))
+        text = URL.sub(" ", query)
         for token in _NAME.findall(text):
             if _is_code_file(token):
                 continue  # a file name: read above
@@ -178,9 +182,10 @@ def analyse(query: str) -> QueryTerms:  # noqa: C901
                     add(token)
     dotted: list[tuple[str, ...]] = []
     if long:
-        for token in _DOTTED.findall(_FRAME.sub(" ", query)):
+        for token in _DOTTED.findall(URL.sub(" ", query)):
             if not _is_code_file(token):
                 dotted.append(tuple(token.split(".")))
+    words += tuple(w for w in compounds(query) if w.isalnum() and w not in words)
     return QueryTerms(
         words=words,
         names=tuple(names),
@@ -192,6 +197,7 @@ def analyse(query: str) -> QueryTerms:  # noqa: C901
         paths=tuple(dict.fromkeys(paths)),
         frames=tuple(frames),
         dotted=tuple(dict.fromkeys(dotted)),
+        evidence=evidence,
     )
 
 
@@ -214,4 +220,5 @@ def _split(token: str) -> list[str]:
 
 
 def _is_code_file(token: str) -> bool:
-    return PurePosixPath(token.rstrip(".")).suffix.lower() in CODE_SUFFIXES
+    name = token.rstrip(".")
+    return PurePosixPath(name).suffix.lower() in CODE_SUFFIXES or language_for(name) in GRAMMARS

@@ -12,16 +12,18 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from coderag_tui.core.index.languages import GRAMMARS
+
 ROLES = (
     "test", "example", "docs", "changelog", "benchmark", "vendored", "generated", "migration",
-    "legacy",
+    "legacy", "meta", "build",
 )  # fmt: skip
 
 # A file under a folder of one of these names plays the role.
 _ROLE_DIRS: dict[str, frozenset[str]] = {
     "test": frozenset({
         "test", "tests", "__tests__", "testing", "spec", "specs", "testdata", "test_data",
-        "e2e", "integration_tests", "unit_tests",
+        "e2e", "integration_tests", "unit_tests", "selftest", "selftests",
     }),
     "example": frozenset({
         "example", "examples", "_examples", "demo", "demos", "sample", "samples", "docs_src",
@@ -33,13 +35,19 @@ _ROLE_DIRS: dict[str, frozenset[str]] = {
         "vendor", "vendored", "_vendor", "third_party", "thirdparty", "third-party",
         "external", "extern", "node_modules", "single_include",
     }),
-    "generated": frozenset({"generated", "__generated__", "_generated"}),
+    "generated": frozenset({
+        "generated", "__generated__", "_generated", "singleheader", "single_header",
+        "amalgamation",
+    }),
     "migration": frozenset({"migrations", "migration", "alembic"}),
     "legacy": frozenset({"compat", "_compat", "legacy", "deprecated"}),
+    # The project's housekeeping: CI, issue and pull-request templates, funding, bots.
+    "meta": frozenset({".github", ".gitlab", ".circleci", ".azure-pipelines", ".buildkite"}),
 }  # fmt: skip
-# test_x.py, x_test.go, x.test.ts, x.spec.js, x_spec.rb, XTest.java, XTests.cs, conftest.py
+# test_x.py, x_test.go, x.test.ts, x.tests.cpp, x.spec.js, x_spec.rb, XTest.java, XTests.cs,
+# conftest.py
 _TEST_FILE = re.compile(
-    r"(?:^test_.*|.*_test|.*_tests|.*_spec|.*\.test|.*\.spec|.*[a-z]Tests?|conftest"
+    r"(?:^test_.*|.*_test|.*_tests|.*_spec|.*\.tests?|.*\.specs?|.*[a-z]Tests?|conftest"
     r"|test_helpers?)$"
 )
 _SPEC_FILE = re.compile(r".*[a-z](?:Spec|Suite)$")  # Kotest, ScalaTest, Quick, MUnit
@@ -47,8 +55,29 @@ _SPEC_LANGUAGES = frozenset({"kotlin", "scala", "swift", "groovy"})
 _CHANGELOG = re.compile(
     r"^(?:change_?log|changes|history|news|release_?notes|releases|whatsnew|upgrading)$"
 )
-_GENERATED_FILE = re.compile(r".*(?:_pb2(?:_grpc)?|\.pb|\.generated|\.g|\.min|_generated)$")
+_GENERATED_FILE = re.compile(
+    r".*(?:_pb2(?:_grpc)?|\.pb|\.generated|\.g|\.min|_generated)$|.*amalgamat(?:ed|ion).*"
+)
+# The project's housekeeping files, whatever their language: licences, contribution and
+# conduct guides, CI configurations, ownership and funding files.
+_META_FILE = re.compile(
+    r"^(?:licen[cs]e|copying|notice|authors|contributors|contributing|code[-_]of[-_]conduct"
+    r"|security|codeowners|funding|\.travis|appveyor|azure-pipelines|\.drone|\.cirrus"
+    r"|\.gitlab-ci|jenkinsfile|\.mailmap|\.gitattributes|\.gitignore|\.editorconfig"
+    r"|\.codecov|codecov|\.coveragerc|\.pre-commit-config)(?:[-_.].*)?$"
+)
 _LEGACY_FILE = re.compile(r"^_?(?:compat|py2compat|py3compat|legacy)$")
+# How the project is built, bundled and linted, whatever its language: build scripts, package
+# manifests and lock files, bundler, compiler, linter and test-runner configurations.
+_BUILD_FILE = re.compile(
+    r"^(?:(?:gnu)?makefile|cmakelists\.txt|.*\.cmake(?:\.in)?|configure(?:\.ac)?|meson\.build"
+    r"|build\.gradle(?:\.kts)?|settings\.gradle(?:\.kts)?|pom\.xml|build\.xml|build\.sbt"
+    r"|package(?:-lock)?\.json|yarn\.lock|pnpm-lock\.yaml|cargo\.(?:toml|lock)|go\.(?:mod|sum)"
+    r"|.*\.(?:config|conf)\.[cm]?[jt]s|(?:gulpfile|gruntfile|webpack[\w.-]*|rollup[\w.-]*)\.[cm]?[jt]s"
+    r"|tsconfig[\w.-]*\.json|\.eslintrc[\w.]*|\.babelrc|\.prettierrc[\w.]*|\.npmignore"
+    r"|dockerfile|\.dockerignore|build|build\.bazel|workspace|\.bazelrc|vcpkg\.json"
+    r"|conanfile\.(?:txt|py)|tox\.ini|setup\.cfg|pyproject\.toml|manifest\.in)$"
+)
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "latex"})
 
 # The query words that ask for each role (that role is then not pushed down).
@@ -73,6 +102,15 @@ _ASKED_BY: dict[str, frozenset[str]] = {
     "migration": frozenset({"migration", "migrations", "migrate"}),
     "legacy": frozenset({
         "legacy", "compat", "compatibility", "deprecated", "deprecation", "backport",
+    }),
+    "meta": frozenset({
+        "license", "licence", "licensing", "contributing", "ci", "workflow", "workflows",
+        "template", "templates", "funding", "codeowners",
+    }),
+    "build": frozenset({
+        "build", "builds", "building", "makefile", "cmake", "gradle", "maven", "webpack",
+        "bundler", "bundle", "bundling", "compile", "compiling", "compilation", "dependency",
+        "dependencies", "lockfile", "docker", "dockerfile", "lint", "linter", "eslint",
     }),
 }  # fmt: skip
 
@@ -102,6 +140,10 @@ def path_roles(path: str, language: str | None) -> frozenset[str]:
         roles.add("generated")
     if _LEGACY_FILE.match(stem.lower()):
         roles.add("legacy")
+    if language not in GRAMMARS and _META_FILE.match(name.lower()):  # security.go is code
+        roles.add("meta")
+    if _BUILD_FILE.match(name.lower()):
+        roles.add("build")
     return frozenset(roles)
 
 

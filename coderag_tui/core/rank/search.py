@@ -133,7 +133,7 @@ class Searcher:
     def facts(self, weights: Weights) -> CodeFacts:
         """What the code signals read about the chunks (files, roles and, when a signal with
         these weights reads them, definitions), computed once."""
-        wanted = bool(weights.definitions or weights.forms or weights.issue_terms)
+        wanted = bool(weights.definitions or weights.forms or weights.issue_terms or weights.tests)
         if wanted and self.definitions is None:  # not built with the lexical stage: now
             from coderag_tui.core.rank.definitions import Definitions
 

@@ -26,9 +26,23 @@ a weight on that scale (a setting each, `signal_*`; 0 turns one off):
   its code terms alone (names, paths, frames, exception names), so its prose does not drown
   them; a file it names by path or traceback frame rises (by a dotted module name or a name
   equal to the file's, a quarter as much), and so does a chunk defining a frame's function.
+  Frames are read in every language (`core.rank.evidence`): Go panics, Rust backtraces, Java,
+  JavaScript, Ruby, PHP and C# frames, compiler errors and links to a file in a forge.
+* **quoted messages** — a chunk holding, as a string literal, a message the query quotes
+  (`"resolver returned no addresses"`, the text after `error:`), by the share of it found.
+* **flags** — a chunk naming a flag or config key the query writes (`--max-depth`, `-j`,
+  `maxmemory-policy`) as a string literal (`"max-depth"`, `case 'j'`), less for a name that
+  spells it (`max_depth`).
+* **module paths** — a file a module path in the query names (`com.acme.core.JsonFactory`,
+  `tracing_subscriber::layer`, `github.com/org/repo/core/conf`), half for a file in the folder
+  it names (a Go package, a Java package).
+* **tests** — the source file beside a test file the query names (`foo.test.ts` -> foo.ts,
+  `FooTest.java` -> Foo.java, `foo_test.go` -> foo.go), and the chunk defining what a test's
+  name says it tests (`TestUnmarshalJsonReader` -> UnmarshalJsonReader).
 
-Definitions and issue terms go to the chunks they are about; path match, coherence and a file
-named in an issue go once to each file's best chunk, so one file does not fill the list. Every
+Definitions, issue terms, messages, flags and test names go to the chunks they are about; path
+match, coherence and a file named in an issue (by path, module path or test) go once to each
+file's best chunk, so one file does not fill the list. Every
 hit carries `why`: the fused score and each signal's contribution, which sum to its score.
 """
 
@@ -46,6 +60,14 @@ import numpy as np
 
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.definitions import Defined, Definitions, form
+from coderag_tui.core.rank.evidence import (
+    Evidence,
+    lines_pointed_at,
+    package_names,
+    package_runs,
+    sources_of_tests,
+    subject_of,
+)
 from coderag_tui.core.rank.query_terms import QueryTerms, analyse, identifier_parts, stem
 from coderag_tui.core.rank.roles import path_roles
 from coderag_tui.core.records import Chunk
@@ -60,6 +82,10 @@ FORM = "identifier form"
 PATH = "path"
 COHERENCE = "file coherence"
 ISSUE = "issue terms"
+MESSAGE = "quoted message"
+FLAG = "flag"
+MODULE = "module path"
+TEST = "test"
 ROLE = "role"
 SAME_FILE = "better chunks of its file above"
 
@@ -72,6 +98,10 @@ SIGNAL_NAMES: dict[str, str] = {
     "signal_roles": "role priors",
     "signal_same_file": "same-file chunks lowered",
     "signal_issue_terms": "issue terms",
+    "signal_messages": "quoted messages",
+    "signal_flags": "flags",
+    "signal_packages": "module paths",
+    "signal_tests": "tests",
 }
 
 MAX_DEFINED = 40  # chunks defining one query name that are credited (and may join)
@@ -80,6 +110,9 @@ OTHER_CASE = 0.5  # a definition spelled otherwise than the query (`engine` for 
 # traceback frame), by a dotted module name, or by a name written as code equal to its name.
 NAMED_BY = {"path": 2.0, "module": 0.5, "name": 0.5}
 FRAME = 1.0  # a chunk defining a traceback frame's function in the frame's file, likewise
+LITERAL_DEPTH = 50  # chunks the BM25 pass over a quoted message's words looks at
+FLAG_DEPTH = 400  # and over a flag's: a flag's word is rare, so nearly all chunks holding it
+FOLDER = 0.5  # a file in the folder a module path names, in units of the module-path weight
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +129,10 @@ class Weights:
     roles: float
     same_file: float
     issue_terms: float
+    messages: float = 0.0
+    flags: float = 0.0
+    packages: float = 0.0
+    tests: float = 0.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
@@ -109,6 +146,10 @@ class Weights:
             roles=settings.signal_roles,
             same_file=settings.signal_same_file,
             issue_terms=settings.signal_issue_terms,
+            messages=settings.signal_messages,
+            flags=settings.signal_flags,
+            packages=settings.signal_packages,
+            tests=settings.signal_tests,
         )
 
     @classmethod
@@ -304,6 +345,7 @@ def rescore(  # noqa: PLR0913
     boosts: _Boosts = defaultdict(dict)
     if terms.long and weights.issue_terms > 0:
         _issue_terms(terms, facts, weights.issue_terms, bm25, depth, add, parts, boosts, base)
+    _evidence(terms, facts, weights, bm25, add, parts, boosts, base)
     if weights.definitions > 0 or weights.forms > 0:
         _definitions(terms, facts, weights, add)
     if weights.path > 0:
@@ -321,6 +363,16 @@ def rescore(  # noqa: PLR0913
     out = [(i, sum(e.values()), tuple(e.items())) for i, e in parts.items() if i not in excluded]
     out.sort(key=lambda item: (-item[1], item[0]))
     return out
+
+
+def _evidence(  # noqa: PLR0913
+    terms: QueryTerms, facts: CodeFacts, weights: Weights, bm25: LexicalIndex | None, add: _Add,
+    parts: dict[int, dict[str, float]], boosts: _Boosts, base: str,
+) -> None:  # fmt: skip
+    """The signals of what the query points at (`core.rank.evidence`)."""
+    if terms.evidence:
+        _literals(terms.evidence, facts, weights, bm25, add)
+        _evidence_files(terms, facts, weights, add, parts, boosts, base)
 
 
 def _definitions(terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Add) -> None:
@@ -427,14 +479,84 @@ def _issue_terms(  # noqa: PLR0913
         boosts[fid][f"{PATH}: {how} in the issue"] = weight * NAMED_BY[how]
 
 
+def _literals(
+    evidence: Evidence, facts: CodeFacts, weights: Weights, bm25: LexicalIndex | None,
+    add: _Add,
+) -> None:  # fmt: skip
+    """Chunks holding a quoted message, or a flag or key the query names, as a string literal:
+    BM25 over their words finds where to look (every chunk with a flag's word, up to
+    `FLAG_DEPTH`), `evidence.lines_pointed_at` reads the lines, and a chunk gains the weight
+    times its best line's (capped at 1)."""
+    if bm25 is None:
+        return
+    kinds: list[tuple[str, Evidence, float, str, int, tuple[str, ...]]] = []
+    if weights.messages > 0 and evidence.messages:
+        only = Evidence(messages=evidence.messages)
+        text = " ".join(evidence.messages)
+        kinds.append((MESSAGE, only, weights.messages, text, LITERAL_DEPTH, ()))
+    if weights.flags > 0 and (evidence.flags or evidence.config_keys):
+        only = Evidence(flags=evidence.flags, config_keys=evidence.config_keys)
+        bare = [f.lstrip("-").split("=", 1)[0] for f in (*evidence.flags, *evidence.config_keys)]
+        needles = tuple(  # as written, as snake_case and as camelCase (lowered)
+            {b.lower().replace("-", sep) for b in bare if len(b) > 1 for sep in ("-", "_", "")}
+        ) + tuple(f"{q}{b}" for b in bare if len(b) == 1 for q in ("-", "'"))
+        kinds.append((FLAG, only, weights.flags, " ".join(bare), FLAG_DEPTH, needles))
+    for label, only, weight, text, depth, needles in kinds:
+        tokens = bm25.tokenize_query(text)
+        for i, _ in bm25.search_tokens(tokens, depth) if tokens else ():
+            chunk = facts.chunks[i]
+            if needles and not any(n in chunk.text.lower() for n in needles):
+                continue  # cheaper than reading its lines: no flag is written there
+            found = lines_pointed_at(only, chunk.path, chunk.text.split("\n"), chunk.language)
+            best = max((p.weight for p in found), default=0.0)
+            if best > 0:
+                add(i, f"{label}: {found[0].why[0]}", weight * min(best, 1.0))
+
+
+def _evidence_files(
+    terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Add,
+    parts: dict[int, dict[str, float]], boosts: _Boosts, base: str,
+) -> None:  # fmt: skip
+    """The files a module path names (or lies in the folder of; one issue terms named by its
+    dotted name counts once), the source beside a test file the query names, and the
+    definitions a test's name points at."""
+    evidence = terms.evidence
+    named: dict[int, tuple[str, float]] = {}
+    if weights.packages > 0 and evidence.packages:
+        runs = package_runs(evidence.packages)
+        dotted = _dotted_modules(terms) if terms.long else set()
+        for fid, path in enumerate(facts.paths):
+            how = package_names(path, runs)
+            if how == "module" and dotted and _module_of(path, dotted):
+                continue  # issue terms named it already, by its dotted name
+            if how is not None:
+                value = weights.packages * (1.0 if how == "module" else FOLDER)
+                named[fid] = (f"{MODULE}: {how} in the issue", value)
+    if weights.tests > 0 and evidence.tests:
+        for fid in sources_of_tests(evidence.tests, facts.paths):
+            named[fid] = (f"{TEST}: the source beside a test in the issue", weights.tests)
+        for name in dict.fromkeys(map(subject_of, evidence.tests)):
+            if name and "." not in name:
+                key = form(name)
+                found = facts.defining(key)
+                share = weights.tests / math.sqrt(max(1, facts.files_defining(key)))
+                for d in found[:MAX_DEFINED]:
+                    add(d.chunk, f"{TEST}: defines {name}", share)
+    present = {facts.file_of[i] for i in parts}
+    for fid, (label, value) in named.items():
+        if fid not in present:  # not among the candidates: its first chunk stands for it
+            parts.setdefault(facts.chunks_of[fid][0], {base: 0.0})
+        boosts[fid][label] = boosts[fid].get(label, 0.0) + value
+
+
 def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
-    """The files an issue names, and how (see `NAMED_BY`): `path` (a path or traceback
-    frame; a bare file name that several files share, like `__init__.py`, names none),
-    `module` (`pvlib.irradiance.reindl` -> pvlib/irradiance.py) or `name` (`PVSystem` ->
-    pvsystem.py)."""
+    """The files an issue names, and how (see `NAMED_BY`): `path` (a path or stack frame; a
+    bare file name that several files share, like `__init__.py`, names none), `module`
+    (`pvlib.irradiance.reindl` -> pvlib/irradiance.py) or `name` (`PVSystem` -> pvsystem.py;
+    a quoted word too: `locale('sv')` -> sv.js)."""
     suffixes = {s for s in map(_path_suffix, terms.paths) if s}
-    modules = {"/".join(d[:n]).lower() for d in terms.dotted for n in range(1, len(d) + 1)}
-    names = {form(name) for name in terms.names}
+    modules = _dotted_modules(terms)
+    names = {form(name) for name in (*terms.names, *terms.evidence.strings)}
     by_suffix: dict[str, list[int]] = defaultdict(list)
     named: dict[int, str] = {}
     for fid, path in enumerate(facts.paths):
@@ -442,7 +564,7 @@ def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
         suffix = next((s for s in suffixes if slashed.endswith("/" + s)), None)
         if suffix is not None:
             by_suffix[suffix].append(fid)
-        elif any(slashed.rsplit(".", 1)[0].lower().endswith("/" + m) for m in modules):
+        elif _module_of(path, modules):
             named[fid] = "module"
         elif form(PurePosixPath(path).name.split(".", 1)[0]) in names:
             named[fid] = "name"
@@ -450,6 +572,18 @@ def _named_files(terms: QueryTerms, facts: CodeFacts) -> dict[int, str]:
         if "/" in suffix or len(fids) == 1:
             named.update(dict.fromkeys(fids, "path"))
     return named
+
+
+def _dotted_modules(terms: QueryTerms) -> set[str]:
+    """The module paths the issue's dotted names spell (`pvlib.irradiance.reindl` ->
+    pvlib, pvlib/irradiance, pvlib/irradiance/reindl), lower case."""
+    return {"/".join(d[:n]).lower() for d in terms.dotted for n in range(1, len(d) + 1)}
+
+
+def _module_of(path: str, modules: set[str]) -> bool:
+    """Whether the file is one of `modules` (`_dotted_modules`): pvlib/irradiance.py."""
+    stem = ("/" + path).rsplit(".", 1)[0].lower()
+    return any(stem.endswith("/" + m) for m in modules)
 
 
 def _path_suffix(path: str) -> str:

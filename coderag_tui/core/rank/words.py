@@ -100,6 +100,32 @@ class WordTerms(dict[str, tuple[str, ...]]):
 _TERMS = {flag: WordTerms(split_identifiers=flag) for flag in (False, True)}
 
 
+# Words a person joins with a dash or a slash where code writes them as one identifier:
+# `HTTP/2` (http2), `e-mail` (email), `utf-8` (utf8), `Set-Cookie` (SetCookie, set_cookie),
+# `max-depth` (maxDepth, max_depth). Two or three parts of letters or digits, not inside a
+# longer path or word.
+_COMPOUND = re.compile(
+    r"(?<![\w/.])(?<![\w/.]-)[A-Za-z0-9]+(?:[-/][A-Za-z0-9]+){1,2}(?![\w/-]|\.\w)"
+)
+COMPOUND_MAX_CHARS = 24  # a longer run is a path or a sentence, not a name
+
+
+def compounds(text: str) -> list[str]:
+    """The identifiers a query's dashed or slashed words stand for, lower case: each run
+    joined (`HTTP/2` -> http2, `Set-Cookie` -> setcookie) and, with letters on both sides of a
+    dash, joined by underscores (set_cookie), as code spells them; what `tokenize` already
+    gives (a single word) is left out."""
+    out: list[str] = []
+    for run in _COMPOUND.findall(text):
+        if len(run) > COMPOUND_MAX_CHARS or not any(c.isalpha() for c in run):
+            continue
+        parts = re.split(r"[-/]", run.lower())
+        out.append("".join(parts))
+        if "-" in run and all(p.isalpha() for p in parts):
+            out.append("_".join(parts))
+    return list(dict.fromkeys(out))
+
+
 def tokenize(text: str, *, split_identifiers: bool = False) -> list[str]:
     """Split text into lowercase BM25 words; optionally add the parts of compound identifiers."""
     terms = _TERMS[split_identifiers]
