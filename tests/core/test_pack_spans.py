@@ -341,6 +341,27 @@ def test_a_match_inside_a_long_signature_still_shows_its_file() -> None:
     assert "status_code: int = 200" in text
 
 
+RUBY_MODULE = (
+    "module Shop\n"
+    + "".join(f"  # Notes on the shop, line {i} of a long comment about nothing.\n" for i in range(30))
+    + "  class Basket < Hash\n"
+    + "".join(f"    def item_{i}\n      {i}\n    end\n\n" for i in range(12))
+    + "    def indifferent_lookup(key)\n"
+    "      self[key.to_s]\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+)
+
+
+def test_a_module_s_signature_is_its_line_not_the_comment_above_its_first_class() -> None:
+    # The comment between `module Shop` and its class is the module's body, not its head:
+    # a head reaching the class would put 30 lines of comment in every glimpse below it.
+    module, basket = file_structure(RUBY_MODULE, "ruby").units[:2]
+    assert (module.start, module.head_end) == (1, 1)
+    assert (basket.start, basket.head_end) == (32, 32)
+
+
 def test_a_data_file_enters_only_when_two_lists_rank_it_near_the_top() -> None:
     fixture = Chunk("tests/fixtures/retry.json", 1, 3, "lines", "json", '{"retry": 1}\n')
     code = Chunk("app/sessions.py", 1, 26, "lines", "python", "")

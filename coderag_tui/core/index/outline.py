@@ -242,7 +242,11 @@ def _lines_of(node: Node, kind: str, rules: Grammar) -> tuple[int, int, int, str
     if body is not None and body is not node:
         # The signature ends where what comes before the body ends: `def f(x):` above its
         # block, `void f() {` on its brace's line (below `@Override` too).
+        # Comments between the signature and the body are the body's (a Ruby module's
+        # doc comment of its first class), not the signature's.
         before = body.prev_sibling
+        while before is not None and "comment" in before.type:
+            before = before.prev_sibling
         head_end = before.end_point.row + 1 if before is not None else body.start_point.row + 1
     first = node_rows(outer)[0]
     doc = _doc_start(outer, first, rules.attach)

@@ -95,7 +95,7 @@ STOP_BUDGET = "the budget is full"
 STOP_RELEVANCE = "relevance ended"
 STOP_HITS = "no more hits"
 
-FILE_VALUE = 2.0  # a file's first code in the prompt
+FILE_VALUE = 3.0  # a file's first code in the prompt
 UNIT_VALUE = 0.6  # spread over the definition holding a hit's match
 CHUNK_VALUE = 0.2  # spread over a hit's chunk
 MATCH_VALUE = 0.3  # spread over a hit's matched statements
