@@ -91,13 +91,27 @@ def test_json_reports_the_prompt_tokens_blocks_and_dropped_chunks(
         "path", "start_line", "end_line", "tokens", "chunk_keys", "best_rank", "lines", "outline"
     } <= set(data["blocks"][0])  # fmt: skip
     assert {d["reason"] for d in data["dropped"]} <= {
-        "over budget", "below the relevance floor", "outline only: its signatures are in"
+        "over budget", "below the relevance floor", "outline only: its signatures are in",
+        "worth too little beside the best",
     }  # fmt: skip
     assert data["files"] == [b["path"] for b in data["blocks"] if not b["outline"]]
     assert data["files_tokens"] >= sum(b["tokens"] for b in data["blocks"]) // 2
     assert data["stopped"] in ("the budget is full", "relevance ended")
     assert data["account"].startswith(f"{len(data['files'])} file")
     assert data["copy"] is None
+
+
+def test_a_prompt_far_from_full_says_relevance_ended_not_over_budget(
+    capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
+) -> None:
+    task = "Why can a refund fail?"
+    code, out, err = prompt(capsys, tiny_repo, index_dir, "--budget", "8000", "--json", task=task)
+    data = json.loads(out)
+    assert code == 0 and data["tokens"] < 8000 // 4
+    assert data["stopped"] == "relevance ended"
+    reasons = {d["reason"] for d in data["dropped"]}
+    assert "over budget" not in reasons  # nothing was left out for room
+    assert "worth too little beside the best" in reasons
 
 
 def test_out_writes_the_file_and_keeps_stdout_clean(

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coderag_tui.core.index.outline import file_structure
-from coderag_tui.core.prompt.pack import SECRET, PackInputs, split_lines
+from coderag_tui.core.prompt.pack import OVER_BUDGET, SECRET, PackInputs, split_lines
 from coderag_tui.core.prompt.pack_spans import (
     BELOW_FLOOR,
     DATA_ALONE,
@@ -212,6 +212,8 @@ def test_nothing_below_the_relevance_floor_is_packed_and_packing_says_why_it_sto
     assert packed.stopped == STOP_RELEVANCE and packed.tokens < 16000 // 2
     below = [d for d in packed.dropped if d.reason == BELOW_FLOOR]
     assert len(below) == len(hits) - 3
+    # A prompt half empty never says a chunk was left out for the budget.
+    assert not [d for d in packed.dropped if d.reason == OVER_BUDGET]
 
 
 def test_the_relevance_floor_takes_any_list_s_top_and_a_share_of_the_best_score() -> None:
@@ -343,7 +345,9 @@ def test_a_match_inside_a_long_signature_still_shows_its_file() -> None:
 
 RUBY_MODULE = (
     "module Shop\n"
-    + "".join(f"  # Notes on the shop, line {i} of a long comment about nothing.\n" for i in range(30))
+    + "".join(
+        f"  # Notes on the shop, line {i} of a long comment about nothing.\n" for i in range(30)
+    )
     + "  class Basket < Hash\n"
     + "".join(f"    def item_{i}\n      {i}\n    end\n\n" for i in range(12))
     + "    def indifferent_lookup(key)\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 from coderag_tui.core.prompt.pack import EXCLUDED, OVER_BUDGET, SECRET
-from coderag_tui.core.prompt.pack_spans import BELOW_FLOOR, DATA_ALONE, OUTLINED
+from coderag_tui.core.prompt.pack_spans import BELOW_FLOOR, DATA_ALONE, OUTLINED, PAST_RELEVANCE
 from coderag_tui.core.records import PackedPrompt
 
 
@@ -78,6 +78,7 @@ def stopped(packed: PackedPrompt) -> str:
         f"{counts[reason]} {label}"
         for reason, label in (
             (BELOW_FLOOR, "below the relevance floor"),
+            (PAST_RELEVANCE, "worth too little beside the best"),
             (DATA_ALONE, "data files only one list ranks high"),
             (OVER_BUDGET, "over budget"),
             (OUTLINED, "outlined only"),

@@ -89,6 +89,7 @@ from coderag_tui.core.records import (
 )
 
 BELOW_FLOOR = "below the relevance floor"
+PAST_RELEVANCE = "worth too little beside the best"  # a new file RELEVANCE_ENDS kept out
 DATA_ALONE = "a data file only one list ranks near the top"
 OUTLINED = "outline only: its signatures are in"
 STOP_BUDGET = "the budget is full"
@@ -104,7 +105,9 @@ POINTED_VALUE = 1.0  # spread over the statements and definitions the query poin
 CHANCE_BASE = -4.5  # a file's chance of being an answer: logistic of CHANCE_BASE + ...
 CHANCE_SLOPE = 4.6  # ... CHANCE_SLOPE * its score's place between the best and the floor
 CHANCE_FILES = 30  # the floor: the best score of the CHANCE_FILES-th file
-RELEVANCE_ENDS = 0.02  # a new file worth less per token than this share of the first offer stays out
+RELEVANCE_ENDS = (
+    0.02  # a new file worth less per token than this share of the first offer stays out
+)
 BLOCK_COST = 60  # tokens of a reader's attention a new block costs on top of its own
 REPACKS = 2  # times a prompt whose text is over the budget is packed again in less room
 REPACK_MARGIN = 8  # tokens less room than the text was over, each time
@@ -358,9 +361,16 @@ def pack_spans(hits: Sequence[Hit], inputs: PackInputs, how: SpanInputs) -> Pack
     left_out = list(packing.left_out)
     in_prompt = {m.key for f in ordered if not f.outline for m in f.members}
     outlined = {f.view.path for f in ordered if f.outline}
+    shown_paths = {f.view.path for f in ordered}
     for cand in packing.packable:
         if cand.key not in in_prompt:
-            reason = OUTLINED if cand.chunk.path in outlined else OVER_BUDGET
+            path = cand.chunk.path
+            if path in outlined:
+                reason = OUTLINED
+            elif path in packing.ended and path not in shown_paths:
+                reason = PAST_RELEVANCE
+            else:
+                reason = OVER_BUDGET
             left_out.append((cand, reason, ()))
     dropped = [*packing.missing, *_dropped(left_out, counter)]
     dropped.sort(key=lambda d: (d.reason != EXCLUDED, d.rank, d.key))
@@ -404,6 +414,7 @@ class _Packing:
         self.headers: dict[str, int] = {}
         self.packable, self.left_out = _sort_out(cands, excluded, held, how, self.pinned)
         self.files: dict[str, _File] = {}
+        self.ended: set[str] = set()  # files whose first block was worth too little
         chance = _chances([c for c in self.packable if c.key not in self.pinned], hits)
         for cand in self.packable:
             if cand.key in self.pinned:
@@ -452,6 +463,7 @@ class _Packing:
         packing stopped."""
         for f in self.files.values():
             f.lines, f.members, f.outline = EMPTY, [], False
+        self.ended = set()
         shown: dict[str, _File] = {}
         pins: dict[str, int] = {}  # the files of the user's pins, in pin order: first
         room, skipped = self._pin(room, shown, pins)
@@ -512,6 +524,7 @@ class _Packing:
                 now = offers.density(f, value, delta)
                 if not f.lines and now < RELEVANCE_ENDS * best:
                     ended = True  # a new file worth this little per token is not relevant
+                    self.ended.add(f.view.path)
                     continue
                 if delta > room:
                     full = True  # worth taking, but it does not fit

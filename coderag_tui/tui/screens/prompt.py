@@ -132,7 +132,8 @@ class PromptScreen(Screen[None]):
         encoding = packed.encoding.replace("_offline", " (offline)")
         counting = encoding if packed.exact else f"{encoding} (estimate)"
         template = one_line(session.template_name)
-        blocks = f"{len(packed.blocks)} blocks in, {len(packed.dropped)} dropped"
+        n = len(packed.blocks)
+        blocks = f"{n} block{'' if n == 1 else 's'} in, {len(packed.dropped)} dropped"
 
         def head(bar: int) -> Content:
             return Content.assemble(
