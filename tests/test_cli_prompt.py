@@ -105,7 +105,7 @@ def test_a_prompt_far_from_full_says_relevance_ended_not_over_budget(
     capsys: pytest.CaptureFixture[str], tiny_repo: Path, index_dir: Path
 ) -> None:
     task = "Why can a refund fail?"
-    code, out, err = prompt(capsys, tiny_repo, index_dir, "--budget", "8000", "--json", task=task)
+    code, out, _ = prompt(capsys, tiny_repo, index_dir, "--budget", "8000", "--json", task=task)
     data = json.loads(out)
     assert code == 0 and data["tokens"] < 8000 // 4
     assert data["stopped"] == "relevance ended"
