@@ -70,7 +70,9 @@ async def test_the_prompt_line_the_prompt_header_and_the_advice_fit_120_columns(
         await pilot.press("escape", "ctrl+o")
         await settle(pilot)
         header = text_of(app, "#prompt-header")
-        assert "…" not in header and " block" in header and " in, " in header and "markdown" in header
+        assert (
+            "…" not in header and " block" in header and " in, " in header and "markdown" in header
+        )
         assert "cl100k_base (offline)" in header
 
 
