@@ -79,7 +79,7 @@ def stopped(packed: PackedPrompt) -> str:
         for reason, label in (
             (BELOW_FLOOR, "below the relevance floor"),
             (PAST_RELEVANCE, "worth too little beside the best"),
-            (DATA_ALONE, "data files only one list ranks high"),
+            (DATA_ALONE, "from data files only one list ranks high"),
             (OVER_BUDGET, "over budget"),
             (OUTLINED, "outlined only"),
             (EXCLUDED, "excluded"),
