@@ -126,6 +126,8 @@ class CoderagApp(App[None]):
         self.model_installed = False  # the model's own stage is installed for embed_serial
         self.model_embedder: Embedder | None = None  # kept across re-chunks: loaded once
         self.model_coverage = 0.0  # share of chunks the model has embedded (while it embeds)
+        self.model_eta = ""  # its time left at its rate so far ("" before a rate is known)
+        self._embed_mark: tuple[float, int] | None = None  # when progress began, and how far
         self.refresh_timer: Timer | None = None  # while the last results wait for dense
         self.quick_embed_chunks = QUICK_EMBED_CHUNKS  # fewer missing: the model, no first pass
         self.lexical_chunking: str | None = None  # the chunking of the installed lexical stage
@@ -371,6 +373,7 @@ class CoderagApp(App[None]):
         self.dense_started = self.engine.clock()
         self.model_installed = False
         self.model_coverage = 0.0
+        self.model_eta, self._embed_mark = "", None
         self.main.latency.reset_dense()
         self.main.show_dense_stage(None, "")
         self._work(
@@ -400,6 +403,8 @@ class CoderagApp(App[None]):
         share = ""
         if embedder is not None and not self.model_installed:
             share = f"{short_model(model_title(embedder.name))} {self.model_coverage:.0%}"
+            if self.model_eta:
+                share += f", {self.model_eta} left"
         if dense is not None and dense.available and dense.first_pass:
             detail = " · ".join(p for p in (dense_title(dense), share) if p)
             self._set_state(replace(self.index_state, dense="first pass", dense_detail=detail))
@@ -446,7 +451,21 @@ class CoderagApp(App[None]):
             return
         self.main.show_embed_progress(message)
         self.model_coverage = message.done / max(message.total, 1)
+        self.model_eta = self._eta(message.done, message.total)
         self._show_dense_state()
+
+    def _eta(self, done: int, total: int) -> str:
+        """The model's time left at its rate since its progress began ("" until known)."""
+        from coderag_tui.core.rank.embedding_status import duration
+
+        now = time.monotonic()
+        if self._embed_mark is None or done < self._embed_mark[1]:
+            self._embed_mark = (now, done)
+            return ""
+        since, first = self._embed_mark
+        if done <= first or now <= since:
+            return ""
+        return duration((total - done) * (now - since) / (done - first))
 
     def on_embeddings_ready(self, message: EmbeddingsReady) -> None:
         if not self.has_main_screen or message.serial != self.embed_serial:
