@@ -301,11 +301,18 @@ def measure(repo: Path, index_dir: Path, row: Row, args: argparse.Namespace) -> 
     record = json.loads(out)
     row.chunks = int(record.get("chunks", 0))
     row.stages = {**record.get("stage_seconds", {}), "ready": record.get("ready_s", 0.0)}
+    print(f"  cold index {row.cold_s:.1f} s (CPU {row.cold_cpu_s:.1f}), {row.cold_mb:.0f} MB")
     print(f"[x{row.scale:g}] first answer, load {load()}", flush=True)
     row.first_s, _, row.first_mb, _, err = call(["search", QUESTIONS[0], str(repo), *where], _env())
     row.first_said = said(err)
+    print(f"  first answer {row.first_s:.2f} s, {row.first_mb:.0f} MB", flush=True)
     print(f"[x{row.scale:g}] background embedder, load {load()}", flush=True)
     background(index_dir, row, args.background_s, args.first_pass_limit)
+    print(
+        f"  background: first pass {row.first_pass_s:.1f} s, model {row.bg_windows:,} windows "
+        f"at {row.bg_rate:.1f}/s, {row.bg_mb:.0f} MB",
+        flush=True,
+    )
     print(f"[x{row.scale:g}] later calls, load {load()}", flush=True)
     walls, peaks = [], []
     for i in range(args.runs):
