@@ -17,7 +17,8 @@ regex pass is much faster and agrees with the parse on nearly every name
 "Definitions and the Python regex pass"). Most of the rest of the build is the regex pass: where
 each name lands is sorted out with numpy and the saved text joined once (`_holders`,
 `_pack`). Parsed results are kept per file content hash beside the index, so a rebuild after
-an edit parses only the files that changed. Scanned files are not kept: hashing and writing
+an edit parses only the files that changed, and a build parses each distinct text once (copies
+of a file are common in a monorepo). Scanned files are not kept: hashing and writing
 them would cost every cold build more than it saves a rebuild, which rebuilds the
 BM25 index anyway. A cold build of many chunks runs beside the BM25
 build in a second process (`core.rank.definitions_process`); a repository's first index is
@@ -314,7 +315,8 @@ def file_found(
     scanners: Mapping[str, Scanner] = SCANNERS,
 ) -> list[FileDefinition]:
     """The definitions in one file put back together from its chunks (in line order): its
-    language scanned, or parsed unless `known` holds its text's entry; [] for a language
+    language scanned, or parsed unless `known` or `seen` holds its text's entry (a copy of a
+    file already parsed: vendored code, a repository twice in a monorepo); [] for a language
     without a query. `seen` receives the entry of a parsed file (see `Definitions.build`)."""
     language = file_chunks[0].language if file_chunks else None
     if not language or language not in QUERIES:
@@ -326,6 +328,8 @@ def file_found(
     data = text.encode("utf-8", "surrogatepass")
     digest = f"{language}:{utf8_hash(data)}"
     cached = known.get(digest) if known is not None else None
+    if cached is None and seen is not None:
+        cached = seen.get(digest)
     found = parsed_definitions(data, language) if cached is None else cached
     if seen is not None:
         seen[digest] = found

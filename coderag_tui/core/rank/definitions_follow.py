@@ -91,7 +91,8 @@ def start(store: Store, settings: Settings) -> definitions_process.Follower | No
 
 class _Followed:
     """What the child found in each whole file it followed: by path, the file's row ids, its
-    definitions and its entry for the parsed files' cache."""
+    definitions and its entry for the parsed files' cache; `known` holds the cache's entries
+    and those of every file parsed since."""
 
     def __init__(self, known: dict[str, list[FileDefinition]]) -> None:
         self.known = known
@@ -114,6 +115,7 @@ class _Followed:
             entry: dict[str, Any] = {}
             found = file_found([chunk for _, chunk in rows], self.known, entry)
             self.files[rows[0][1].path] = (tuple(row for row, _ in rows), found, entry)
+            self.known.update(entry)  # a later copy of this file is not parsed again
 
 
 def main(args: dict[str, Any]) -> int:
