@@ -6,7 +6,7 @@
     python benchmarks/bench_monorepo.py ... --semble /tmp/semble-venv/bin/semble
 
 Assembles one folder (outside the project) from bare mirrors the user fetched
-(`MIRRORS/OWNER+NAME/repo`): each repository's HEAD, `git archive`d into `OUT/xN/OWNER+NAME`.
+(`MIRRORS/OWNER+NAME/repo`): each repository's HEAD, written into `OUT/xN/OWNER+NAME`.
 Scale 1 is every repository once; a scale below 1 keeps that share of each repository's files
 (every other one at 0.5); a scale above 1 holds that many copies (`OWNER+NAME~2` ...), so the
 growth shows. Nothing assembled is ever committed. At each scale it reports, each with the
@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -94,8 +95,12 @@ class Row:
     serve_s: float = float("nan")
     serve_mb: float = float("nan")
     index_mb: float = float("nan")
-    semble_first_s: float = float("nan")
+    semble_first_s: float = float("nan")  # its first search builds its index
+    semble_first_cpu_s: float = float("nan")
+    semble_first_mb: float = float("nan")
     semble_later_s: float = float("nan")
+    semble_later_mb: float = float("nan")
+    semble_load: str = ""
 
 
 def load() -> str:
@@ -170,20 +175,29 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def call(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str, str]:
-    """One coderag command: wall and CPU seconds, peak RSS (MB) and its stdout and stderr."""
-    cmd = [sys.executable, "-m", "coderag_tui", *argv]
+def timed(
+    cmd: list[str], env: dict[str, str], cwd: Path | None = None
+) -> tuple[float, float, float, str, str]:
+    """One command to its end: wall and CPU seconds, peak RSS (MB; wait4's, the largest of
+    it and the children it waited for) and its stdout and stderr."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"coderag {argv[0]} failed: {stderr[-800:]}")
+        raise SystemExit(f"{' '.join(cmd[:4])} failed: {stderr[-800:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stdout, stderr
+
+
+def call(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str, str]:
+    """One coderag command (`timed`)."""
+    return timed([sys.executable, "-m", "coderag_tui", *argv], env)
 
 
 def said(stderr: str) -> list[str]:
@@ -337,30 +351,67 @@ def semble(repo: Path, scratch: Path, command: str, row: Row) -> None:
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     tool = Semble(repo, home, command)
-    print(f"[x{row.scale:g}] semble, load {load()}", flush=True)
-    row.semble_first_s = tool.run(tool.search(QUESTIONS[0])).wall
-    row.semble_later_s = tool.run(tool.search(QUESTIONS[1])).wall
+    row.semble_load = load()
+    print(f"[x{row.scale:g}] semble, load {row.semble_load}", flush=True)
+    row.semble_first_s, row.semble_first_cpu_s, row.semble_first_mb, _, _ = timed(
+        tool.search(QUESTIONS[0]), tool.env, home
+    )
+    print(f"  semble first search {row.semble_first_s:.1f} s, {row.semble_first_mb:.0f} MB")
+    row.semble_later_s, _, row.semble_later_mb, _, _ = timed(
+        tool.search(QUESTIONS[1]), tool.env, home
+    )
+    print(f"  semble later search {row.semble_later_s:.1f} s, {row.semble_later_mb:.0f} MB")
     shutil.rmtree(home, ignore_errors=True)
 
 
 def table(rows: list[Row]) -> str:
+    """The figures as a Markdown table: a row per step, a column per scale."""
+
     def f(value: float, digits: int = 1) -> str:
         return "–" if value != value else f"{value:,.{digits}f}"  # NaN: not measured
 
-    head = (
-        "| scale | files | chunks | load (start → end) | cold index s (CPU) | MB "
-        "| first answer s | MB | first pass s | model windows | w/s | model ETA min | MB "
-        "| later call s (min) | MB | serve s | MB | index MB |"
-    )
-    lines = [head, "|" + "---|" * 18]
-    for r in rows:
-        lines.append(
-            f"| {r.scale:g} | {r.files:,} | {r.chunks:,} | {r.load_start} → {r.load_end} "
-            f"| {f(r.cold_s)} ({f(r.cold_cpu_s)}) | {f(r.cold_mb, 0)} | {f(r.first_s, 2)} "
-            f"| {f(r.first_mb, 0)} | {f(r.first_pass_s)} | {r.bg_windows:,} | {f(r.bg_rate)} "
-            f"| {f(r.bg_eta_s / 60)} | {f(r.bg_mb, 0)} | {f(r.later_s, 2)} ({f(r.later_min_s, 2)}) "
-            f"| {f(r.later_mb, 0)} | {f(r.serve_s, 2)} | {f(r.serve_mb, 0)} | {f(r.index_mb, 0)} |"
-        )
+    def mb(value: float) -> str:
+        return "" if value != value else f", {value:,.0f} MB"
+
+    steps: list[tuple[str, Callable[[Row], str]]] = [
+        ("files (indexed chunks)", lambda r: f"{r.files:,} ({r.chunks:,})"),
+        ("load (start → end)", lambda r: f"{r.load_start} → {r.load_end}"),
+        (
+            "cold index to BM25-ready: wall (CPU)",
+            lambda r: f"{f(r.cold_s)} s ({f(r.cold_cpu_s)} s){mb(r.cold_mb)}",
+        ),
+        ("the first answer after it", lambda r: f"{f(r.first_s, 2)} s{mb(r.first_mb)}"),
+        ("background first pass saved after", lambda r: f"{f(r.first_pass_s)} s{mb(r.bg_mb)}"),
+        (
+            "the model: windows, rate, time for all",
+            lambda r: f"{r.bg_windows:,}, {f(r.bg_rate)}/s, {f(r.bg_eta_s / 60, 0)} min",
+        ),
+        (
+            "a later CLI call: median (min)",
+            lambda r: f"{f(r.later_s, 2)} s ({f(r.later_min_s, 2)}){mb(r.later_mb)}",
+        ),
+        ("a call through serve (median)", lambda r: f"{f(r.serve_s, 2)} s{mb(r.serve_mb)}"),
+        ("index on disk", lambda r: f"{f(r.index_mb, 0)} MB"),
+    ]
+    if any(r.semble_load for r in rows):
+        steps += [
+            ("semble: load", lambda r: r.semble_load),
+            (
+                "semble: first search (builds): wall (CPU)",
+                lambda r: (
+                    f"{f(r.semble_first_s)} s ({f(r.semble_first_cpu_s)} s){mb(r.semble_first_mb)}"
+                ),
+            ),
+            (
+                "semble: a later search",
+                lambda r: f"{f(r.semble_later_s, 2)} s{mb(r.semble_later_mb)}",
+            ),
+        ]
+    lines = [
+        "| step | " + " | ".join(f"x{r.scale:g}" for r in rows) + " |",
+        "|---|" + "---|" * len(rows),
+    ]
+    lines += ["| " + " | ".join([name, *(cell(r) for r in rows)]) + " |" for name, cell in steps]
     return "\n".join(lines)
 
 
