@@ -18,7 +18,12 @@ from coderag_tui.core.engine import Dense, Engine
 from coderag_tui.core.rank import static
 from coderag_tui.settings import Settings
 from coderag_tui.tui.app import CoderagApp
-from coderag_tui.tui.messages import EmbeddingsReady, FirstPassReady, SearchFinished
+from coderag_tui.tui.messages import (
+    EmbeddingProgressed,
+    EmbeddingsReady,
+    FirstPassReady,
+    SearchFinished,
+)
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.status import TopBar
 from tests.tui.conftest import (
@@ -208,3 +213,25 @@ async def test_while_the_model_embeds_the_ranks_line_says_dense_is_pending_not_o
         gate.set()
         await settle(pilot)
         assert text_of(app, "#ranks").split(" · ")[1].startswith("Dense #")
+
+
+async def test_above_the_background_limit_the_first_pass_stays_and_the_model_is_not_started(
+    tui_settings: Settings, build_app: AppFactory, tiny_st_embedder: Path, recorder: Recorder
+) -> None:
+    settings = tui_settings.with_(
+        embed_backend="sentence-transformers",
+        embed_model=str(tiny_st_embedder),
+        dense_background_limit=1,  # the tiny repository counts as a large one
+    )
+    app = build_app(settings)
+    app.quick_embed_chunks = 0  # its chunks get a first pass
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await search(pilot, QUERY)
+        assert app.engine.dense is not None and app.engine.dense.first_pass
+        progress = recorder.of(EmbeddingProgressed)
+        assert progress and all(m.first_pass for m in progress)  # the model embedded nothing
+        said = " ".join(recorder.notifications())
+        assert "dense_background_limit" in said and "coderag index --dense" in said
+        bar = top_bar(app)
+        assert "dense first pass (static MiniLM)" in bar and "%" not in bar
+        assert column(app, "dense").keys  # the first pass ranks
