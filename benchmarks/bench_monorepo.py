@@ -16,7 +16,9 @@ peak RSS of the process (wait4's, which covers the children it waited for):
 - the first answer after it (`coderag search`, default flags), and what it said on stderr;
 - the background embedder the first answer started: the static first pass's time when it
   makes it, then the model's windows, its rate over `--background-s` seconds and so the time
-  it needs for the rest, and its peak RSS (VmHWM); then it is stopped (by its pid);
+  it needs for the rest, and its peak RSS (VmHWM); then it is stopped (by its pid). Above
+  `dense_background_limit` the model is not started: `--model-rate` starts it anyway (one more
+  search with no limit) to time it;
 - later CLI calls (default flags, `dense_background` off so none starts another) and, with
   `--serve`, calls answered by `coderag serve`;
 - the index's size on disk.
@@ -88,6 +90,7 @@ class Row:
     bg_rate: float = float("nan")  # windows a second
     bg_eta_s: float = float("nan")
     bg_mb: float = float("nan")
+    model_mb: float = float("nan")  # the background process while the model embeds
     later_s: float = float("nan")
     later_min_s: float = float("nan")
     later_mb: float = float("nan")
@@ -284,9 +287,10 @@ def stop(index_dir: Path, pid: int) -> None:
 
 
 def served(repo: Path, index_dir: Path, runs: int, row: Row) -> None:
-    """Median wall of searches a `coderag serve` answers, and the server's peak RSS."""
+    """Median wall of searches (default flags) a `coderag serve` answers, and the server's
+    peak RSS."""
     os.environ.update(_env(CODERAG_DENSE_BACKGROUND="false"))  # start_server's environment
-    proc, next_line = start_server(repo, index_dir)
+    proc, next_line = start_server(repo, index_dir, dense=True)  # default flags, as the calls
     walls = []
     try:
         for i in range(runs + 1):
@@ -294,7 +298,8 @@ def served(repo: Path, index_dir: Path, runs: int, row: Row) -> None:
                 ["search", QUESTIONS[i % len(QUESTIONS)], str(repo), "--index-dir", str(index_dir)],
                 _env(CODERAG_DENSE_BACKGROUND="false"),
             )
-            next_line()
+            if "search " not in next_line():
+                raise SystemExit("the server did not answer the search")
             if i:  # the first answer of a server may still touch cold pages
                 walls.append(wall)
     finally:
@@ -322,9 +327,19 @@ def measure(repo: Path, index_dir: Path, row: Row, args: argparse.Namespace) -> 
     print(f"  first answer {row.first_s:.2f} s, {row.first_mb:.0f} MB", flush=True)
     print(f"[x{row.scale:g}] background embedder, load {load()}", flush=True)
     background(index_dir, row, args.background_s, args.first_pass_limit)
+    if args.model_rate and not row.bg_windows:  # capped: start the model to time it
+        print(f"[x{row.scale:g}] the model, started with no limit, load {load()}", flush=True)
+        call(
+            ["search", QUESTIONS[0], str(repo), *where],
+            _env(CODERAG_DENSE_BACKGROUND_LIMIT="0"),
+        )
+        model = Row(row.scale)
+        background(index_dir, model, args.background_s, args.first_pass_limit)
+        row.bg_windows, row.bg_rate, row.bg_eta_s = model.bg_windows, model.bg_rate, model.bg_eta_s
+        row.model_mb = model.bg_mb
     print(
-        f"  background: first pass {row.first_pass_s:.1f} s, model {row.bg_windows:,} windows "
-        f"at {row.bg_rate:.1f}/s, {row.bg_mb:.0f} MB",
+        f"  background: first pass {row.first_pass_s:.1f} s, {row.bg_mb:.0f} MB; model "
+        f"{row.bg_windows:,} windows at {row.bg_rate:.1f}/s, {row.model_mb:.0f} MB",
         flush=True,
     )
     print(f"[x{row.scale:g}] later calls, load {load()}", flush=True)
@@ -384,7 +399,9 @@ def table(rows: list[Row]) -> str:
         ("background first pass saved after", lambda r: f"{f(r.first_pass_s)} s{mb(r.bg_mb)}"),
         (
             "the model: windows, rate, time for all",
-            lambda r: f"{r.bg_windows:,}, {f(r.bg_rate)}/s, {f(r.bg_eta_s / 60, 0)} min",
+            lambda r: (
+                f"{r.bg_windows:,}, {f(r.bg_rate)}/s, {f(r.bg_eta_s / 60, 0)} min{mb(r.model_mb)}"
+            ),
         ),
         (
             "a later CLI call: median (min)",
@@ -428,6 +445,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--first-pass-limit", type=float, default=600.0, help="longest wait for the first pass"
+    )
+    parser.add_argument(
+        "--model-rate",
+        action="store_true",
+        help="when dense_background_limit keeps the model off, start it anyway to time it",
     )
     parser.add_argument("--semble", default="", help="semble's command, to time it too")
     parser.add_argument("--json", type=Path, help="write every figure here too")
