@@ -418,7 +418,10 @@ class CoderagApp(App[None]):
             self._set_state(replace(self.index_state, dense="ready", dense_detail=name))
             self.main.show_dense_stage(dense, "")
         elif self.dense_pending:
-            state = "embedding" if self.model_embedder is not None else "loading model"
+            # While the first pass is made no model loads: `dense embedding (static first
+            # pass 13%, 4 min left)`, not `dense loading model (...)`.
+            making = self.model_embedder is not None or bool(self.first_pass_share)
+            state = "embedding" if making else "loading model"
             share = self.first_pass_share or share  # the first pass is made before the model
             self._set_state(replace(self.index_state, dense=state, dense_detail=share))
             self.main.show_dense_stage(None, share)
