@@ -162,10 +162,13 @@ def _search(repo: Path, index_dir: Path) -> tuple[float, float]:
     return seconds, bm25[0] if bm25 else float("nan")
 
 
-def start_server(repo: Path, index_dir: Path) -> tuple[subprocess.Popen[str], Callable[[], str]]:
-    """`coderag serve REPO --no-dense --verbose`, once it serves, and a reader of its log's
-    next line (SystemExit when the server stopped)."""
-    cmd = [sys.executable, "-m", "coderag_tui", "serve", str(repo), "--no-dense", "--verbose"]
+def start_server(
+    repo: Path, index_dir: Path, *, dense: bool = False
+) -> tuple[subprocess.Popen[str], Callable[[], str]]:
+    """`coderag serve REPO --no-dense --verbose` (with dense: without `--no-dense`), once it
+    serves, and a reader of its log's next line (SystemExit when the server stopped)."""
+    flags = [] if dense else ["--no-dense"]
+    cmd = [sys.executable, "-m", "coderag_tui", "serve", str(repo), *flags, "--verbose"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     proc = subprocess.Popen(
         [*cmd, "--index-dir", str(index_dir)], env=env, stderr=subprocess.PIPE, text=True

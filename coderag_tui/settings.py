@@ -368,6 +368,19 @@ class Settings:
             stage="dense",
         ),
     )
+    dense_background_limit: int = field(
+        default=50_000,
+        metadata=_about(
+            "Chunks above which the background process makes the static first pass but does "
+            "not start the model on its own (on 2 cores it embeds at most ~60 chunks a "
+            "second, so hours); `coderag index --dense` still embeds every chunk; 0 sets no "
+            "limit.",
+            ge=0,
+            repo_file="refused",
+            why_refused="it starts hours of work on your machine, which is your choice",
+            stage="dense",
+        ),
+    )
 
     # --- fusion and rerank ---
     rrf_k: int = field(

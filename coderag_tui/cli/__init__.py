@@ -1,5 +1,5 @@
 """Command line: `coderag [PATH]` opens the TUI; subcommands index, search, serve, mcp, prompt,
-eval, bench, tune.
+eval, bench, tune, status.
 
 Each subcommand lives in its own module with `register(subparsers)` and `run(args) -> int`;
 this module only dispatches.
@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "eval": "eval_cmd",
     "bench": "bench_cmd",
     "tune": "tune_cmd",
+    "status": "status_cmd",
 }
 
 

@@ -509,6 +509,11 @@ def carry_dense_on(settings: Settings, engine: Engine) -> None:
         return
     if not dense.available and not dense.pending:
         return  # dense is off (no model, or turned off): nothing to carry on
+    from coderag_tui.core.engine import model_started
+
+    index = dense.index
+    if dense.first_pass and index is not None and not model_started(settings, index.n_chunks):
+        return  # over dense_background_limit: the first pass is all that runs on its own
     from coderag_tui.core.refine import start
 
     start(settings)

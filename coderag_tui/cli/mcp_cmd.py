@@ -26,6 +26,8 @@ from coderag_tui.cli.common import (
     add_repo_args,
     add_scope_args,
     add_setting_flags,
+    background_embedding,
+    carry_dense_on,
     scope_from_args,
     settings_from_args,
 )
@@ -89,7 +91,8 @@ RELATED_DOC = (
 STATUS_DOC = (
     "What the index holds and how fresh it is: the repository, the chunking, chunks and "
     "files, the file watch and how often it answered unchecked or a re-check ran, the dense stage "
-    "(model, first pass or model, the share of chunks it covers, or why it is off), the "
+    "(model, first pass or model, the share of chunks it covers, or why it is off, and what "
+    "the background embedding is doing with its time left), the "
     "reranker, the scope the server was started with and the bounds of every answer. "
     "While the index is still being opened, says how far it got."
 )
@@ -138,9 +141,16 @@ def run(args: argparse.Namespace) -> int:
     tools = Tools(settings, scope, dense=args.dense)
 
     def open_resident(**progress: Any) -> tuple[Resident, str]:
-        return Resident.open(
-            settings, cookies, dense=args.dense, explicit=frozenset(explicit), **progress
+        opened = Resident.open(
+            settings,
+            cookies,
+            dense=args.dense,
+            explicit=frozenset(explicit),
+            background=background_embedding(settings),
+            **progress,
         )
+        carry_dense_on(settings, opened[0].engine)
+        return opened
 
     server = build_server(tools, lambda: tools.open_in_background(open_resident))
     say(f"serving {settings.repo_root} over MCP on standard input and output.")

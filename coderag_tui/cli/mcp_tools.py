@@ -311,6 +311,11 @@ class Tools:
         described["reason"] = dense.reason if dense is not None else "dense search is off."
         if not self.dense:
             described["reason"] = "dense search is off: coderag mcp was started with --no-dense."
+        from coderag_tui.core.rank.embedding_status import read_status
+
+        background = read_status(settings.index_path) if resident.background else None
+        # What the background process is doing now, with its time left (None: none runs).
+        described["background"] = None if background is None else background.describe()
         answer["dense"] = described
         answer["rerank"] = {
             "available": rerank is not None and rerank.reranker is not None,

@@ -31,6 +31,8 @@ from coderag_tui.cli.common import (
     add_ranking_args,
     add_repo_args,
     add_setting_flags,
+    background_embedding,
+    carry_dense_on,
     settings_from_args,
 )
 from coderag_tui.cli.output import Output, TerminalFacts
@@ -123,9 +125,11 @@ def run(args: argparse.Namespace) -> int:
                 explicit=frozenset(explicit),
                 progress=progress,
                 embed_progress=embed_progress,
+                background=background_embedding(settings),
             )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
+    carry_dense_on(settings, resident.engine)
     with resident, _listening(path) as listener, _stopped_by_term() as stop:
         if note:
             say(note)

@@ -64,6 +64,30 @@ DENSE_CANCELLED = "dense search is off: loading was cancelled."
 # Chunks the int8 model embeds a second on 2 cores, roughly: a search does not wait for a model
 # that could not finish within its wait.
 MODEL_CHUNKS_PER_S = 60
+# Chunks the static first pass embeds before a command answers (about 3 s on 2 cores); a larger
+# repository's first pass is made by the background process while BM25 answers.
+FIRST_PASS_AT_ONCE = 5_000
+
+
+def model_started(settings: Settings, n_chunks: int) -> bool:
+    """Does the background process start the model on its own for an index of `n_chunks`
+    (`dense_background_limit`; `coderag index --dense` embeds every chunk whatever it is)?"""
+    limit = settings.dense_background_limit
+    return not limit or n_chunks <= limit
+
+
+def capped_note(settings: Settings, model: str, n_chunks: int) -> str:
+    """The one sentence that says the background model is capped, and how to finish it."""
+    return (
+        f"{model} is not started on its own above {settings.dense_background_limit:,} chunks "
+        f"(dense_background_limit), and this index has {n_chunks:,}: `coderag index --dense` "
+        f"embeds them all, in about {model_minutes(n_chunks)} min on 2 cores."
+    )
+
+
+def model_minutes(n_chunks: int) -> int:
+    """Minutes the model needs for `n_chunks` on 2 cores, roughly (at least 1)."""
+    return max(1, round(n_chunks / MODEL_CHUNKS_PER_S / 60))
 
 
 class PromptError(CoderagError, ValueError):
@@ -655,7 +679,7 @@ class Engine:
             # The model cannot finish within the wait: spend it on nothing, answer now.
             first = self.open_first_pass(settings, lexical, cancel=cancel)
             if first.available:
-                minutes = max(1, round(missing / MODEL_CHUNKS_PER_S / 60))
+                minutes = model_minutes(missing)
                 note = (
                     f"{known.model} has embedded {known.coverage:.0%} of chunks and needs about "
                     f"{minutes} min for the rest, more than the {wait} s a search waits, so "
@@ -714,9 +738,12 @@ class Engine:
         if not full.available and not full.pending:
             return full  # dense is off, and says why
         model = full.model or OFFLINE_LABEL
+        n_chunks = len(lexical.chunks)
         status = read_status(settings.index_path) if background else None
-        if background:
-            doing = f" ({status.describe()})" if status is not None else ""
+        doing = f" ({status.describe()})" if status is not None else ""
+        if background and not model_started(settings, n_chunks):
+            coming = capped_note(settings, model, n_chunks)
+        elif background:
             coming = (
                 f"{model} embeds the chunks in a background process at low priority{doing}: "
                 "later searches use it once it has embedded every chunk (--wait waits for it)."
@@ -726,6 +753,22 @@ class Engine:
                 f"{model} has not embedded every chunk yet — `coderag index --dense` embeds "
                 "the rest, --wait waits for it."
             )
+        if not self.first_pass_at_once(settings, lexical):
+            # A first pass of a large repository takes a minute or more: BM25 answers now and
+            # the background process makes it (said with what is still coming).
+            if background:
+                note = (
+                    f"dense search is off for now: a background process at low priority makes "
+                    f"the static first pass of {n_chunks:,} chunks{doing}, which later searches "
+                    f"use; then {coming}"
+                )
+            else:
+                note = (
+                    f"dense search is off for now: the static first pass of {n_chunks:,} chunks "
+                    "is made by the background process (dense_background is off) or by "
+                    "`coderag index --dense`, which embeds every chunk with the model too."
+                )
+            return Dense(reason=note, pending=True)
         first = self.open_first_pass(settings, lexical, progress=progress)
         if first.available:
             note = f"dense is the static first pass{' while ' if background else ': '}{coming}"
@@ -738,6 +781,18 @@ class Engine:
         share = f"{known.coverage:.0%}"
         note = f"dense covers {share} of chunks so far: {coming}"
         return replace(known, notices=(*known.notices, note))
+
+    def first_pass_at_once(self, settings: Settings, lexical: Lexical) -> bool:
+        """May a command make the static first pass itself before it answers? When the
+        repository is small (`FIRST_PASS_AT_ONCE` chunks: seconds), or a first pass of this
+        chunking is saved (only the chunks that changed since are embedded)."""
+        from coderag_tui.core.rank import static
+        from coderag_tui.core.rank.dense import DenseIndex, dense_dir
+
+        if len(lexical.chunks) <= FIRST_PASS_AT_ONCE:
+            return True
+        found = static.table(settings.models_path)
+        return found is not None and DenseIndex.read_meta(dense_dir(settings, found[1])) is not None
 
     def open_reranker(self, settings: Settings) -> Rerank:
         """Resolve and warm up the reranker (learned or a cross-encoder), or say why

@@ -4,10 +4,12 @@ A `coderag search` answers at once from BM25 and the static first pass; the tran
 minutes on a large repository. Rather than make each call wait (and lose what it embedded
 when the call ends), the command starts this module in a process of its own (`start`): it
 lowers its priority to the least (at its entry point, `main`), takes the index's embedding
-lock (so one runs per index), makes the model's one-time ONNX copy if needed, embeds every
-chunk the model has not, and saves the model's complete list, which the next search loads. It
-writes how far it got beside the index (`core.rank.embedding_status`) and ends when done, or
-when the index goes away.
+lock (so one runs per index), makes the static first pass when a search did not (a large
+repository's: a minute or more), then, unless the index has more chunks than
+`dense_background_limit`, makes the model's one-time ONNX copy if needed, embeds every chunk
+the model has not, and saves the model's complete list, which the next search loads. It writes
+how far it got beside the index (`core.rank.embedding_status`) and ends when done, or when the
+index goes away.
 
 It is started only where the `dense_background` setting is on (off when the CI variable is
 set, and in the test suite unless a test asks for it). docs/architecture.md says why a
@@ -30,6 +32,7 @@ from typing import Any
 
 from coderag_tui.core.engine import Engine
 from coderag_tui.core.rank.embedding_status import (
+    FIRST_PASS,
     EmbeddingStatus,
     clear_status,
     lock_path,
@@ -118,36 +121,60 @@ def run(settings: Settings) -> int:
         lock.release()
 
 
+def _reporter(index: Path, stage: str, started: float, model: str = "") -> Any:
+    """A progress callback that writes `stage`'s progress beside the index, once a second."""
+    since = time.time()
+    written = 0.0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal written
+        now = time.monotonic()
+        if now - written >= STATUS_EVERY_S or done >= total:
+            written = now
+            write_status(
+                index,
+                EmbeddingStatus(os.getpid(), stage, done, total, started, model, since=since),
+            )
+
+    return progress
+
+
 def _embed(settings: Settings, gone: threading.Event) -> int:
+    from coderag_tui.core.engine import model_started
     from coderag_tui.core.rank.embedders import offline_ready, resolve_embedder
+    from coderag_tui.core.rank.static import STATIC_LABEL
 
     index = settings.index_path
     started = time.time()
-    copied = bool(settings.embed_model) or offline_ready(settings.models_path)
-    status = EmbeddingStatus(os.getpid(), "loading" if copied else "preparing", started=started)
-    write_status(index, status)
     with Engine(settings) as engine:
         lexical = engine.saved_lexical(settings) or engine.update_index(settings, cancel=gone)
         if gone.is_set():
             return 0
+        # The static first pass first (seconds to minutes): searches rank with it meanwhile.
+        if engine.first_pass_worth(settings, len(lexical.chunks)):
+            first = engine.open_first_pass(
+                settings,
+                lexical,
+                progress=_reporter(index, FIRST_PASS, started, STATIC_LABEL),
+                cancel=gone,
+            )
+            del first  # saved beside the index when complete; the next search loads it
+        if gone.is_set() or not model_started(settings, len(lexical.chunks)):
+            return 0  # over dense_background_limit: searches say how to embed them all
+        copied = bool(settings.embed_model) or offline_ready(settings.models_path)
+        stage = "loading" if copied else "preparing"
+        write_status(index, EmbeddingStatus(os.getpid(), stage, started=started))
         choice = resolve_embedder(settings)  # makes the model's one-time copy if needed
         if choice.embedder is None or gone.is_set():
             logger.debug("background embedding: no model (%s)", choice.reason)
             return 0
         model = choice.embedder.name
-        written = 0.0
-
-        def progress(done: int, total: int) -> None:
-            nonlocal written
-            now = time.monotonic()
-            if now - written >= STATUS_EVERY_S or done >= total:
-                written = now
-                write_status(
-                    index, EmbeddingStatus(os.getpid(), "embedding", done, total, started, model)
-                )
-
         dense = engine.open_dense(
-            settings, lexical, embedder=choice.embedder, progress=progress, cancel=gone
+            settings,
+            lexical,
+            embedder=choice.embedder,
+            progress=_reporter(index, "embedding", started, model),
+            cancel=gone,
         )
     complete = dense.index is not None and dense.index.complete
     logger.debug(

@@ -31,6 +31,7 @@ from pathlib import Path
 from coderag_tui.core.engine import DENSE_OFF_FOR_RUN, Dense, Engine, Lexical, Rerank
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.index.watch import EVERY_FILE, TreeWatch
+from coderag_tui.core.rank.embedding_status import FIRST_PASS, read_status
 from coderag_tui.core.rank.search import RERANK_OFF
 from coderag_tui.settings import SEARCH_STAGES, Settings, settings_of
 
@@ -52,6 +53,8 @@ MIN_GAP_S = 2.0
 # could not say (a global ignore file, `git add -f`) is then taken in, as a fresh process
 # would, without a search waiting for it.
 FULL_CHECK_AFTER_S = 300.0
+# Seconds between looks for what the background process saved (the first pass, the model).
+RECHECK_DENSE_S = 10.0
 WATCH_FAILED = "the file watch stopped ({}): every search re-checks the repository's files."
 
 
@@ -94,8 +97,13 @@ class Resident:
     Made by `open`; `close` (or the context manager) stops the watch and the engine.
     """
 
-    def __init__(self, engine: Engine, watch: TreeWatch | None, *, dense: bool) -> None:
+    def __init__(
+        self, engine: Engine, watch: TreeWatch | None, *, dense: bool, background: bool = False
+    ) -> None:
         self.engine = engine
+        # A background process embeds for this index (`core.refine`): what it saves is taken in.
+        self.background = background
+        self._dense_checked = time.monotonic()
         self.settings = engine.settings
         self.watch = watch
         self.checks = Checks()
@@ -150,7 +158,8 @@ class Resident:
             if watch is not None:
                 watch.close()
             raise
-        return cls(engine, watch, dense=dense), note
+        background = bool(engine_kw.get("background"))
+        return cls(engine, watch, dense=dense, background=background), note
 
     # ---------------------------------------------------------------- staying fresh
     def _check(self, only: frozenset[str] | None = EVERY_FILE) -> None:
@@ -180,6 +189,26 @@ class Resident:
         if not dense.first_pass:  # the model's list: the few changed chunks are embedded now
             return self.engine.open_dense(settings, lexical, embedder=dense.embedder)
         return self.engine.open_dense_now(settings, lexical)
+
+    def _take_background_work(self) -> None:
+        """Install what the background process saved since the dense stage was opened (the
+        static first pass, the model's complete list): looked for when its status says a
+        stage ended, at most every `RECHECK_DENSE_S`."""
+        dense, lexical = self._dense, self.engine.lexical
+        if dense is None or lexical is None or not self.background:
+            return
+        if not (dense.pending or dense.first_pass):
+            return
+        now = time.monotonic()
+        if now - self._dense_checked < RECHECK_DENSE_S:
+            return
+        self._dense_checked = now
+        status = read_status(self.settings.index_path)
+        if status is not None and (dense.first_pass or status.stage == FIRST_PASS):
+            return  # still at it: the stage it is making is not saved yet
+        newer = self.engine.open_dense_now(self.settings, lexical, background=True)
+        if newer.available or not dense.available:
+            self._dense = newer
 
     def fresh(self) -> bool:
         """Make the index as fresh as a full check would; True when that took a check."""
@@ -265,6 +294,8 @@ class Resident:
             )
         try:
             self.fresh()
+            if dense:
+                self._take_background_work()
             engine = self.engine
             if dense and self._dense is None:  # opened without it: open it now, keep it
                 lexical = engine.lexical

@@ -126,6 +126,11 @@ class CoderagApp(App[None]):
         self.model_installed = False  # the model's own stage is installed for embed_serial
         self.model_embedder: Embedder | None = None  # kept across re-chunks: loaded once
         self.model_coverage = 0.0  # share of chunks the model has embedded (while it embeds)
+        self.model_eta = ""  # its time left at its rate so far ("" before a rate is known)
+        self.model_off = False  # not started (dense_background_limit) or failed: no share shown
+        self.first_pass_share = ""  # how far the static first pass is, while it is made
+        # when each kind of progress (the model's, the first pass's) began, and how far it was
+        self._embed_marks: dict[bool, tuple[float, int]] = {}
         self.refresh_timer: Timer | None = None  # while the last results wait for dense
         self.quick_embed_chunks = QUICK_EMBED_CHUNKS  # fewer missing: the model, no first pass
         self.lexical_chunking: str | None = None  # the chunking of the installed lexical stage
@@ -371,6 +376,8 @@ class CoderagApp(App[None]):
         self.dense_started = self.engine.clock()
         self.model_installed = False
         self.model_coverage = 0.0
+        self.model_eta, self.model_off, self.first_pass_share = "", False, ""
+        self._embed_marks.clear()
         self.main.latency.reset_dense()
         self.main.show_dense_stage(None, "")
         self._work(
@@ -398,8 +405,10 @@ class CoderagApp(App[None]):
         dense = self.engine.dense
         embedder = self.model_embedder
         share = ""
-        if embedder is not None and not self.model_installed:
+        if embedder is not None and not self.model_installed and not self.model_off:
             share = f"{short_model(model_title(embedder.name))} {self.model_coverage:.0%}"
+            if self.model_eta:
+                share += f", {self.model_eta} left"
         if dense is not None and dense.available and dense.first_pass:
             detail = " · ".join(p for p in (dense_title(dense), share) if p)
             self._set_state(replace(self.index_state, dense="first pass", dense_detail=detail))
@@ -409,7 +418,11 @@ class CoderagApp(App[None]):
             self._set_state(replace(self.index_state, dense="ready", dense_detail=name))
             self.main.show_dense_stage(dense, "")
         elif self.dense_pending:
-            state = "embedding" if self.model_embedder is not None else "loading model"
+            # While the first pass is made no model loads: `dense embedding (static first
+            # pass 13%, 4 min left)`, not `dense loading model (...)`.
+            making = self.model_embedder is not None or bool(self.first_pass_share)
+            state = "embedding" if making else "loading model"
+            share = self.first_pass_share or share  # the first pass is made before the model
             self._set_state(replace(self.index_state, dense=state, dense_detail=share))
             self.main.show_dense_stage(None, share)
         else:
@@ -435,6 +448,8 @@ class CoderagApp(App[None]):
             self.main.latency.show_first_pass(None, first.reason)
             self._notify_new(first.notices)
             return  # the model's list follows as without a first pass
+        self.first_pass_share = ""
+        self.main.embed_progress.finish()  # the model's progress, if it embeds, follows
         self.engine.use(first)
         self.main.latency.show_first_pass(self._dense_ms(), dense_title(first))
         self._show_dense_state()
@@ -445,8 +460,29 @@ class CoderagApp(App[None]):
         if not self.has_main_screen or message.serial != self.embed_serial:
             return
         self.main.show_embed_progress(message)
-        self.model_coverage = message.done / max(message.total, 1)
+        eta = self._eta(message.done, message.total, first_pass=message.first_pass)
+        if message.first_pass:
+            share = f"static first pass {message.done / max(message.total, 1):.0%}"
+            self.first_pass_share = f"{share}, {eta} left" if eta else share
+        else:
+            self.model_coverage = message.done / max(message.total, 1)
+            self.model_eta = eta
         self._show_dense_state()
+
+    def _eta(self, done: int, total: int, *, first_pass: bool) -> str:
+        """The time left to the model (or the first pass) at its rate since its progress
+        began ("" until known)."""
+        from coderag_tui.core.rank.embedding_status import duration
+
+        now = time.monotonic()
+        mark = self._embed_marks.get(first_pass)
+        if mark is None or done < mark[1]:
+            self._embed_marks[first_pass] = (now, done)
+            return ""
+        since, first = mark
+        if done <= first or now <= since:
+            return ""
+        return duration((total - done) * (now - since) / (done - first))
 
     def on_embeddings_ready(self, message: EmbeddingsReady) -> None:
         if not self.has_main_screen or message.serial != self.embed_serial:
@@ -464,7 +500,9 @@ class CoderagApp(App[None]):
             self.engine.use(dense)
             self.main.latency.show_model(self._dense_ms(), dense_title(dense))
         elif first_pass_shown:
-            # The model failed: the first pass keeps answering, and the reason is said once.
+            # The model failed or is not started (dense_background_limit): the first pass
+            # keeps answering, and the reason is said once.
+            self.model_off = True
             self.main.latency.show_model(None, dense.reason)
             self._notify_new((dense.reason,))
             self._show_dense_state()

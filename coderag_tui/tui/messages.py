@@ -80,11 +80,13 @@ class IndexFailed(Message):
 
 @dataclass
 class EmbeddingProgressed(Message):
-    """The dense stage embedded another batch of stripes."""
+    """The dense stage embedded another batch of stripes: the model's, or the static first
+    pass's (`first_pass`; a large repository's takes minutes)."""
 
     serial: int
     done: int
     total: int
+    first_pass: bool = False
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, EmbeddingProgressed)

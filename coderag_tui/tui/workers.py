@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.worker import get_current_worker
 
-from coderag_tui.core.engine import DIFF_TASK, PromptError, code_query, diff_query, prompt_tools
+from coderag_tui.core.engine import (
+    DIFF_TASK,
+    Dense,
+    PromptError,
+    capped_note,
+    code_query,
+    diff_query,
+    model_started,
+    prompt_tools,
+)
 from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.given_paths import parse_location
 from coderag_tui.core.records import Chunk, Scope, SearchRun
@@ -140,30 +149,37 @@ def open_dense(
 
     When more than `first_pass_over` chunks are missing and the engine finds a first pass
     worth it, the static first pass runs first (FirstPassReady), in this worker: beside the
-    model's embedding, two cores would slow both.
+    model's embedding, two cores would slow both. Above `dense_background_limit` chunks the
+    model is not started on its own (hours): the first pass stays, and one sentence says how
+    to embed them all.
     """
     lower_thread_priority()
     worker = get_current_worker()
     cancel = threading.Event()
     start = engine.clock()
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, *, first_pass: bool = False) -> None:
         if worker.is_cancelled:
             cancel.set()
             return
-        post(EmbeddingProgressed(serial, done, total))
+        post(EmbeddingProgressed(serial, done, total, first_pass))
+
+    def first_progress(done: int, total: int) -> None:
+        progress(done, total, first_pass=True)
 
     known = engine.open_dense(
         settings, lexical, embedder=embedder, embed_missing=False, prepare=False
     )
+    first_shown = False  # the static first pass answers
     if known.pending:
         # The model's one-time ONNX copy is still to be made (10-30 s on a machine's first
         # run): the static first pass ranks every chunk meanwhile, then the copy is made.
         first_start = engine.clock()
-        first = engine.open_first_pass(settings, lexical, cancel=cancel)
+        first = engine.open_first_pass(settings, lexical, progress=first_progress, cancel=cancel)
         if worker.is_cancelled or cancel.is_set():
             return
         post(FirstPassReady(serial, first, (engine.clock() - first_start) * 1000))
+        first_shown = first.available
         known = engine.open_dense(settings, lexical, embed_missing=False)
         first_pass_over = len(lexical.chunks) + 1  # it has run
     if worker.is_cancelled:
@@ -176,10 +192,18 @@ def open_dense(
     missing = index.n_chunks - index.covered if index is not None else 0
     if missing > first_pass_over and engine.first_pass_worth(settings, missing):
         first_start = engine.clock()
-        first = engine.open_first_pass(settings, lexical, cancel=cancel)
+        first = engine.open_first_pass(settings, lexical, progress=first_progress, cancel=cancel)
         if worker.is_cancelled or cancel.is_set():
             return
         post(FirstPassReady(serial, first, (engine.clock() - first_start) * 1000))
+        first_shown = first.available
+    if not model_started(settings, len(lexical.chunks)):
+        note = capped_note(settings, known.model, len(lexical.chunks))
+        # With the first pass answering, the model is left off; without one, the vectors the
+        # model has (a `coderag index --dense` cut short) answer for what they cover.
+        off = Dense(reason=note) if first_shown else replace(known, notices=(*known.notices, note))
+        post(EmbeddingsReady(serial, off, (engine.clock() - start) * 1000))
+        return
     dense = engine.open_dense(
         settings, lexical, embedder=known.embedder, progress=progress, cancel=cancel
     )

@@ -243,6 +243,20 @@ def test_unchanged_files_come_from_the_content_cache(index_dir: Path) -> None:
     assert Definitions.build(chunks, planted).lookup("planted") != ()
 
 
+def test_a_copy_of_a_file_is_parsed_once_per_build(index_dir: Path) -> None:
+    spec = Settings(repo=index_dir, index_dir=index_dir, chunk_lines=4).chunking_spec
+    text = "package a\n\nfunc Alpha() {}\n"
+    chunks = [*chunk_file("a/x.go", text, "go", spec), *chunk_file("b/x.go", text, "go", spec)]
+    seen: dict[str, list[tuple[int, str, str]]] = {}
+    built = Definitions.build(chunks, None, seen)
+    assert len(seen) == 1 and {d.chunk for d in built.lookup("alpha")} == {0, 1}
+    # What this build parsed is what its copies get: the entry of the first, not a new parse.
+    (digest,) = seen
+    planted = {digest: [(3, "planted", "function")]}
+    both = Definitions.build(chunks, None, planted)
+    assert {d.chunk for d in both.lookup("planted")} == {0, 1}
+
+
 def test_scanned_files_skip_the_content_cache() -> None:
     chunks = chunk_file("a.py", "def alpha():\n    pass\n", "python", ChunkingSpec("lines", 4))
     seen: dict[str, list[tuple[int, str, str]]] = {}

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from coderag_tui.core.index.indexer import build_index, open_index
 from coderag_tui.core.index.store import EmbeddingCache
+from coderag_tui.core.rank import dense as dense_module
 from coderag_tui.core.rank.dense import (
     DenseBuildStats,
     DenseIndex,
@@ -448,3 +449,30 @@ def test_a_chunk_is_embedded_with_its_path_so_a_question_naming_its_module_finds
     index = DenseIndex.build(chunks, embedder, cache)
     assert index.search(embedder.embed_query("how are shipping requests handled"), 2)[0][0] == 1
     assert index.search(embedder.embed_query("billing request handler"), 2)[0][0] == 0
+
+
+def test_a_build_in_slices_gives_the_index_one_slice_gives(
+    embedder: CountingEmbedder,
+    cache: EmbeddingCache,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A large repository is built a slice of chunks at a time (memory bounded by the slice):
+    # the rows, their chunks and what is re-used must not depend on where slices end.
+    chunks = _corpus() * 3  # texts repeated across slices: embedded once, found in the cache
+    whole = DenseIndex.build(chunks, embedder, cache)
+    embedded_once = embedder.embedded
+    monkeypatch.setattr(dense_module, "BUILD_SLICE", 4)
+    other = EmbeddingCache.open(tmp_path / "other.sqlite")
+    try:
+        embedder.batches.clear()
+        sliced = DenseIndex.build(chunks, embedder, other)
+    finally:
+        other.close()
+    assert embedder.embedded == embedded_once
+    assert np.array_equal(sliced.stripe_chunk, whole.stripe_chunk)
+    assert np.allclose(sliced.matrix, whole.matrix)
+    assert sliced.complete and list(sliced.chunk_hashes) == list(whole.chunk_hashes)
+    # a rebuild re-uses every row of the previous index, slice by slice
+    again = DenseIndex.build(chunks, embedder, cache, previous=sliced)
+    assert again.stats.reused_chunks == len(chunks) and np.allclose(again.matrix, whole.matrix)

@@ -18,7 +18,12 @@ from coderag_tui.core.engine import Dense, Engine
 from coderag_tui.core.rank import static
 from coderag_tui.settings import Settings
 from coderag_tui.tui.app import CoderagApp
-from coderag_tui.tui.messages import EmbeddingsReady, FirstPassReady, SearchFinished
+from coderag_tui.tui.messages import (
+    EmbeddingProgressed,
+    EmbeddingsReady,
+    FirstPassReady,
+    SearchFinished,
+)
 from coderag_tui.tui.widgets.query import QueryInput
 from coderag_tui.tui.widgets.status import TopBar
 from tests.tui.conftest import (
@@ -208,3 +213,66 @@ async def test_while_the_model_embeds_the_ranks_line_says_dense_is_pending_not_o
         gate.set()
         await settle(pilot)
         assert text_of(app, "#ranks").split(" · ")[1].startswith("Dense #")
+
+
+def hold_first_pass(engine: Engine, gate: threading.Event) -> None:
+    """Make the static first pass wait for `gate` after it reported its first progress."""
+    open_dense = engine.open_dense
+
+    def held(*args: Any, **kw: Any) -> Dense:
+        report = kw.get("progress")
+        if kw.get("first_pass", False) and report is not None:
+
+            def progress(done: int, total: int) -> None:
+                report(done, total)
+                gate.wait(30)
+
+            kw["progress"] = progress
+        return open_dense(*args, **kw)
+
+    engine.open_dense = held  # type: ignore[method-assign]
+
+
+async def test_while_the_first_pass_is_made_the_top_bar_and_work_row_say_so(
+    tui_settings: Settings, build_app: AppFactory, tiny_st_embedder: Path
+) -> None:
+    settings = tui_settings.with_(
+        embed_backend="sentence-transformers", embed_model=str(tiny_st_embedder)
+    )
+    app = build_app(settings)
+    app.quick_embed_chunks = 0  # the tiny repository gets a first pass
+    gate = threading.Event()
+    hold_first_pass(app.engine, gate)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "static first pass" in top_bar(app))
+        bar = top_bar(app)
+        # No model is loading while the first pass is made: the bar says what is embedding.
+        assert "dense embedding (static first pass " in bar and "loading model" not in bar
+        work = app.main.embed_progress
+        assert work.display
+        assert "windows (static first pass)" in str(work.query_one(".work-detail").render())
+        gate.set()
+        await settle(pilot)
+        assert app.engine.dense is not None and app.engine.dense.available
+
+
+async def test_above_the_background_limit_the_first_pass_stays_and_the_model_is_not_started(
+    tui_settings: Settings, build_app: AppFactory, tiny_st_embedder: Path, recorder: Recorder
+) -> None:
+    settings = tui_settings.with_(
+        embed_backend="sentence-transformers",
+        embed_model=str(tiny_st_embedder),
+        dense_background_limit=1,  # the tiny repository counts as a large one
+    )
+    app = build_app(settings)
+    app.quick_embed_chunks = 0  # its chunks get a first pass
+    async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
+        await search(pilot, QUERY)
+        assert app.engine.dense is not None and app.engine.dense.first_pass
+        progress = recorder.of(EmbeddingProgressed)
+        assert progress and all(m.first_pass for m in progress)  # the model embedded nothing
+        said = " ".join(recorder.notifications())
+        assert "dense_background_limit" in said and "coderag index --dense" in said
+        bar = top_bar(app)
+        assert "dense first pass (static MiniLM)" in bar and "%" not in bar
+        assert column(app, "dense").keys  # the first pass ranks

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.index.indexer import IndexProgress
     from coderag_tui.core.index.keeper import IndexKeeper
     from coderag_tui.core.index.store import EmbeddingCache, Store
-    from coderag_tui.core.rank import bm25_process
+    from coderag_tui.core.rank.definitions_process import Follower
     from coderag_tui.core.rank.dense import DenseRanker
     from coderag_tui.core.rank.embed import Embedder
     from coderag_tui.core.rank.lexical import LexicalIndex
@@ -108,7 +108,8 @@ class LocalBackend:
         with keeper.locked(settings, progress, cancel, notices) as locked:
             if not locked:  # cancelled while another run was indexing
                 return self._as_it_is(settings, current, [*notices, INDEX_CANCELLED])
-            second: list[bm25_process.Child] = []  # started once the walk found much to read
+            # Started once the walk found much to read: BM25's follower, then the definitions'.
+            second: list[Follower] = []
             try:
                 return self._update_locked(
                     settings,
@@ -124,13 +125,12 @@ class LocalBackend:
                 for child in second:
                     child.stop()
 
-    def _start_second(
-        self, settings: Settings, second: list[bm25_process.Child], to_read: int
-    ) -> None:
+    def _start_second(self, settings: Settings, second: list[Follower], to_read: int) -> None:
         """A second process building BM25 while a repository's first index is written
-        (`core.rank.bm25_process`), when the walk found enough to read for it to help."""
+        (`core.rank.bm25_process`), and a third building the definitions
+        (`core.rank.definitions_follow`), when the walk found enough to read for them to help."""
         from coderag_tui.core.index.store import StoreError
-        from coderag_tui.core.rank import bm25_process
+        from coderag_tui.core.rank import bm25_process, definitions_follow
 
         if to_read < bm25_process.MIN_BYTES:
             return
@@ -141,6 +141,9 @@ class LocalBackend:
             return
         if child is not None:
             second.append(child)
+            follower = definitions_follow.start(store, settings)
+            if follower is not None:
+                second.append(follower)
 
     def _update_locked(  # noqa: PLR0913 (the update's state, passed on once)
         self,
@@ -149,7 +152,7 @@ class LocalBackend:
         progress: Callable[[IndexProgress], None] | None,
         cancel: threading.Event | None,
         notices: list[str],
-        second: list[bm25_process.Child],
+        second: list[Follower],
         *,
         stale_ok: bool,
         only: Collection[str] | None,
@@ -214,7 +217,14 @@ class LocalBackend:
             progress(IndexProgress("bm25", 0, 0, len(chunks), 0, report.elapsed_s))
         # A cancelled build is not waited for: the child is stopped (by `update`).
         usable = second and store is keeper.opened() and not report.cancelled
-        bm25 = load_or_build_bm25(store, settings, chunks, second=second[0] if usable else None)
+        followers = second if usable else []
+        bm25 = load_or_build_bm25(
+            store,
+            settings,
+            chunks,
+            second=followers[0] if followers else None,
+            follower=followers[1] if len(followers) > 1 else None,
+        )
         bm25.warm_up()
         return Lexical(chunks=chunks, bm25=bm25, generation=generation, report=report, notices=said)
 

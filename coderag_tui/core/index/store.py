@@ -1059,6 +1059,16 @@ class Store(_Database):
             ).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
+    def chunks_after(self, spec_key: str, after: int, limit: int) -> list[tuple[int, Chunk]]:
+        """`chunk_rows_after` with each chunk whole: (row id, chunk)."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT rowid, path, start_line, end_line, kind, language, text FROM chunks "
+                "WHERE rowid > ? AND spec_key = ? ORDER BY rowid LIMIT ?",
+                (after, spec_key, limit),
+            ).fetchall()
+        return [(int(r[0]), Chunk(*r[1:])) for r in rows]
+
     def chunk_row_ids(self, spec_key: str) -> list[int]:
         """The row id of every chunk of `spec_key`, in the order of `chunks()`."""
         with self._reading() as conn:

@@ -11,21 +11,20 @@ by row id (rows are only ever inserted or deleted, never changed: `Store.chunk_r
 tokenizing each chunk as soon as its batch is committed, with the very `ChunkNumbers` the
 in-process build uses.
 
-When the parent has written the index it sends one line, the store's generation and chunk
-count (`Child.done`), and builds the definitions itself meanwhile. The child then reads the
-chunks' order in one snapshot; when the generation and count are those the parent sent, it
+When the parent has written the index it sends one line, the store's generation and chunk count
+(`Follower.done`), and builds the definitions itself meanwhile, or waits for a third process
+that followed the build to parse them (`core.rank.definitions_follow`). The child then reads
+the chunks' order in one snapshot; when the generation and count are those the parent sent, it
 tokenizes any row it has not seen, counts, and saves the BM25 folder exactly as the parent
-would (`BM25Index.save`, with the file table), so `load_or_build_bm25` loads it. Anything
-else (the store changed, the child failed, was killed or too slow): it saves nothing and the
-parent builds BM25 as without it. The result is the same either way (a test holds the two
-equal). It ends when its parent does, whatever its signal state
-(`definitions_process.ParentWatch`): the parent closing its stdin (interrupted, or given up),
-or dying.
+would (`BM25Index.save`, with the file table), so `load_or_build_bm25` loads it. Anything else
+(the store changed, the child failed, was killed or too slow): it saves nothing and the parent
+builds BM25 as without it. The result is the same either way (a test holds the two equal). It
+ends when its parent does, whatever its signal state (`definitions_process.ParentWatch`): the
+parent closing its stdin (interrupted, or given up), or dying.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from array import array
 from pathlib import Path
@@ -44,12 +43,11 @@ if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
     from coderag_tui.settings import Settings
 
-MIN_CHUNKS = definitions_process.MIN_CHUNKS  # fewer: the parent builds BM25 itself
-# Started only when the walk finds at least this much to read: about `MIN_CHUNKS` windows of
-# 64 lines of code (a smaller repository is indexed before the child has even started).
+# Started only when the walk finds at least this much to read: about
+# `definitions_process.MIN_CHUNKS` windows of 64 lines of code (a smaller repository is
+# indexed before the child has even started).
 MIN_BYTES = 8 << 20
 PAGE = 2048  # chunks read per query while following the build
-IDLE_S = 0.02  # how long the child waits for the next batch to be committed
 
 # What the last `start` or `Child.finish` did, for benchmarks and tests (one sentence).
 last_outcome = ""
@@ -68,21 +66,8 @@ def _record(outcome: str) -> None:
     last_outcome = outcome
 
 
-class Child(definitions_process.Child):
+class Child(definitions_process.Follower):
     """A running child building BM25 (see the module docstring)."""
-
-    min_chunks = MIN_CHUNKS  # fewer chunks written: the parent builds BM25 itself
-
-    def done(self, generation: str, n_chunks: int) -> None:
-        """Tell the child the index is written: `generation` with `n_chunks` chunks."""
-        stdin = self.process.stdin
-        line = json.dumps({"generation": generation, "n_chunks": n_chunks}) + "\n"
-        try:
-            if stdin is not None:
-                stdin.write(line.encode("utf-8"))
-                stdin.flush()
-        except (OSError, ValueError):  # gone already: `finish` says how it ended
-            pass
 
 
 def start(store: Store, settings: Settings) -> Child | None:
@@ -124,15 +109,12 @@ def main(args: dict[str, Any]) -> int:
         seen: dict[int, array[int]] = {}  # int32: a vocabulary stays far below 2**31
         store = Store.open(Path(args["store"]), read_only=True)
         try:
-            last = 0
-            while True:
-                rows = store.chunk_rows_after(spec_key, last, PAGE)
+            pages = definitions_process.followed_pages(
+                lambda last: store.chunk_rows_after(spec_key, last, PAGE), parent
+            )
+            for rows in pages:
                 for row, path, text in rows:
                     seen[row] = array("i", numbers(path, text))
-                if rows:
-                    last = rows[-1][0]
-                elif parent.heard.wait(IDLE_S):
-                    break
             said = parent.said or {}
             with store.snapshot():  # the order, file table and count of one generation
                 if store.generation(spec_key) != said.get("generation"):

@@ -17,10 +17,12 @@ regex pass is much faster and agrees with the parse on nearly every name
 "Definitions and the Python regex pass"). Most of the rest of the build is the regex pass: where
 each name lands is sorted out with numpy and the saved text joined once (`_holders`,
 `_pack`). Parsed results are kept per file content hash beside the index, so a rebuild after
-an edit parses only the files that changed. Scanned files are not kept: hashing and writing
+an edit parses only the files that changed, and a build parses each distinct text once (copies
+of a file are common in a monorepo). Scanned files are not kept: hashing and writing
 them would cost every cold build more than it saves a rebuild, which rebuilds the
 BM25 index anyway. A cold build of many chunks runs beside the BM25
-build in a second process (`core.rank.definitions_process`).
+build in a second process (`core.rank.definitions_process`); a repository's first index is
+followed file by file as it is written (`core.rank.definitions_follow`).
 """
 
 from __future__ import annotations
@@ -306,6 +308,34 @@ def _file_text(chunks: Sequence[Chunk], ids: Sequence[int]) -> str:
     return "\n".join(parts)
 
 
+def file_found(
+    file_chunks: Sequence[Chunk],
+    known: Mapping[str, list[FileDefinition]] | None = None,
+    seen: dict[str, list[FileDefinition]] | None = None,
+    scanners: Mapping[str, Scanner] = SCANNERS,
+) -> list[FileDefinition]:
+    """The definitions in one file put back together from its chunks (in line order): its
+    language scanned, or parsed unless `known` or `seen` holds its text's entry (a copy of a
+    file already parsed: vendored code, a repository twice in a monorepo); [] for a language
+    without a query. `seen` receives the entry of a parsed file (see `Definitions.build`)."""
+    language = file_chunks[0].language if file_chunks else None
+    if not language or language not in QUERIES:
+        return []
+    text = _file_text(file_chunks, range(len(file_chunks)))
+    scanner = scanners.get(language)
+    if scanner is not None:
+        return scanner(text, MAX_DEPTH)
+    data = text.encode("utf-8", "surrogatepass")
+    digest = f"{language}:{utf8_hash(data)}"
+    cached = known.get(digest) if known is not None else None
+    if cached is None and seen is not None:
+        cached = seen.get(digest)
+    found = parsed_definitions(data, language) if cached is None else cached
+    if seen is not None:
+        seen[digest] = found
+    return found
+
+
 class Defined(NamedTuple):
     """One definition of a looked-up name: the chunk holding it, its kind and its spelling."""
 
@@ -410,28 +440,27 @@ class Definitions:
         `scanners` are the languages scanned instead of parsed ({}: parse every file)."""
         if isinstance(chunks, ChunkList):
             chunks = list(chunks)  # every text is read: once, a page at a time
-        files: list[list[int]] = []  # the chunks of each file defining something, in line order
-        found_all: list[FileDefinition] = []  # their definitions, file after file
-        counts: list[int] = []  # how many definitions each of these files has
+        files: list[tuple[list[int], list[FileDefinition]]] = []
         for ids in _files(chunks).values():
-            language = chunks[ids[0]].language
-            if not language or language not in QUERIES:
-                continue
-            scanner = scanners.get(language)
-            if scanner is not None:
-                found = scanner(_file_text(chunks, ids), MAX_DEPTH)
-            else:
-                data = _file_text(chunks, ids).encode("utf-8", "surrogatepass")
-                digest = f"{language}:{utf8_hash(data)}"
-                cached = known.get(digest) if known is not None else None
-                found = parsed_definitions(data, language) if cached is None else cached
-                if seen is not None:
-                    seen[digest] = found
+            found = file_found([chunks[i] for i in ids], known, seen, scanners)
             if found:
-                files.append(ids)
-                found_all.extend(found)
-                counts.append(len(found))
-        return cls(len(chunks), _holders(chunks, files, counts, found_all))
+                files.append((ids, found))
+        starts = np.fromiter((c.start_line for c in chunks), dtype=np.int64, count=len(chunks))
+        ends = np.fromiter((c.end_line for c in chunks), dtype=np.int64, count=len(chunks))
+        return cls.of_files(len(chunks), starts, ends, files)
+
+    @classmethod
+    def of_files(
+        cls,
+        n_docs: int,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        files: Sequence[tuple[Sequence[int], list[FileDefinition]]],
+    ) -> Definitions:
+        """The definitions of `n_docs` chunks (their first and last lines `starts`, `ends`)
+        from each file's chunk indexes, in line order, and what `file_found` found in it (the
+        files in chunk order): what `build` makes once every file is scanned or parsed."""
+        return cls(n_docs, _holders(starts, ends, files))
 
     def save(
         self,
@@ -481,25 +510,25 @@ class Definitions:
 
 
 def _holders(
-    chunks: Sequence[Chunk],
-    files: list[list[int]],
-    counts: list[int],
-    found: list[FileDefinition],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    files: Sequence[tuple[Sequence[int], list[FileDefinition]]],
 ) -> Names:
-    """The saved entries of `found` (the definitions of `files`, `counts[i]` of them in
-    `files[i]`): each definition belongs to every chunk of its file holding its line. Windows
-    may overlap, so from the last chunk starting at or before the line, back while the chunks
-    hold it: one numpy step per overlapping window (one in all without overlap)."""
+    """The saved entries of the definitions of `files` (each file's chunk indexes in line
+    order, and its definitions; chunk `i` spans lines `starts[i]`..`ends[i]`): each definition
+    belongs to every chunk of its file holding its line. Windows may overlap, so from the last
+    chunk starting at or before the line, back while the chunks hold it: one numpy step per
+    overlapping window (one in all without overlap)."""
+    found = [d for _, defined in files for d in defined]
     if not found:
         none = np.zeros(0, dtype=np.int64)
         return _pack([], none, none, np.zeros(0, dtype=object), none, none)
-    in_order = [chunks[i] for f in files for i in f]
-    ids = np.fromiter((i for f in files for i in f), dtype=np.int64, count=len(in_order))
-    starts = np.fromiter((c.start_line for c in in_order), dtype=np.int64, count=len(ids))
-    ends = np.fromiter((c.end_line for c in in_order), dtype=np.int64, count=len(ids))
-    chunk_file = np.repeat(np.arange(len(files), dtype=np.int64), [len(f) for f in files])
+    ids = np.fromiter((i for f, _ in files for i in f), dtype=np.int64)
+    starts, ends = starts[ids], ends[ids]
+    chunk_file = np.repeat(np.arange(len(files), dtype=np.int64), [len(f) for f, _ in files])
     lines_, names, kinds = zip(*found, strict=True)
     lines = np.array(lines_, dtype=np.int64)
+    counts = [len(defined) for _, defined in files]
     def_file = np.repeat(np.arange(len(files), dtype=np.int64), counts)
     # (file, line) as one sortable number: chunks are in file order, then start line
     at = np.searchsorted(chunk_file << 32 | starts, def_file << 32 | lines, side="right") - 1
@@ -668,6 +697,16 @@ _SPACE = re.compile(r"[^\S\n]")  # white space but a newline
 _SAVED_ENTRY = re.compile(r"[tfc]:\d+:[^\s,:]+(?:,[tfc]:\d+:[^\s,:]+)*")
 
 
+def definitions_wanted(settings: Settings) -> bool:
+    """Whether the code signals of `settings` read the definitions (else none are built)."""
+    return settings.signals and bool(
+        settings.signal_definitions
+        or settings.signal_forms
+        or settings.signal_issue_terms
+        or settings.signal_tests
+    )
+
+
 def definitions_dir(settings: Settings) -> Path:
     """Where the definitions of the current chunking are saved (beside its BM25 folders)."""
     spec = settings.chunking_spec.key.replace(":", "_")
@@ -742,7 +781,6 @@ def load_or_build_definitions_at(  # noqa: PLR0913
     if generation is None:
         generation = store.generation(spec_key)
     current = current if current is not None else CurrentTable(store, chunks)
-    cache_path = directory.parent / _FILES_CACHE
     meta = read_folder_meta(directory, _META, EXTRACTOR_VERSION)
     with contextlib.suppress(ValueError, KeyError, TypeError):
         if meta is not None and meta.get("generation") == generation:
@@ -758,19 +796,38 @@ def load_or_build_definitions_at(  # noqa: PLR0913
             drift = current.drift_from(FileTable.load(directory))
             if drift.n_chunks == len(chunks) and drift.worth_a_delta(max_drift):
                 changed = [chunks[int(i)] for i in drift.added]
-                delta = Definitions.build(changed, _read_cache(cache_path), scanners=scanners)
+                delta = Definitions.build(changed, known_files(directory), scanners=scanners)
                 extra = {"generation": generation, "base": meta.get("generation")}
                 with contextlib.suppress(OSError):
                     delta.save(delta_dir, {**extra, "n_chunks": len(chunks)}, drift=drift)
                 return base.shifted(drift, delta)
     seen: dict[str, list[FileDefinition]] = {}
-    definitions = Definitions.build(chunks, _read_cache(cache_path), seen, scanners=scanners)
+    definitions = Definitions.build(chunks, known_files(directory), seen, scanners=scanners)
+    save_base(directory, definitions, generation, current.table, seen)
+    return definitions
+
+
+def known_files(directory: Path) -> dict[str, list[FileDefinition]]:
+    """The parsed files' definitions kept beside the definitions saved in `directory` (by
+    language and text hash; see `_read_cache`)."""
+    return _read_cache(directory.parent / _FILES_CACHE)
+
+
+def save_base(
+    directory: Path,
+    definitions: Definitions,
+    generation: str,
+    table: FileTable,
+    seen: dict[str, list[FileDefinition]],
+) -> None:
+    """Save a new base of `generation` (its file table `table`) in `directory`, drop its old
+    delta and keep `seen` (the parsed files' entries) as the next build's `known_files`."""
     # A read-only or full cache costs a rebuild next time, never the search.
     with contextlib.suppress(OSError):
-        definitions.save(directory, {"generation": generation}, table=current.table)
+        definitions.save(directory, {"generation": generation}, table=table)
         shutil.rmtree(directory.with_name(directory.name + ".delta"), ignore_errors=True)
-        _write_cache(cache_path, seen)  # only the files indexed now: the cache never grows
-    return definitions
+        # only the files indexed now: the cache never grows
+        _write_cache(directory.parent / _FILES_CACHE, seen)
 
 
 def saved_generation(directory: Path) -> str | None:

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +55,8 @@ MIN_CORES = 2  # fewer usable cores: built in-process (see the module docstring)
 GRACE_S = 2.0  # how long a child asked to stop may take before it is killed
 POLL_S = 0.5  # how often a child checks that its parent is still there
 WAIT_FLOOR_S = 5.0  # after BM25, wait at least this long (or as long as BM25 took)
+IDLE_S = 0.02  # how long a follower waits for the next batch of a build to be committed
+PATIENCE = 3.0  # a follower is waited for up to this many times as long as it has run
 
 # Exit codes of the child.
 SAVED, CHANGED, INTERRUPTED = 0, 3, 130
@@ -155,6 +157,49 @@ class Child:
         except (OSError, ValueError):
             return ""
         return f": {lines[-1]}" if lines else ""
+
+
+class Follower(Child):
+    """A child following the first index of a repository as it is written
+    (`core.rank.bm25_process`, `core.rank.definitions_follow`): told by `done` when it is."""
+
+    min_chunks = MIN_CHUNKS  # fewer chunks written: the parent builds it itself
+
+    @property
+    def patience_s(self) -> float:
+        """How long the parent waits for it once the index is written: `PATIENCE` times as
+        long as it has run (at least `wait_floor_s`). Two followers share a core with the
+        parent's build, so at its end they may be well behind; stopping one then throws its
+        work away and does it all again in the parent."""
+        return max(self.wait_floor_s, PATIENCE * self.running_s)
+
+    def done(self, generation: str, n_chunks: int) -> None:
+        """Tell the child the index is written: `generation` with `n_chunks` chunks."""
+        stdin = self.process.stdin
+        line = json.dumps({"generation": generation, "n_chunks": n_chunks}) + "\n"
+        try:
+            if stdin is not None:
+                stdin.write(line.encode("utf-8"))
+                stdin.flush()
+        except (OSError, ValueError):  # gone already: `finish` says how it ended
+            pass
+
+
+_R = TypeVar("_R", bound=tuple[Any, ...])
+
+
+def followed_pages(read: Callable[[int], list[_R]], parent: ParentWatch) -> Iterator[list[_R]]:
+    """A follower's side of a build: the pages of rows `read(after)` gives (rows led by their
+    row id, in row order) as the build commits them, until the parent says it is done. Rows
+    committed just before that may be missed: the follower reads them in its final snapshot."""
+    last = 0
+    while True:
+        rows = read(last)
+        if rows:
+            yield rows
+            last = rows[-1][0]
+        elif parent.heard.wait(IDLE_S):
+            return
 
 
 def start(

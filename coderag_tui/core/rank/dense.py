@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 STRIPE_OVERLAP = 32  # tokens shared by neighbouring stripes, so no line is only ever seen cut
 CACHE_SLICE = 2000  # hashes per cache lookup
+BUILD_SLICE = 4096  # chunks a build reads, embeds and turns into rows at a time
 TOKENIZE_SLICE = 512  # texts per tokenizer call: bounds what their encodings hold
 # 2: a chunk is embedded with its file path on a first line (`dense_text`)
 _FORMAT = "coderag-dense-2"
@@ -241,6 +243,116 @@ class DenseRanker(Protocol):
         ...
 
 
+class _SliceBuild:
+    """A dense build a slice of chunks at a time (`DenseIndex.build`): only the finished
+    rows (float32) and each chunk's hash are kept, never every text or vector object."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        cache: VectorCache,
+        reuse: Mapping[bytes, tuple[int, int]],
+        previous: DenseIndex | None,
+        n_chunks: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.embedder, self.cache, self.reuse, self.previous = embedder, cache, reuse, previous
+        self.n_chunks = n_chunks
+        self.progress = progress
+        self.blocks: list[np.ndarray] = []
+        self.owners: list[np.ndarray] = []
+        self.kept_hashes = np.zeros(n_chunks, dtype="S40")
+        self.stripes = self.unique = self.cached = self.embedded = self.reused_chunks = 0
+        self.done = 0  # stripes resolved: re-used, cached or embedded
+        self.known = 0  # stripes of the slices seen so far
+        self.seen = 0  # chunks of the slices seen so far
+        self.cancelled = False
+
+    def _report(self) -> None:
+        if self.progress is None:
+            return
+        # Slices not seen yet are counted at the stripes per chunk seen so far.
+        rest = self.n_chunks - self.seen
+        total = self.known + (round(rest * self.known / self.seen) if self.seen else rest)
+        self.progress(self.done, max(total, self.done))
+
+    def add(
+        self,
+        lo: int,
+        hashes: list[bytes],
+        fresh: list[int],
+        stripes: Stripes,
+        batch_size: int,
+        *,
+        embed: bool,
+        cancel: threading.Event | None,
+    ) -> None:
+        """Resolve one slice's chunks (`hashes`, the chunk at `lo` first): rows re-used from
+        the previous index, vectors from the cache, the rest embedded shortest first in
+        batches (written to the cache after each) when `embed`, until `cancel` is set; the
+        slice's chunks whose every stripe is known become rows."""
+        embedder = self.embedder
+        stripe_hashes = [text_hash(t) for t in stripes.texts]
+        first: dict[str, int] = {}
+        for i, h in enumerate(stripe_hashes):
+            first.setdefault(h, i)
+        unique = list(first)
+        vectors = _lookup(self.cache, embedder.name, unique)
+        reused_rows = sum(self.reuse[h][1] - self.reuse[h][0] for h in hashes if h in self.reuse)
+        self.seen += len(hashes)
+        self.known += reused_rows + len(unique)
+        self.done += reused_rows + len(vectors)
+        self.cached += len(vectors)
+        self.unique += len(unique)
+        self.stripes += reused_rows + len(stripe_hashes)
+        self.reused_chunks += len(hashes) - len(fresh)
+        self._report()
+        missing = sorted(
+            (h for h in unique if h not in vectors), key=lambda h: stripes.tokens[first[h]]
+        )
+        size = max(1, batch_size)
+        for i in range(0, len(missing) if embed else 0, size):
+            if cancel is not None and cancel.is_set():
+                self.cancelled = True
+                break
+            batch = missing[i : i + size]
+            matrix = embedder.embed_documents([stripes.texts[first[h]] for h in batch])
+            rows = [np.asarray(row, dtype=np.float32) for row in matrix]
+            self.cache.put_many(embedder.name, list(zip(batch, rows, strict=True)))
+            vectors.update(zip(batch, rows, strict=True))
+            self.embedded += len(batch)
+            self.done += len(batch)
+            self._report()
+        fresh_rows: dict[int, list[int]] = {}
+        for stripe, owner in enumerate(stripes.chunk_of.tolist()):
+            fresh_rows.setdefault(fresh[owner], []).append(stripe)
+        previous = self.previous
+        for j, key in enumerate(hashes):
+            span = self.reuse.get(key)
+            if span is not None and previous is not None:
+                block = np.asarray(previous.matrix[span[0] : span[1]], dtype=np.float32)
+            else:
+                rows_of = fresh_rows.get(j, [])
+                if not rows_of or any(stripe_hashes[r] not in vectors for r in rows_of):
+                    continue  # a stripe not embedded (cancelled): the chunk is left out
+                block = np.stack([vectors[stripe_hashes[r]] for r in rows_of])
+            self.blocks.append(block)
+            self.owners.append(np.full(len(block), lo + j, dtype=np.int64))
+            self.kept_hashes[lo + j] = key
+
+    def index(self, stats: DenseBuildStats) -> DenseIndex:
+        dim = self.previous.dim if self.previous is not None and self.reuse else 0
+        dim = dim or next((b.shape[1] for b in self.blocks if b.ndim == 2), 0)
+        if self.blocks:
+            matrix = np.concatenate(self.blocks).astype(np.float32, copy=False)
+            owner = np.concatenate(self.owners)
+        else:
+            matrix = np.zeros((0, dim), dtype=np.float32)
+            owner = np.zeros(0, dtype=np.int64)
+        self.blocks.clear()
+        return DenseIndex(matrix, owner, self.n_chunks, stats, chunk_hashes=self.kept_hashes)
+
+
 class DenseIndex:
     """One float32 matrix of stripe vectors and the chunk each stripe belongs to."""
 
@@ -349,7 +461,6 @@ class DenseIndex:
         """
         started = time.perf_counter()
         tokenizer, window = stripe_window(embedder)
-        chunk_hashes = [text_hash(dense_text(c)).encode("ascii") for c in chunks]
         reuse: dict[bytes, tuple[int, int]] = {}
         if (
             previous is not None
@@ -359,106 +470,40 @@ class DenseIndex:
             and previous.max_stripes == max_stripes
         ):
             reuse = previous._rows_by_hash()
-        fresh = [i for i, h in enumerate(chunk_hashes) if h not in reuse]
-        reused_rows = sum(reuse[h][1] - reuse[h][0] for h in chunk_hashes if h in reuse)
-        fresh_texts = [dense_text(chunks[i]) for i in fresh]
-        if max_stripes == 1 and getattr(embedder, "truncates", False):
-            # The embedder keeps the first `window` tokens itself (a static table does it
-            # while tokenizing): the whole text is its one stripe, tokenized once, not twice.
-            owners = np.arange(len(fresh_texts), dtype=np.int64)
-            stripes = Stripes(fresh_texts, [len(t) for t in fresh_texts], owners)
-        else:
-            stripes = split_stripes(fresh_texts, tokenizer, window, overlap, max_stripes)
-        hashes = [text_hash(t) for t in stripes.texts]
-        first: dict[str, int] = {}
-        for i, h in enumerate(hashes):
-            first.setdefault(h, i)
-        unique = list(first)
-        vectors = _lookup(cache, embedder.name, unique)
-        cached = len(vectors)
-        total = reused_rows + len(unique)
-        if progress is not None:
-            progress(reused_rows + cached, total)
-        missing = sorted(
-            (h for h in unique if h not in vectors), key=lambda h: stripes.tokens[first[h]]
-        )
-        embedded = 0
-        cancelled = False
-        size = max(1, batch_size)
-        for i in range(0, len(missing) if embed_missing else 0, size):
-            if cancel is not None and cancel.is_set():
-                cancelled = True
-                break
-            batch = missing[i : i + size]
-            matrix = embedder.embed_documents([stripes.texts[first[h]] for h in batch])
-            rows = [np.asarray(row, dtype=np.float32) for row in matrix]
-            cache.put_many(embedder.name, list(zip(batch, rows, strict=True)))
-            vectors.update(zip(batch, rows, strict=True))
-            embedded += len(batch)
-            if progress is not None:
-                progress(reused_rows + cached + embedded, total)
+        whole = max_stripes == 1 and getattr(embedder, "truncates", False)
+        build = _SliceBuild(embedder, cache, reuse, previous, len(chunks), progress)
+        chunk_iter = iter(chunks)
+        for lo in range(0, len(chunks), BUILD_SLICE):
+            part = list(itertools.islice(chunk_iter, BUILD_SLICE))
+            texts = [dense_text(c) for c in part]
+            hashes = [text_hash(t).encode("ascii") for t in texts]
+            fresh = [j for j, h in enumerate(hashes) if h not in reuse]
+            fresh_texts = [texts[j] for j in fresh]
+            del texts
+            if whole:
+                # The embedder keeps the first `window` tokens itself (a static table does it
+                # while tokenizing): the whole text is its one stripe, tokenized once.
+                owners = np.arange(len(fresh_texts), dtype=np.int64)
+                stripes = Stripes(fresh_texts, [len(t) for t in fresh_texts], owners)
+            else:
+                stripes = split_stripes(fresh_texts, tokenizer, window, overlap, max_stripes)
+            build.add(lo, hashes, fresh, stripes, batch_size, embed=embed_missing, cancel=cancel)
+            if build.cancelled:
+                break  # the chunks after this slice stay uncovered; the cache keeps the rest
         stats = DenseBuildStats(
             chunks=len(chunks),
-            stripes=reused_rows + len(hashes),
-            unique_stripes=len(unique),
-            cached=cached,
-            embedded=embedded,
-            cancelled=cancelled,
-            seconds=0.0,
-            reused_chunks=len(chunks) - len(fresh),
+            stripes=build.stripes,
+            unique_stripes=build.unique,
+            cached=build.cached,
+            embedded=build.embedded,
+            cancelled=build.cancelled,
+            seconds=time.perf_counter() - started,
+            reused_chunks=build.reused_chunks,
         )
-        index = cls._assemble(
-            chunk_hashes, fresh, stripes.chunk_of, hashes, vectors, reuse, previous, stats
-        )
+        index = build.index(stats)
         index.model, index.window, index.overlap = embedder.name, window, overlap
         index.max_stripes = max_stripes
-        index.stats = replace(stats, seconds=time.perf_counter() - started)
         return index
-
-    @classmethod
-    def _assemble(  # noqa: PLR0913
-        cls,
-        chunk_hashes: list[bytes],
-        fresh: list[int],
-        fresh_owner: np.ndarray,
-        hashes: list[str],
-        vectors: Mapping[str, np.ndarray],
-        reuse: Mapping[bytes, tuple[int, int]],
-        previous: DenseIndex | None,
-        stats: DenseBuildStats,
-    ) -> DenseIndex:
-        """Rows in chunk order: copied from `previous`, or this build's stripe vectors.
-
-        A chunk missing any stripe vector (a cancelled build) is left out entirely.
-        """
-        dim = previous.dim if previous is not None and reuse else 0
-        dim = dim or next((v.shape[0] for v in vectors.values()), 0)
-        # Runs of this build's stripes per fresh chunk.
-        fresh_rows: dict[int, list[int]] = {}
-        for stripe, owner in enumerate(fresh_owner.tolist()):
-            fresh_rows.setdefault(fresh[owner], []).append(stripe)
-        blocks: list[np.ndarray] = []
-        owners: list[np.ndarray] = []
-        kept_hashes = np.zeros(len(chunk_hashes), dtype="S40")
-        for chunk, key in enumerate(chunk_hashes):
-            span = reuse.get(key)
-            if span is not None and previous is not None:
-                block = previous.matrix[span[0] : span[1]]
-            else:
-                rows = fresh_rows.get(chunk, [])
-                if not rows or any(hashes[r] not in vectors for r in rows):
-                    continue
-                block = np.stack([vectors[hashes[r]] for r in rows])
-            blocks.append(block)
-            owners.append(np.full(len(block), chunk, dtype=np.int64))
-            kept_hashes[chunk] = key
-        if blocks:
-            matrix = np.concatenate(blocks).astype(np.float32, copy=False)
-            owner = np.concatenate(owners)
-        else:
-            matrix = np.zeros((0, dim), dtype=np.float32)
-            owner = np.zeros(0, dtype=np.int64)
-        return cls(matrix, owner, len(chunk_hashes), stats, chunk_hashes=kept_hashes)
 
     def save(self, directory: Path, *, extra: Mapping[str, Any] | None = None) -> None:
         """Write the index to `directory` atomically (a temporary folder renamed into place)."""

@@ -11,29 +11,54 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+FIRST_PASS = "first pass"  # the stage that makes the static first pass, before the model
 
 
 @dataclass(frozen=True)
 class EmbeddingStatus:
-    """One background process's progress: loading (or first copying) the model, then
-    embedding windows."""
+    """One background process's progress: the static first pass, loading (or first copying)
+    the model, then embedding windows."""
 
     pid: int
-    stage: str  # "loading", "preparing" (the model's one-time copy) or "embedding"
-    done: int = 0  # windows embedded so far this run
-    total: int = 0  # windows this run embeds
+    stage: str  # "first pass", "loading", "preparing" (the model's one-time copy), "embedding"
+    done: int = 0  # windows embedded so far in this stage
+    total: int = 0  # windows this stage embeds
     started: float = 0.0  # time.time() when the process started
     model: str = ""
+    since: float = 0.0  # time.time() when this stage started (0: unknown)
 
-    def describe(self) -> str:
-        """A few words for a note: what the process is doing now."""
+    def eta_s(self, now: float | None = None) -> float | None:
+        """Seconds this stage still needs at its rate so far (None before a rate is known)."""
+        now = time.time() if now is None else now
+        spent = now - self.since
+        if not self.since or self.done <= 0 or self.total <= 0 or spent <= 0:
+            return None
+        return max(0.0, (self.total - self.done) * spent / self.done)
+
+    def describe(self, now: float | None = None) -> str:
+        """A few words for a note: what the process is doing now, and the time left."""
         if self.stage == "preparing":
             return "now making its one-time copy of the model"
         if self.stage == "loading" or self.total <= 0:
             return "now loading the model"
-        return f"{self.done:,} of {self.total:,} windows so far"
+        eta = self.eta_s(now)
+        left = f", about {duration(eta)} left" if eta is not None else ""
+        what = "first pass: " if self.stage == FIRST_PASS else ""
+        return f"{what}{self.done:,} of {self.total:,} windows so far{left}"
+
+
+def duration(seconds: float) -> str:
+    """A time left as people say it: 40 s, 12 min, 3 h 10 min."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def status_path(index_path: Path) -> Path:
@@ -66,6 +91,7 @@ def read_status(index_path: Path) -> EmbeddingStatus | None:
             total=int(data.get("total", 0)),
             started=float(data.get("started", 0.0)),
             model=str(data.get("model", "")),
+            since=float(data.get("since", 0.0)),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

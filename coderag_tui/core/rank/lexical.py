@@ -5,7 +5,8 @@ The index itself (its options, postings, scoring and saved folders) lives in
 index is written) imports too; this module decides between the saved base, the base with a
 delta of what changed (`core.rank.segments`), or a new build, with the definitions the code
 signals read built beside it (`core.rank.definitions`, in a second process when that pays:
-`core.rank.definitions_process`). Its names are re-exported here for the faces and stages.
+`core.rank.definitions_process`, or following a first index: `core.rank.definitions_follow`).
+Its names are re-exported here for the faces and stages.
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
-    from coderag_tui.core.rank import bm25_process
     from coderag_tui.core.rank.definitions import Definitions
-    from coderag_tui.core.rank.definitions_process import Child
+    from coderag_tui.core.rank.definitions_process import Child, Follower
     from coderag_tui.settings import Settings
 
 
@@ -68,7 +68,7 @@ class LexicalIndex(Protocol):
     def warm_up(self) -> None: ...
 
 
-def load_or_build_bm25(
+def load_or_build_bm25(  # noqa: PLR0913 (the two followers are passed on once)
     store: Store,
     settings: Settings,
     chunks: Sequence[Chunk],
@@ -76,37 +76,38 @@ def load_or_build_bm25(
     method: str = DEFAULT_METHOD,
     max_drift: float = MAX_DRIFT,
     splitter: str = WORD,
-    second: bm25_process.Child | None = None,
+    second: Follower | None = None,
+    follower: Follower | None = None,
 ) -> BM25Index:
     """The saved index when the store's chunks are unchanged (same generation); after an
     edit, the saved base with a delta of the changed files (`max_drift` as in
     `Drift.worth_a_delta`); else rebuilt.
 
     `second`: a child that followed the build of these chunks (`core.rank.bm25_process`):
-    told they are written, it counts and saves BM25 while the definitions are built here;
-    it is waited for at most as long as it has run (at least its floor), and whatever
-    becomes of it the saved index is then loaded, or built here.
+    told they are written, it counts and saves BM25 while the definitions are built here, or
+    by `follower`, a third that followed the build too (`core.rank.definitions_follow`);
+    each is waited for a while (`Follower.patience_s`), and whatever becomes of them what
+    they saved is then loaded, or built here.
 
     With the code signals that read them on, the chunks' definitions come with it (saved
     beside it the same way; `core.rank.definitions`). When both are rebuilt over many chunks,
     a second process builds the definitions meanwhile (`core.rank.definitions_process`);
     whatever becomes of it, they are then loaded, or built here as without it.
     """
+    from coderag_tui.core.rank.definitions import definitions_wanted
+
     current = CurrentTable(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
     options = BM25Options(
         settings.split_identifiers, settings.path_in_text, method, splitter=splitter
     )
-    wanted = settings.signals and bool(
-        settings.signal_definitions
-        or settings.signal_forms
-        or settings.signal_issue_terms
-        or settings.signal_tests
-    )
+    wanted = definitions_wanted(settings)
     if second is not None:
         if splitter == WORD and len(chunks) >= second.min_chunks:
-            return _with_second(store, settings, chunks, second, wanted=wanted)
+            return _with_second(store, settings, chunks, second, follower, wanted=wanted)
         second.stop()
+    if follower is not None:
+        follower.stop()
     children: list[Child] = []
 
     def before_build() -> None:  # BM25 is about to be rebuilt: the definitions too
@@ -158,24 +159,32 @@ def _with_second(
     store: Store,
     settings: Settings,
     chunks: Sequence[Chunk],
-    second: bm25_process.Child,
+    second: Follower,
+    follower: Follower | None,
     *,
     wanted: bool,
 ) -> BM25Index:
-    """`load_or_build_bm25` with a child counting BM25 meanwhile (see there)."""
+    """`load_or_build_bm25` with a child counting BM25 meanwhile, and one building the
+    definitions (see there)."""
     from coderag_tui.core.rank.definitions import load_or_build_definitions
 
     current = CurrentTable(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
     options = BM25Options.of(settings)
+    children = [second] if follower is None else [second, follower]
+    definitions = None
     try:
-        second.done(generation, len(chunks))
-        definitions = (
-            load_or_build_definitions(store, settings, chunks, current=current) if wanted else None
-        )
-        second.finish(max(second.wait_floor_s, second.running_s))
+        for child in children:
+            child.done(generation, len(chunks))
+        if wanted and follower is None:
+            definitions = load_or_build_definitions(store, settings, chunks, current=current)
+        for child in children:
+            child.finish(child.patience_s)
+        if wanted and definitions is None:  # what the follower saved, or built here
+            definitions = load_or_build_definitions(store, settings, chunks, current=current)
     finally:
-        second.stop()
+        for child in children:
+            child.stop()
     index = _load_or_build_matrix(
         bm25_dir(settings, options), options, chunks, generation, current, MAX_DRIFT
     )

@@ -382,7 +382,9 @@ class MainScreen(Screen[None]):
         self.index_progress.advance_to(p.files_done, p.files_total, detail)
 
     def show_embed_progress(self, p: EmbeddingProgressed) -> None:
-        detail = f"{p.done:,}/{p.total:,} stripes (model windows)"
+        # "windows", as `coderag status` and a search's note count them
+        what = "static first pass" if p.first_pass else "model"
+        detail = f"{p.done:,}/{p.total:,} windows ({what})"
         self.embed_progress.advance_to(p.done, p.total, detail)
 
     def set_code_mode(self, *, code: bool) -> None:

@@ -1,0 +1,206 @@
+"""Build the definitions in a third process while the first index of a repository is written.
+
+The definitions are the costliest part of a cold lexical stage: tree-sitter parses every file
+of a language without a scanner, ~45% of the CPU of a cold index of a 118k-chunk monorepo
+(benchmarks/README.md, "A monorepo of 20 repositories"), serial in the indexing process after
+the index is written. When BM25 follows the build in a second process
+(`core.rank.bm25_process`), `start` runs this one beside it, under the same conditions (a
+first index, enough to read, two cores) when the code signals read the definitions: a new
+interpreter with the parent's `sys.path`, as `core.rank.definitions_process` does. It opens
+the store read-only and follows the build by row id (`Store.chunks_after`): a file's chunks
+are written together, in line order, so once a later file's rows show up a file is whole, and
+it is put back together, scanned or parsed (`definitions.file_found`) while the rest of the
+repository is still being read.
+
+When the parent has written the index it sends the store's generation and chunk count
+(`Follower.done`) and waits. The child then reads the chunks' order in one snapshot; a file
+whose row ids are those it followed keeps what was found, any other (missed, or written
+again) is read in that snapshot and done now; with the generation and count those the parent
+sent, it saves the definitions (and the parsed files' cache) exactly as
+`load_or_build_definitions` would, which then loads them. Anything else (the store changed,
+the child failed, was killed or too slow): it saves nothing and the parent builds them as
+without it. The result is the same either way (a test holds the two equal). It ends when its
+parent does (`definitions_process.ParentWatch`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coderag_tui.core.rank import definitions_process
+
+if TYPE_CHECKING:
+    from coderag_tui.core.index.store import Store
+    from coderag_tui.core.rank.definitions import FileDefinition
+    from coderag_tui.core.records import Chunk
+    from coderag_tui.settings import Settings
+
+PAGE = 2048  # chunks read per query while following the build
+
+# What the last `start` or `Follower.finish` did, for benchmarks and tests (one sentence).
+last_outcome = ""
+
+_BOOT = (
+    "import json, sys\n"
+    "args = json.loads(sys.argv[1])\n"
+    "sys.path[:] = args['path']\n"
+    "from coderag_tui.core.rank.definitions_follow import main\n"
+    "sys.exit(main(args))\n"
+)
+
+
+def _record(outcome: str) -> None:
+    global last_outcome
+    last_outcome = outcome
+
+
+def start(store: Store, settings: Settings) -> definitions_process.Follower | None:
+    """A child following the first build of `settings`' chunking into `store` to build its
+    definitions (see the module docstring); None when the code signals do not read them,
+    they are saved already, or there is no second core."""
+    from coderag_tui.core.rank.definitions import (
+        definitions_dir,
+        definitions_wanted,
+        saved_generation,
+    )
+
+    directory = definitions_dir(settings)
+    if not definitions_wanted(settings):
+        _record("not wanted (the code signals that read them are off)")
+        return None
+    if definitions_process.cores() < definitions_process.MIN_CORES:
+        _record("built in-process (fewer than two cores)")
+        return None
+    if getattr(sys, "frozen", False) or not sys.executable:
+        _record("built in-process (no interpreter to start)")
+        return None
+    key = settings.chunking_spec.key
+    if store.chunk_count(key) or saved_generation(directory) is not None:
+        _record("built in-process (not a first index)")
+        return None
+    args = {
+        "path": sys.path,
+        "store": str(Path(store.path).resolve()),
+        "spec_key": key,
+        "directory": str(directory.resolve()),
+    }
+    return definitions_process.spawn(_BOOT, args, definitions_process.Follower, _record)
+
+
+class _Followed:
+    """What the child found in each whole file it followed: by path, the file's row ids, its
+    definitions and its entry for the parsed files' cache; `known` holds the cache's entries
+    and those of every file parsed since."""
+
+    def __init__(self, known: dict[str, list[FileDefinition]]) -> None:
+        self.known = known
+        self.files: dict[str, tuple[tuple[int, ...], list[FileDefinition], dict[str, Any]]] = {}
+        self._open: list[tuple[int, Chunk]] = []  # the rows of the file being read
+
+    def add(self, rows: list[tuple[int, Chunk]]) -> None:
+        """Take a page of rows; a file is done when the next one's rows start."""
+        for row in rows:
+            if self._open and row[1].path != self._open[0][1].path:
+                self.close()
+            self._open.append(row)
+
+    def close(self) -> None:
+        """The file being read is whole: find its definitions."""
+        from coderag_tui.core.rank.definitions import file_found
+
+        rows, self._open = self._open, []
+        if rows:
+            entry: dict[str, Any] = {}
+            found = file_found([chunk for _, chunk in rows], self.known, entry)
+            self.files[rows[0][1].path] = (tuple(row for row, _ in rows), found, entry)
+            self.known.update(entry)  # a later copy of this file is not parsed again
+
+
+def main(args: dict[str, Any]) -> int:
+    """The child: follow the build, then build and save the definitions (see the module
+    docstring)."""
+    try:
+        parent = definitions_process.ParentWatch(args.get("parent"))
+        from coderag_tui.core.index.store import Store
+
+        spec_key = str(args["spec_key"])
+        directory = Path(args["directory"])
+        store = Store.open(Path(args["store"]), read_only=True)
+        try:
+            return _follow(store, spec_key, directory, parent)
+        finally:
+            store.close()
+    except KeyboardInterrupt:
+        return definitions_process.INTERRUPTED
+
+
+def _follow(
+    store: Store, spec_key: str, directory: Path, parent: definitions_process.ParentWatch
+) -> int:
+    from coderag_tui.core.index.chunk_list import ChunkList
+    from coderag_tui.core.rank.definitions import (
+        Definitions,
+        file_found,
+        known_files,
+        save_base,
+    )
+    from coderag_tui.core.rank.segments import CurrentTable
+    from coderag_tui.core.records import Chunk
+
+    followed = _Followed(known_files(directory))
+    pages = definitions_process.followed_pages(
+        lambda last: store.chunks_after(spec_key, last, PAGE), parent
+    )
+    for rows in pages:
+        followed.add(rows)
+    followed.close()
+    said = parent.said or {}
+    files: list[tuple[range, list[FileDefinition]]] = []
+    seen: dict[str, list[FileDefinition]] = {}
+    with store.snapshot():  # the order, file table and count of one generation
+        if store.generation(spec_key) != said.get("generation"):
+            return definitions_process.CHANGED
+        order = store.chunk_row_ids(spec_key)
+        chunks = ChunkList.load(store, spec_key)
+        table = CurrentTable(store, chunks).table
+        if len(order) != said.get("n_chunks") or len(order) != len(chunks):
+            return definitions_process.CHANGED
+        bounds = chunks.file_starts.tolist()
+        missed: dict[int, range] = {}  # file -> its chunks, of the files not followed whole
+        for f, path in enumerate(chunks.paths):
+            ids = range(bounds[f], bounds[f + 1])
+            known = followed.files.get(path)
+            if known is not None and known[0] == tuple(order[ids.start : ids.stop]):
+                files.append((ids, known[1]))
+                seen.update(known[2])
+            else:
+                missed[f] = ids
+        texts = dict(
+            (row, text)
+            for row, _, text in store.chunk_rows([order[i] for ids in missed.values() for i in ids])
+        )
+    for f, ids in missed.items():
+        language = chunks.languages[f]
+        file_chunks = [
+            Chunk(
+                chunks.paths[f],
+                int(chunks.starts[i]),
+                int(chunks.ends[i]),
+                chunks.kind(i),
+                language,
+                texts.get(order[i], ""),
+            )
+            for i in ids
+        ]
+        files.append((ids, file_found(file_chunks, followed.known, seen)))
+    files.sort(key=lambda file: file[0].start)  # in chunk order, as `Definitions.build`
+    definitions = Definitions.of_files(
+        len(chunks), chunks.starts, chunks.ends, [file for file in files if file[1]]
+    )
+    save_base(directory, definitions, str(said["generation"]), table, seen)
+    return definitions_process.SAVED
+
+
+__all__ = ["main", "start"]
