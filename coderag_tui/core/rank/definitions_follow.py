@@ -42,13 +42,7 @@ PAGE = 2048  # chunks read per query while following the build
 # What the last `start` or `Follower.finish` did, for benchmarks and tests (one sentence).
 last_outcome = ""
 
-_BOOT = (
-    "import json, sys\n"
-    "args = json.loads(sys.argv[1])\n"
-    "sys.path[:] = args['path']\n"
-    "from coderag_tui.core.rank.definitions_follow import main\n"
-    "sys.exit(main(args))\n"
-)
+_BOOT = definitions_process.boot(__name__)
 
 
 def _record(outcome: str) -> None:
@@ -70,11 +64,9 @@ def start(store: Store, settings: Settings) -> definitions_process.Follower | No
     if not definitions_wanted(settings):
         _record("not wanted (the code signals that read them are off)")
         return None
-    if definitions_process.cores() < definitions_process.MIN_CORES:
-        _record("built in-process (fewer than two cores)")
-        return None
-    if getattr(sys, "frozen", False) or not sys.executable:
-        _record("built in-process (no interpreter to start)")
+    reason = definitions_process.no_follower()
+    if reason is not None:
+        _record(reason)
         return None
     key = settings.chunking_spec.key
     if store.chunk_count(key) or saved_generation(directory) is not None:

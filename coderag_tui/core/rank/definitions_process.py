@@ -64,13 +64,19 @@ SAVED, CHANGED, INTERRUPTED = 0, 3, 130
 # What the last `start` or `Child.finish` did, for benchmarks and tests (one sentence).
 last_outcome = ""
 
-_BOOT = (
-    "import json, sys\n"
-    "args = json.loads(sys.argv[1])\n"
-    "sys.path[:] = args['path']\n"
-    "from coderag_tui.core.rank.definitions_process import main\n"
-    "sys.exit(main(args))\n"
-)
+
+def boot(module: str) -> str:
+    """The code a child runs: `module`'s `main` on its arguments, with the parent's path."""
+    return (
+        "import json, sys\n"
+        "args = json.loads(sys.argv[1])\n"
+        "sys.path[:] = args['path']\n"
+        f"from {module} import main\n"
+        "sys.exit(main(args))\n"
+    )
+
+
+_BOOT = boot(__name__)
 
 
 def cores() -> int:
@@ -78,6 +84,16 @@ def cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def no_follower() -> str | None:
+    """Why a follower (BM25's, the definitions') cannot start here, as its outcome sentence;
+    None when it can."""
+    if cores() < MIN_CORES:
+        return "built in-process (fewer than two cores)"
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return "built in-process (no interpreter to start)"
+    return None
 
 
 def _record(outcome: str) -> None:
