@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 from coderag_tui.core.engine import Dense, Engine
 from coderag_tui.core.rank import static
 from coderag_tui.settings import Settings
+from coderag_tui.tui import app as app_module
 from coderag_tui.tui.app import CoderagApp
 from coderag_tui.tui.messages import (
     EmbeddingProgressed,
@@ -159,8 +160,15 @@ class LayoutWatch(Recorder):
     ],
 )
 async def test_reindexing_keeps_the_last_rankings_until_dense_is_ready(
-    tui_settings: Settings, build_app: AppFactory, tiny_st_embedder: Path, change: str
+    tui_settings: Settings,
+    build_app: AppFactory,
+    tiny_st_embedder: Path,
+    change: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The wait's bound (the search runs anyway after REFRESH_WAIT_S) is not what this test
+    # measures: on busy cores the first pass of the new chunks can take longer than it.
+    monkeypatch.setattr(app_module, "REFRESH_WAIT_S", 120.0)
     first_pass = change == "chunking, first pass"
     settings = tui_settings.with_(
         embed_backend="sentence-transformers",
