@@ -2,29 +2,34 @@
 whether that deepens a file already in or brings in the next one; nothing below the
 relevance floor.
 
-Every relevant hit offers its match at five depths (`core.prompt.spans`): a glimpse, a compact
-span, a lean span, its definition whole and its chunk whole. An offer is worth what it adds:
+Every relevant hit offers its match at six depths (`core.prompt.spans`): a glimpse, a compact
+span, its anchor's innermost definition, a lean span, the definition that stands for the
+chunk, and the chunk whole (the deeper ones once the glimpse is taken, or all at once when the
+glimpse shows nothing). An offer is worth what it adds:
 
 - the file's first code in the prompt is worth `FILE_VALUE` (a prompt should name the right
   files);
 - each line it adds is worth that line's share of the evidence of its file: each of the
-  file's relevant hits spreads `UNIT_VALUE` over the definition that holds its match,
-  `CHUNK_VALUE` over its chunk and `MATCH_VALUE` over its matched statements, a file's
-  second hit counting half as much as its first, its third a third, and so on;
+  file's relevant hits spreads `UNIT_VALUE` over the innermost definitions of its matched
+  lines, `CHUNK_VALUE` over its chunk and `MATCH_VALUE` over its matched statements (a
+  file's second hit counting half as much as its first, its third a third, and so on); the
+  lines the query points at (`SpanInputs.pointed`: a stack frame's line, a quoted message)
+  spread `POINTED_VALUE`, and the lines above the first definition `HEADER_VALUE`;
 
-times the file's weight, `1 / rank ** RANK_DECAY` by the rank of the file's best hit among the
-files (the chance that a file is the answer falls fast with its rank). Offers are taken by
-worth per token while they fit; an offer whose lines are already shown costs nothing and
-names its hit. So the best file is deepened where its definition matched, while a cheap
-glimpse of the next file is taken as long as it is worth more per token; every budget follows
-the same rule.
+times the file's chance of being an answer (a logistic of where its score lies between the
+best file's and the `CHANCE_FILES`-th). Offers are taken by worth per token (a new block
+priced `BLOCK_COST` tokens more) while they fit; a new file worth less per token than
+`RELEVANCE_ENDS` of the best offer taken stays out, whatever room is left. So the best file is
+deepened where its definitions matched while a glimpse of the next file is worth less per
+token; every budget follows the same rule.
 
 One file's spans are one block under one header (lines left out shown as one elision line).
 A hit that no ranking lists in its top `floor_rank`, or whose score is below `floor_share` of
 the best, is never packed; a data file (JSON, YAML, a lock file, a snapshot, a fixture) only
 when two lists rank it near the top (`data_keys`). What room is left at the end, up to
 `OUTLINE_SHARE` of the budget, goes to an outline: the signatures of the matched definitions
-of the next relevant files, so the model sees where their code is.
+of the next relevant files, so the model sees where their code is. Lines are priced one by
+one and the text as a whole: a text over the budget is packed again in less room.
 
 Secrets and the user's choices are kept as in `pack.pack`: a hit touching a suspected secret
 is held back (reason "secret") unless admitted, and in "hold" mode the secret's lines are
