@@ -2,7 +2,7 @@
 
 Ranking and packing need not share a granularity. A chunk is ranked as a line window (or a
 syntax unit, or a file), but what a model needs of it is the code that matches, at the depth
-the budget allows. A chunk's match is shown at four depths, each a `Span` of its file:
+the budget allows. A chunk's match is shown at these depths, each a `Span` of its file:
 
 - `glimpse_span`: the signatures above its best line and the statement that line is part of
   (a call with its arguments, a `raise` with its message, a short `if` with its branch);
@@ -14,7 +14,8 @@ the budget allows. A chunk's match is shown at four depths, each a `Span` of its
 - `chunk_span`: the ranked chunk itself.
 
 Every span keeps the signatures of the definitions around what it shows (a method shows its
-class's first line), and no span shows a line on its own: a lone line is widened to its
+class's first line), no span shows a signature without any of its body (a run that ends in
+one stops above it), and no span shows a line on its own: a lone line is widened to its
 statement, or to the code right around it (`settle`).
 
 A `Span` is a file's line ranges, sorted and apart. Gaps of at most `GAP_FILL` lines between
