@@ -28,6 +28,9 @@ def test_help_lists_every_command_first(capsys: pytest.CaptureFixture[str]) -> N
         (["search", "x", "--mode", "foo"], "invalid choice: 'foo'"),
         (["index", "--chunk-lines", "abc"], "must be a whole number, got 'abc'"),
         (["prompt", "x", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        # A prefix of a longer option is not that option (it was `--no-dense-background`).
+        ([".", "--no-dense"], "unrecognized arguments: --no-dense"),
+        (["prompt", "x", "--budg", "900"], "unrecognized arguments: --budg"),
     ],
 )
 def test_a_bad_option_is_one_line_with_a_hint(
@@ -38,7 +41,8 @@ def test_a_bad_option_is_one_line_with_a_hint(
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "usage:" not in err
-    assert expected in err and f"`coderag {argv[0]} --help` lists the options." in err
+    command = "" if argv[0] == "." else f" {argv[0]}"
+    assert expected in err and f"`coderag{command} --help` lists the options." in err
 
 
 def test_a_mistyped_command_is_named_with_the_one_meant(

@@ -39,7 +39,12 @@ class UserError(CoderagError):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a usage error in one line and a hint, not the whole usage first."""
+    """argparse with a usage error in one line and a hint, not the whole usage first, and no
+    abbreviated options (`coderag . --no-dense` would silently mean `--no-dense-background`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"coderag: {one_line(message)}; `{self.prog} --help` lists the options.\n")
