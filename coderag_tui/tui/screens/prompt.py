@@ -19,6 +19,7 @@ from coderag_tui.core.records import DroppedChunk
 from coderag_tui.core.visible import one_line, visible
 from coderag_tui.tui.protocol import CoderagHost, host_of
 from coderag_tui.tui.screens.layout import BUDGET_KEYS, HEIGHT_BREAKPOINTS, WIDTH_BREAKPOINTS
+from coderag_tui.tui.session import plural
 from coderag_tui.tui.widgets.chunk_table import ChunkRow, ChunkTable
 from coderag_tui.tui.widgets.latency import fitting, meter
 from coderag_tui.tui.widgets.path_label import distinct_parts, split_label
@@ -132,8 +133,7 @@ class PromptScreen(Screen[None]):
         encoding = packed.encoding.replace("_offline", " (offline)")
         counting = encoding if packed.exact else f"{encoding} (estimate)"
         template = one_line(session.template_name)
-        n = len(packed.blocks)
-        blocks = f"{n} block{'' if n == 1 else 's'} in, {len(packed.dropped)} dropped"
+        blocks = f"{plural(len(packed.blocks), 'block')} in, {len(packed.dropped)} dropped"
 
         def head(bar: int) -> Content:
             return Content.assemble(
