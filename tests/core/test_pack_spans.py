@@ -32,6 +32,7 @@ from coderag_tui.core.prompt.spans import (
     FileFacts,
     FileView,
     QueryMatch,
+    chunk_span,
     compact_span,
     cost,
     focus,
@@ -364,6 +365,29 @@ def test_a_module_s_signature_is_its_line_not_the_comment_above_its_first_class(
     module, basket = file_structure(RUBY_MODULE, "ruby").units[:2]
     assert (module.start, module.head_end) == (1, 1)
     assert (basket.start, basket.head_end) == (32, 32)
+
+
+CALLS = (
+    "def setup(app):\n"
+    + "".join(f"    step_{i}(app)\n" for i in range(10))
+    + "    app.register(\n        'first',\n        handler=one,\n        retries=3,\n    )\n"
+    + "".join(f"    after_{i}(app)\n" for i in range(20))
+)
+
+
+@pytest.mark.parametrize("first", [13, 16])  # inside the call, and its closing `)`
+def test_a_run_never_opens_inside_a_call_begun_above_it(first: int) -> None:
+    # A ranked window may start anywhere: its span starts with the call it cuts into.
+    view = FileView(
+        path="setup.py",
+        language="python",
+        lines=split_lines(CALLS),
+        facts=_facts("setup.py", CALLS, "python"),
+        match=_weights("register"),
+        count=token_counter("cl100k_base").count_each,
+    )
+    (start, _), *_ = chunk_span(view, first, first + 10)
+    assert view.lines[start - 1] == "    app.register("
 
 
 def test_a_data_file_enters_only_when_two_lists_rank_it_near_the_top() -> None:

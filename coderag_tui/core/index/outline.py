@@ -95,6 +95,11 @@ class Statements:
                 best = end
         return (start, best) if best else None
 
+    def closes(self, line: int) -> bool:
+        """Whether `line` ends a node begun above it (the `)` of a long call or import)."""
+        start = self.inner[line] if 0 < line < len(self.inner) else 0
+        return 0 < start < line and line in self.ends.get(start, ())
+
     def heads(self, line: int) -> int:
         """The last line of the longest node starting on `line` (0: none starts there)."""
         ends = self.ends.get(line)

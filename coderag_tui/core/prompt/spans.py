@@ -275,7 +275,7 @@ def settle(view: FileView, ranges: Iterable[tuple[int, int]]) -> Span:
     the edges of each run dropped, no signature without any of its body (a run that ends in
     one stops above it), and no line alone unless it is the signature of code shown below
     it (a lone line takes its statement or the lines around it)."""
-    span = _shown(view, ranges)
+    span = _shown(view, _whole_statements(view, _shown(view, ranges)))
     for _ in range(2):  # widening a lone line may leave a signature bare, and cutting one a line
         lone = [a for a, b in span if _lone(view, a, b, span)]
         if lone:
@@ -285,6 +285,22 @@ def settle(view: FileView, ranges: Iterable[tuple[int, int]]) -> Span:
             break
         span = cut
     return span
+
+
+def _whole_statements(view: FileView, span: Span) -> list[tuple[int, int]]:
+    """Each run of `span` opened where the short statement its first line is part of opens,
+    so a run never starts on the `)` of a call begun above it; a run that starts on the last
+    line of a long one starts below it."""
+    statements = view.facts.statements
+    out = []
+    for a, b in span:
+        first = statements.around(a, STATEMENT_LINES)
+        if first:
+            a = min(a, first[0])
+        elif a < b and statements.closes(a):
+            a += 1
+        out.append((a, b))
+    return out
 
 
 def _headless(view: FileView, span: Span) -> Span:
