@@ -4,11 +4,13 @@ name paths, and a path is someone else's text."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from coderag_tui.cli.progress import StepBar
+from tests.fixtures.tiny_repo import FILES, make_tiny_repo
 
 HOSTILE = "src/[bold red]boom[/].py:3 [link=http://evil.example]x[/link] \x1b]0;PWNED\x07"
 
@@ -55,3 +57,22 @@ def test_off_a_terminal_a_long_index_or_embedding_says_how_far_it_got(
     assert "indexing (read): 120/900 files, 480 chunks so far." in err
     assert "embedding 4,000 windows…" in err
     assert "embedding 2,000/4,000 windows (50%, about" in err
+
+
+def test_off_a_terminal_a_later_search_of_a_folder_says_it_checked_never_that_it_indexes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder without git is walked on every call; nothing changed is a check, not an index
+    ("indexing (index): 17,258/17,258 files, 0 chunks so far." read like a re-index)."""
+    from coderag_tui.cli import main, render
+
+    repo = make_tiny_repo(tmp_path / "shop", git=False)
+    monkeypatch.setenv("CODERAG_EMBED_BACKEND", "none")
+    where = ["--index-dir", str(tmp_path / "index")]
+    assert main(["index", str(repo), *where]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(render, "QUIET_SECONDS", 0.0)
+    assert main(["search", "checkout total", str(repo), *where]) == 0
+    err = capsys.readouterr().err
+    assert f"checked {len(FILES)} files for changes." in err
+    assert "indexing" not in err

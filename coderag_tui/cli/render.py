@@ -52,6 +52,24 @@ EmbedCallback = Callable[[int, int], None]
 QUIET_SECONDS = 2.0  # off a terminal, an embedding run this short prints no progress lines
 
 
+def _index_line(p: IndexProgress) -> str | None:
+    """The line a log gets for an index build's progress, or None for a stage that has nothing
+    to tell (the build is done: the answer follows)."""
+    if p.stage == "done":
+        return None
+    if p.stage == "walk":
+        return "looking for files to index."
+    if p.stage == "wait":
+        return "waiting for another coderag run to finish with this index."
+    if p.stage == "bm25":
+        return f"making BM25 ready for {p.chunks:,} chunks."
+    if p.stage == "index" and p.files_total and p.files_done == p.files_total and not p.chunks:
+        # Every file was checked and none is left to read: a check, not an index.
+        return f"checked {p.files_total:,} files for changes."
+    total = f"/{p.files_total:,}" if p.files_total else ""
+    return f"indexing ({p.stage}): {p.files_done:,}{total} files, {p.chunks:,} chunks so far."
+
+
 @contextmanager
 def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None, EmbedCallback]]:
     """Progress on stderr while the index and the dense vectors load: yields the index and
@@ -92,11 +110,11 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
                 log(p.files_done, p.files_total)
                 return
             elapsed = time.monotonic() - started
-            if elapsed < QUIET_SECONDS or elapsed - last[0] < QUIET_SECONDS:
+            line = _index_line(p)
+            if line is None or elapsed < QUIET_SECONDS or elapsed - last[0] < QUIET_SECONDS:
                 return
             last[0] = elapsed
-            total = f"/{p.files_total:,}" if p.files_total else ""
-            say(f"indexing ({p.stage}): {p.files_done:,}{total} files, {p.chunks:,} chunks so far.")
+            say(line)
 
         yield index_log, log
         return

@@ -673,13 +673,14 @@ def _linear_spec(lines: Sequence[str]) -> tuple[object | None, int]:
     options.log_errors = False  # RE2 would print the pattern to fd 2, past coderag's echo
 
     def compiled(line: str) -> GitIgnoreSpecPattern:
-        pattern = GitIgnoreSpecPattern(line)
-        if pattern.regex is not None:
-            source = pattern.regex.pattern
-            if source == _ANY_FOLDER_FROM_PATHSPEC:  # `*/`, `**/`: see `_ANY_FOLDER`
-                source = _ANY_FOLDER
-            pattern.regex = re2.compile(source, options)
-        return pattern
+        # pathspec's own constructor would also compile the pattern with Python's `re`, which
+        # costs more than the walk it serves on a tree of many ignore files: RE2 alone compiles it.
+        source, include = GitIgnoreSpecPattern.pattern_to_regex(line)
+        if source is None or include is None:
+            return GitIgnoreSpecPattern(None)
+        if source == _ANY_FOLDER_FROM_PATHSPEC:  # `*/`, `**/`: see `_ANY_FOLDER`
+            source = _ANY_FOLDER
+        return GitIgnoreSpecPattern(re2.compile(source, options), include)
 
     patterns: list[GitIgnoreSpecPattern] = []
     inexact = 0
@@ -706,7 +707,7 @@ def _linear_spec(lines: Sequence[str]) -> tuple[object | None, int]:
                 patterns.append(compiled(wide))
             except (ValueError, re.error, re2.error):  # pragma: no cover - no brackets left
                 continue
-    spec = GitIgnoreSpec(patterns, backend="simple")
+    spec = GitIgnoreSpec(patterns, backend="re2")
     return (spec if any(p.include is not None for p in patterns) else None), inexact
 
 
