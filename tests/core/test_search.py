@@ -60,6 +60,16 @@ def test_without_a_model_or_signals_fused_equals_bm25_and_says_why() -> None:
     assert "fused = BM25 (dense is off: no model here.)" in run.notes
     assert not run.rankings["rerank"].available and "--rerank" in run.rankings["rerank"].reason
     assert [t.stage for t in run.timings] == ["tokenize", "bm25", "fusion"]
+
+
+def test_dense_off_for_now_is_said_once_in_the_fused_note() -> None:
+    """A monorepo's first answer said "dense is off: dense search is off for now: …"."""
+    reason = "dense search is off for now: a background process makes the first pass."
+    searcher = Searcher(CHUNKS, bm25(), dense_reason=reason, clock=StepClock())
+    run = searcher.run("charge the card", Settings(k=5, signals=False))
+    assert "fused = BM25 (dense is off for now: a background process makes the first pass.)" in (
+        run.notes
+    )
     assert all(t.ms == pytest.approx(1.0) for t in run.timings)
 
 

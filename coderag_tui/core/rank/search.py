@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 RERANK_OFF = "rerank is off: turn it on with --rerank (or rerank = true in the config)."
 DENSE_OFF = "dense search is off: no embedding model was loaded."
 _DENSE_PREFIX = "dense search is off: "
+_DENSE_PREFIX_FOR_NOW = "dense search is off for now: "
 
 
 LEARNED = "learned model"  # what made a list the learned reranker reordered
@@ -70,10 +71,13 @@ def dense_length_prior(n_lines: int, short: int) -> float:
     return 0.5 + 0.5 * (max(1, n_lines) - 1) / (short - 1)
 
 
-def _strip_dense_prefix(reason: str) -> str:
-    """`dense search is off: X` -> `X`, so notes can say "dense is off: X" once."""
+def _dense_off(reason: str) -> str:
+    """`dense search is off[ for now]: X` -> `dense is off[ for now]: X`, said once."""
     low = reason.lower()
-    return reason[len(_DENSE_PREFIX) :] if low.startswith(_DENSE_PREFIX) else reason
+    for prefix in (_DENSE_PREFIX, _DENSE_PREFIX_FOR_NOW):
+        if low.startswith(prefix):
+            return f"dense is off{prefix[len('dense search is off') : -2]}: {reason[len(prefix) :]}"
+    return f"dense is off: {reason}"
 
 
 class Searcher:
@@ -239,8 +243,7 @@ class Searcher:
             with_signals = f" + signals: {', '.join(signals)}" if some else " + signals"
         if dense_scored is None:
             fused, base = bm25_scored, "bm25"
-            off = _strip_dense_prefix(rankings["dense"].reason)
-            notes.append(f"fused = BM25{with_signals} (dense is off: {off})")
+            notes.append(f"fused = BM25{with_signals} ({_dense_off(rankings['dense'].reason)})")
         elif settings.fusion == "weighted":
             w = min(max(settings.bm25_weight, 0.0), 1.0)
             fused, base = weighted([bm25_scored, dense_scored], [w, 1.0 - w]), "weighted"
