@@ -9,8 +9,10 @@ Assembles one folder (outside the project) from bare mirrors the user fetched
 (`MIRRORS/OWNER+NAME/repo`): each repository's HEAD, written into `OUT/xN/OWNER+NAME`.
 Scale 1 is every repository once; a scale below 1 keeps that share of each repository's files
 (every other one at 0.5); a scale above 1 holds that many copies (`OWNER+NAME~2` ...), so the
-growth shows. Nothing assembled is ever committed. At each scale it reports, each with the
-peak RSS of the process (wait4's, which covers the children it waited for):
+growth shows. Nothing assembled is ever added to this project. With `--git` the folder
+(`monorepo-git`) is made one git repository, as a monorepo's checkout is: the walk is then
+git's listing. At each scale it reports, each with the peak RSS of the process (wait4's,
+which covers the children it waited for):
 
 - cold index to BM25-ready (`coderag index`, wall and CPU seconds);
 - the first answer after it (`coderag search`, default flags), and what it said on stderr;
@@ -169,6 +171,16 @@ def assemble(mirrors: Path, repos: list[str], folder: Path, scale: float) -> int
             files += _archive(mirror, target, keep_every)
     done.write_text(str(files))
     return files
+
+
+def commit(folder: Path) -> None:
+    """Make the assembled folder one git repository holding all of it, as a monorepo's
+    checkout is (then the walk is git's listing, and an unchanged tree is seen as such)."""
+    if (folder / ".git").is_dir():
+        return
+    who = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    for args in (["init", "-q"], ["add", "-A", "."], ["commit", "-q", "-m", "monorepo"]):
+        subprocess.run(["git", "-C", str(folder), *who, *args], check=True)
 
 
 # --------------------------------------------------------------------------- coderag's calls
@@ -451,6 +463,9 @@ def main() -> int:
         action="store_true",
         help="when dense_background_limit keeps the model off, start it anyway to time it",
     )
+    parser.add_argument(
+        "--git", action="store_true", help="commit the assembled folder as one git repository"
+    )
     parser.add_argument("--semble", default="", help="semble's command, to time it too")
     parser.add_argument("--json", type=Path, help="write every figure here too")
     args = parser.parse_args()
@@ -459,10 +474,14 @@ def main() -> int:
     repos = [r.strip() for r in args.repos.split(",") if r.strip()]
     rows: list[Row] = []
     for scale in (float(s) for s in args.scales.split(",")):
-        folder = args.out / f"x{scale:g}" / "monorepo"
+        name = "monorepo-git" if args.git else "monorepo"
+        folder = args.out / f"x{scale:g}" / name
         print(f"[x{scale:g}] assembling {folder} ...", flush=True)
         row = Row(scale, files=assemble(args.mirrors, repos, folder, scale))
-        measure(folder, args.out / f"x{scale:g}" / "index", row, args)
+        if args.git:
+            commit(folder)
+        index_dir = args.out / f"x{scale:g}" / ("index-git" if args.git else "index")
+        measure(folder, index_dir, row, args)
         if args.semble:
             semble(folder, args.out / f"x{scale:g}", args.semble, row)
         rows.append(row)

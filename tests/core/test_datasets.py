@@ -203,6 +203,23 @@ def test_candidate_filter_include_and_tests() -> None:
     assert is_test_path("src/pkg/test_x.py")
 
 
+def test_exclude_tests_leaves_out_tests_in_every_language_not_only_pythons() -> None:
+    """`--exclude-tests` once kept foo.test.ts, FooTest.java, __tests__/ and x_spec.rb."""
+    only_src = CandidateFilter(exclude_tests=True)
+    for test in (
+        "src/router.test.ts",
+        "src/main/java/com/x/ReaderTest.java",
+        "lib/__tests__/parse.js",
+        "lib/x_spec.rb",
+        "pkg/server_test.go",
+        "src/format.tests.cpp",
+        "tests.py",
+    ):
+        assert not only_src.accepts(test), test
+    for source in ("src/router.ts", "src/main/java/com/x/Latest.java", "lib/contest.rb"):
+        assert only_src.accepts(source), source
+
+
 def test_candidate_filter_under_a_benchmark_root() -> None:
     scoped = CandidateFilter(include=("*.py",)).under("src/click/")
     assert scoped.accepts("src/click/core.py")

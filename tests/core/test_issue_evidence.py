@@ -395,3 +395,73 @@ def test_http_2_finds_the_http2_flag(tmp_path: Path) -> None:
     assert top_file(repo, tmp_path / "index", "where is HTTP/2 negotiated") == (
         "httpx/_transports/default.py"
     )
+
+
+BUG_TEMPLATE = """---
+name: Bug report
+about: Create a report to help us improve
+---
+**Describe the bug**
+A clear and concise description of what the bug is.
+
+**Screenshots / Live demo link (paste the stats link as markdown image)**
+
+<!--
+PLEASE READ THE FAQs!!!
+
+Q: How to hide a language from the languages card?
+Ans: add the hide parameter to the card's link: &hide=javascript,html
+
+Q: Why are the language percentages of my languages card wrong?
+Ans: the languages card counts the bytes of every language in your public repositories.
+-->
+"""
+LANGUAGES_CARD_JS = """// The top languages card: the languages of a user's repositories, by bytes.
+export function renderTopLanguages(languages, { hide = [] } = {}) {
+  // hide: the languages the card's link asks to hide (&hide=javascript,html)
+  const shown = languages.filter((language) => !hide.includes(language.name.toLowerCase()));
+  const total = shown.reduce((sum, language) => sum + language.size, 0);
+  return shown.map((language) => `${language.name} ${(language.size / total) * 100}%`);
+}
+"""
+REPO_CARD_JS = """// The repository card: a pinned repository's name, description and stars.
+export function renderRepoCard(repo) {
+  // a long name is wrapped onto two lines so it stays inside the card
+  const name = wrapText(repo.name, 35);
+  return `<svg>${name}<text>${repo.description}</text><text>${repo.stars}</text></svg>`;
+}
+"""
+ISSUE_IN_THE_TEMPLATE = (
+    "Bug: word wrapping\n"
+    "**Describe the bug**\n"
+    "A very long repository name goes outside the repository card, and so do names in other "
+    "scripts: the name is not wrapped.\n\n"
+    "**Screenshots / Live demo link (paste the stats link as markdown image)**\n"
+    "![](https://stats.example/api/pin/?username=someone&repo=a-very-long-repository-name)\n\n"
+    + BUG_TEMPLATE[BUG_TEMPLATE.index("<!--") :]
+)
+
+
+def test_an_issue_written_into_the_repositorys_template_is_ranked_by_the_reporters_words(
+    tmp_path: Path,
+) -> None:
+    """The template's FAQ, repeated in the issue, is about the languages card; the reporter's
+    own words are about the repository card."""
+    files = {
+        "src/cards/top-languages-card.js": LANGUAGES_CARD_JS,
+        "src/cards/repo-card.js": REPO_CARD_JS,
+    }
+    for with_template in (False, True):
+        repo = tmp_path / f"repo-{with_template}"
+        here = (
+            {**files, ".github/ISSUE_TEMPLATE/bug_report.md": BUG_TEMPLATE}
+            if with_template
+            else files
+        )
+        for path, text in here.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text, encoding="utf-8")
+        top = top_file(repo, tmp_path / f"index-{with_template}", ISSUE_IN_THE_TEMPLATE)
+        # Without the template in the repository nothing tells its words from the reporter's.
+        expected = "src/cards/repo-card.js" if with_template else "src/cards/top-languages-card.js"
+        assert top == expected, (with_template, top)

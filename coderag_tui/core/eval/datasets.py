@@ -278,7 +278,11 @@ def _rows(path: Path, lines: Iterable[str | None]) -> list[EvalRow]:
 
 
 def is_test_path(path: str) -> bool:
-    """Whether a repository path looks like a test (a tests/ folder, test_*.py, *_test.py …)."""
+    """Whether a repository path is a test in any language: a tests/ folder, test_*.py,
+    tests.py, or what the role prior reads as a test (x_test.go, x.test.ts, XTest.java,
+    x_spec.rb, __tests__/, spec/ …, `core.rank.roles`)."""
+    from coderag_tui.core.rank.roles import path_roles
+
     parts = PurePosixPath(path).parts
     if any(part in TEST_DIRS for part in parts[:-1]):
         return True
@@ -289,6 +293,7 @@ def is_test_path(path: str) -> bool:
         or stem.startswith("test_")
         or stem.endswith(("_test", "_tests"))
         or stem == "tests"
+        or "test" in path_roles(path, language_for(path))
     )
 
 

@@ -27,6 +27,7 @@ from coderag_tui.core.rank.signals import (
     rescore,
     signals_on,
 )
+from coderag_tui.core.rank.templates import is_template, template_lines, without_template_lines
 from coderag_tui.core.records import (
     Chunk,
     Hit,
@@ -101,6 +102,7 @@ class Searcher:
         # Given, or the lexical stage's (built and saved with BM25), or built on first use.
         self.definitions = definitions if definitions is not None else bm25.definitions
         self._facts: CodeFacts | None = None
+        self._templates: frozenset[str] | None = None
         self.dense = dense
         self.embedder = embedder
         self.reranker = reranker
@@ -133,6 +135,23 @@ class Searcher:
         ]
         rescored.sort(key=lambda item: (-item[1], item[0]))
         return rescored
+
+    def template_lines(self) -> frozenset[str]:
+        """The lines of the repository's issue and pull-request templates, read once."""
+        if self._templates is None:
+            chunks = self.chunks
+            if isinstance(chunks, ChunkList):
+                starts = chunks.file_starts
+                ids = [
+                    i
+                    for fid, path in enumerate(chunks.paths)
+                    if is_template(path)
+                    for i in range(int(starts[fid]), int(starts[fid + 1]))
+                ]
+            else:
+                ids = [i for i, c in enumerate(chunks) if is_template(c.path)]
+            self._templates = template_lines(chunks[i].text for i in ids)
+        return self._templates
 
     def facts(self, weights: Weights) -> CodeFacts:
         """What the code signals read about the chunks (files, roles and, when a signal with
@@ -193,7 +212,10 @@ class Searcher:
 
         Chunks whose index is in `exclude` are left out of every ranking (code-to-code queries
         leave out the chunk the query lines come from, which would trivially rank first).
+        An issue's lines that repeat the repository's issue template are left out of what is
+        ranked (`core.rank.templates`); the run keeps the query as given.
         """
+        given, query = query, without_template_lines(query, self.template_lines())
         clock = self.clock
         depth = max(settings.depth, settings.k, 1)
 
@@ -323,4 +345,4 @@ class Searcher:
             rankings["rerank"] = Ranking("rerank", hits, by=by)
             notes.append(_rerank_note(by, settings))
 
-        return SearchRun(query=query, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
+        return SearchRun(query=given, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
