@@ -161,6 +161,7 @@ def test_the_index_and_its_caches_are_private_to_the_user(
         ("a\ncoderag: forged", "a\\ncoderag: forged"),
         ("bell \x07 and \x1b[2J", "bell \\x07 and \\x1b[2J"),
         ("got 'AKIAQQQQQQQQQQQQ7ABC'", "got '<redacted:AWS Access Key>'"),
+        ("key sk_live_51HqLyjWDarjtT1zdp7dcAbC", "key <redacted:Stripe Access Key>"),
         (
             "postgres://admin:hunter2@db/prod",
             "postgres://admin:<redacted:Basic Auth Credentials>@db/prod",
@@ -181,6 +182,8 @@ def test_coderags_own_lines_pass_the_echo_without_the_secret_detectors() -> None
         "from coderag_tui.core.echo import echo\n"
         "echo('prompt: 7,812 of 8,000 tokens (cl100k_base), 12 blocks; packing stopped')\n"
         "echo('fused = RRF of BM25 and dense + signals')\n"
+        "echo('dense is the static first pass: all-MiniLM-L6-v2 int8 has not embedded it')\n"
+        "echo('not started above 50,000 chunks (dense_background_limit)')\n"
         "print('detect_secrets' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

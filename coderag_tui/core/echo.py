@@ -21,11 +21,22 @@ MAX_ECHO_CHARS = 1000  # a notice, a log line or a refusal
 # What a secret in a notice looks like before the scan looks closer: a long run of token
 # characters, a credential's name assigned, a password in a URL. coderag's own lines
 # ("7,812 of 8,000 tokens") pass without the scan's detectors (their import costs ~0.5 s).
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=\-]{16,}")  # a key, a token, a hash …
+_LONG_PART = re.compile(r"[A-Za-z0-9+/=]{12}")  # … with a long part: `all-MiniLM-L6-v2` is no key
 _WORTH_SCANNING = re.compile(
-    r"[A-Za-z0-9_+/=\-]{16,}"  # a key, a token, a hash
-    r"|(?i:pass|pwd|secret|key|token|auth|credential)\w*['\"]?\s*[:=]"  # a name assigned
+    # a credential's name assigned (`password=`, `db_pass:`; not a "first pass:")
+    r"(?i:passw|passph|[a-z]_?pass\b|pwd|secret|key|token|auth|credential)\w*['\"]?\s*[:=]"
     r"|://[^\s/@]+:[^\s/@]+@"  # user:password@ in a URL
 )
+
+
+def _worth_scanning(text: str) -> bool:
+    """Might `text` hold a secret? (In time linear in the text, whatever it holds.)"""
+    if _WORTH_SCANNING.search(text):
+        return True
+    return any(_LONG_PART.search(run.group()) for run in _TOKEN_RUN.finditer(text))
+
+
 # Characters scanned for secrets beyond what is shown: a secret that starts in the shown part
 # is found whole (the scan's window is 4,000 characters).
 _SCAN_MARGIN = 8192
@@ -45,7 +56,7 @@ def echo(text: str, limit: int = MAX_ECHO_CHARS) -> str:
     """`text` fit to say back on one line: secrets masked, control characters and newlines
     written out, at most `limit` characters."""
     head = text[: limit + _SCAN_MARGIN]
-    return one_line(masked(head) if _WORTH_SCANNING.search(head) else head, limit)
+    return one_line(masked(head) if _worth_scanning(head) else head, limit)
 
 
 def echoed_query(query: str, secrets: str, limit: int = 500) -> str:

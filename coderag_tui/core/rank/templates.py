@@ -31,7 +31,7 @@ MIN_WORDS = 2  # a one-word line ("Screenshots") says too little to leave out
 
 def is_template(path: str) -> bool:
     """Is this repository path an issue or pull-request template?"""
-    return bool(_TEMPLATE_PATH.search(path))
+    return "template" in path.lower() and bool(_TEMPLATE_PATH.search(path))
 
 
 def _key(line: str) -> str:
