@@ -423,6 +423,18 @@ class Settings:
             stage="fusion",
         ),
     )
+    issue_dense_weight: float = field(
+        default=0.0,
+        metadata=_about(
+            "Weight of the dense list in fusion when the query is issue text (more than 30 "
+            "words); 0 leaves dense out of the fused list for it, which BM25 and the code "
+            "signals then rank (the dense column still shows its own list).",
+            ge=0,
+            le=4,
+            metavar="W",
+            stage="fusion",
+        ),
+    )
     bm25_weight: float = field(
         default=0.5,
         metadata=_about(

@@ -103,6 +103,33 @@ def test_with_vectors_fused_is_rrf_of_bm25_and_dense(tmp_path: Path) -> None:
     assert set(ranks) == {"bm25", "dense", "fused"}
 
 
+ISSUE = (
+    "Refunds fail for a transaction paid by card. When I refund a transaction the payment "
+    "stays captured and the order total is not restored; I expected the refund to release "
+    "the payment and the item to return to the cart, as the docs say it should."
+)
+
+
+def test_issue_text_is_fused_without_dense_unless_its_weight_is_set(tmp_path: Path) -> None:
+    """On the dev sets' issue text dense lowered the fused list (issue 41); a question keeps it."""
+    searcher = dense_searcher(tmp_path)
+    settings = Settings(k=5, depth=10, signals=False)
+    issue = searcher.run(ISSUE, settings)
+    assert issue.rankings["dense"].available  # its own column is still there
+    assert [h.chunk.key for h in issue.rankings["fused"].hits] == (
+        [h.chunk.key for h in issue.rankings["bm25"].hits]
+    )
+    assert any("left out of the fused list for issue text" in n for n in issue.notes)
+    weighed = searcher.run(ISSUE, Settings(k=5, depth=10, signals=False, issue_dense_weight=1.0))
+    bm25_keys = [h.chunk.key for h in weighed.rankings["bm25"].hits]
+    dense_keys = [h.chunk.key for h in weighed.rankings["dense"].hits]
+    expected = [key for key, _ in rrf([bm25_keys, dense_keys], k=60)][:10]
+    assert expected != bm25_keys  # so the two runs above differ
+    assert [h.chunk.key for h in weighed.rankings["fused"].hits] == expected
+    question = searcher.run("refund a transaction", settings)
+    assert not any(n.startswith("fused = BM25") for n in question.notes)
+
+
 def test_weighted_fusion_is_used_when_asked(tmp_path: Path) -> None:
     searcher = dense_searcher(tmp_path)
     only_bm25 = searcher.run("refund", Settings(fusion="weighted", bm25_weight=1.0, depth=10))

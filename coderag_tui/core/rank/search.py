@@ -19,7 +19,7 @@ from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.rank.fusion import rrf, weighted
 from coderag_tui.core.rank.learned import Candidates, LearnedReranker
 from coderag_tui.core.rank.lexical import LexicalIndex
-from coderag_tui.core.rank.query_terms import analyse
+from coderag_tui.core.rank.query_terms import analyse, is_issue_text
 from coderag_tui.core.rank.signals import (
     SIGNAL_NAMES,
     CodeFacts,
@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 RERANK_OFF = "rerank is off: turn it on with --rerank (or rerank = true in the config)."
 DENSE_OFF = "dense search is off: no embedding model was loaded."
 _DENSE_PREFIX = "dense search is off: "
+# Issue text ranks better without dense on the dev sets (benchmarks/README.md, issue 41).
+ISSUE_DENSE_OFF = (
+    "dense is left out of the fused list for issue text: issue_dense_weight is 0; "
+    "the dense column shows its own list"
+)
 _DENSE_PREFIX_FOR_NOW = "dense search is off for now: "
 
 
@@ -263,15 +268,20 @@ class Searcher:
         if signals:  # "signals" alone: every one of them (`SIGNAL_NAMES`)
             some = len(signals) < len(SIGNAL_NAMES)
             with_signals = f" + signals: {', '.join(signals)}" if some else " + signals"
+        issue = dense_scored is not None and is_issue_text(query)
+        dense_weight = settings.issue_dense_weight if issue else settings.dense_weight
         if dense_scored is None:
             fused, base = bm25_scored, "bm25"
             notes.append(f"fused = BM25{with_signals} ({_dense_off(rankings['dense'].reason)})")
+        elif issue and not dense_weight:
+            fused, base = bm25_scored, "bm25"
+            notes.append(f"fused = BM25{with_signals} ({ISSUE_DENSE_OFF})")
         elif settings.fusion == "weighted":
             w = min(max(settings.bm25_weight, 0.0), 1.0)
             fused, base = weighted([bm25_scored, dense_scored], [w, 1.0 - w]), "weighted"
         else:
             lists = [[i for i, _ in bm25_scored], [i for i, _ in dense_scored]]
-            fused, base = rrf(lists, settings.rrf_k, [1.0, settings.dense_weight]), "rrf"
+            fused, base = rrf(lists, settings.rrf_k, [1.0, dense_weight]), "rrf"
         t = timed("fusion", t)
         weights = Weights.from_settings(settings)
         terms = analyse(query) if signals and query.strip() else None
@@ -294,7 +304,7 @@ class Searcher:
             )
             rankings["fused"] = Ranking("fused", hits)
             fused = [(i, s) for i, s, _ in scored]  # what rerank takes its candidates from
-            if dense_scored is not None:
+            if base != "bm25":
                 blend = "RRF" if base == "rrf" else "a weighted blend"
                 notes.append(f"fused = {blend} of BM25 and dense{with_signals}")
             t = timed("signals", t)
