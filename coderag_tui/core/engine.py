@@ -913,10 +913,8 @@ class Engine:
                 *notes,
                 f"the query was ranked on its first {MAX_RANKED_QUERY_CHARS:,} characters.",
             )
-        return SearchRun(
-            query=run.query,
-            rankings=run.rankings,
-            timings=run.timings,
+        return replace(  # what the searcher said (`fused_from` …), with where it looked
+            run,
             notes=notes,
             depth=depth,
             origin=origin,

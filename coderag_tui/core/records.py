@@ -269,7 +269,8 @@ class SearchRun:
 
     `depth` is how deep the lists went, `origin` where a code-to-code query came from and
     `left_out` how many chunks holding its lines were kept out of the rankings; `scope` the
-    files the rankings were limited to and `out_of_scope` how many chunks that left out.
+    files the rankings were limited to and `out_of_scope` how many chunks that left out;
+    `fused_from` what the fused list was made of ("bm25", "rrf" or "weighted"; "" unknown).
     """
 
     query: str
@@ -281,6 +282,7 @@ class SearchRun:
     left_out: int = 0
     scope: Scope = EVERY_FILE
     out_of_scope: int = 0
+    fused_from: str = ""
 
     @property
     def total_ms(self) -> float:

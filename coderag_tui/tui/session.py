@@ -346,7 +346,10 @@ def fused_labels(run: SearchRun, settings: Settings) -> tuple[str, ...]:
     from coderag_tui.core.rank.signals import signals_on
 
     dense = run.rankings.get("dense")
-    if dense is None or not dense.available:
+    named = {"bm25": "BM25", "rrf": "RRF", "weighted": "weighted"}
+    if run.fused_from in named:  # issue text is fused without dense (`issue_dense_weight`)
+        base = named[run.fused_from]
+    elif dense is None or not dense.available:
         base = "BM25"
     elif settings.fusion == "weighted":
         base = "weighted"

@@ -72,3 +72,36 @@ def test_the_fused_title_says_what_was_fused_and_whether_signals_rescored_it() -
         fused_labels(run(dense_on=True), settings.with_(fusion="weighted"))[0]
         == "weighted + signals"
     )
+
+
+def test_issue_text_fused_without_dense_is_titled_bm25_though_dense_ranked_it(
+    tmp_path: object,
+) -> None:
+    """The Fused column said `RRF + signals` for issue text that `issue_dense_weight` = 0
+    fuses from BM25 alone."""
+    from pathlib import Path
+
+    from coderag_tui.core.index.store import EmbeddingCache
+    from coderag_tui.core.rank.dense import DenseIndex
+    from coderag_tui.core.rank.lexical import BM25Index
+    from coderag_tui.core.rank.search import Searcher
+    from coderag_tui.settings import Settings
+    from coderag_tui.tui.session import fused_labels
+    from tests.fixtures.hashing_embedder import HashingEmbedder
+    from tests.fixtures.tiny_repo import windows
+
+    chunks = windows()
+    embedder = HashingEmbedder()
+    dense = DenseIndex.build(chunks, embedder, EmbeddingCache.open(Path(str(tmp_path)) / "e.db"))
+    bm25 = BM25Index.build(chunks, split_identifiers=False, path_in_text=False)
+    searcher = Searcher(chunks, bm25, dense=dense, embedder=embedder)
+    settings = Settings(repo=Path("."), k=5, depth=10)
+    issue = (
+        "Refunds fail for a transaction paid by card. When I refund a transaction the payment "
+        "stays captured and the order total is not restored; I expected the refund to release "
+        "the payment and the item to return to the cart, as the docs say it should."
+    )
+    assert searcher.run(issue, settings).rankings["dense"].available
+    assert fused_labels(searcher.run(issue, settings), settings)[0] == "BM25 + signals"
+    question = searcher.run("refund a transaction", settings)
+    assert fused_labels(question, settings)[0] == "RRF + signals"

@@ -355,4 +355,10 @@ class Searcher:
             rankings["rerank"] = Ranking("rerank", hits, by=by)
             notes.append(_rerank_note(by, settings))
 
-        return SearchRun(query=given, rankings=rankings, timings=tuple(timings), notes=tuple(notes))
+        return SearchRun(
+            query=given,
+            rankings=rankings,
+            timings=tuple(timings),
+            notes=tuple(notes),
+            fused_from=base,
+        )
