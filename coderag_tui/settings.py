@@ -426,9 +426,10 @@ class Settings:
     issue_dense_weight: float = field(
         default=0.0,
         metadata=_about(
-            "Weight of the dense list in fusion when the query is issue text (more than 30 "
-            "words); 0 leaves dense out of the fused list for it, which BM25 and the code "
-            "signals then rank (the dense column still shows its own list).",
+            "Weight of the dense list's reciprocal ranks in RRF fusion when the query is issue "
+            "text (more than 30 words); 0 leaves dense out of the fused list for it, in either "
+            "fusion, and BM25 and the code signals rank it (the dense column still shows its "
+            "own list).",
             ge=0,
             le=4,
             metavar="W",

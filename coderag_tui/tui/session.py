@@ -341,14 +341,16 @@ def column_hints(
     return {"bm25": hint, "dense": dense_hint, "fused": hint, "rerank": rerank_hint}
 
 
+_FUSED_FROM = {"bm25": "BM25", "rrf": "RRF", "weighted": "weighted"}  # SearchRun.fused_from
+
+
 def fused_labels(run: SearchRun, settings: Settings) -> tuple[str, ...]:
     """What the fused list of `run` is made of, longest first: `RRF + signals`, `RRF`."""
     from coderag_tui.core.rank.signals import signals_on
 
     dense = run.rankings.get("dense")
-    named = {"bm25": "BM25", "rrf": "RRF", "weighted": "weighted"}
-    if run.fused_from in named:  # issue text is fused without dense (`issue_dense_weight`)
-        base = named[run.fused_from]
+    if run.fused_from in _FUSED_FROM:  # issue text is fused without dense (`issue_dense_weight`)
+        base = _FUSED_FROM[run.fused_from]
     elif dense is None or not dense.available:
         base = "BM25"
     elif settings.fusion == "weighted":

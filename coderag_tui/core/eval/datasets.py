@@ -32,6 +32,7 @@ from coderag_tui.core.errors import CoderagError
 from coderag_tui.core.eval.gold_lines import changed_lines
 from coderag_tui.core.eval.metrics import GoldChunk, Target
 from coderag_tui.core.index.languages import language_for
+from coderag_tui.core.rank.roles import path_roles
 from coderag_tui.core.visible import one_line
 
 # Fields only semble's annotation format has: a row with any of them is scored the semble way.
@@ -80,7 +81,6 @@ SOURCE_LANGUAGES = frozenset(
 
 MAX_ROW_BYTES = 4 << 20  # of one dataset line: a question with its answers, never a file
 MISSING_SUFFIX = ".missing.txt"  # beside a tree: files whose blob the repository lacks
-TEST_DIRS = frozenset({"test", "tests", "testing"})
 
 
 class DatasetError(CoderagError):
@@ -278,23 +278,11 @@ def _rows(path: Path, lines: Iterable[str | None]) -> list[EvalRow]:
 
 
 def is_test_path(path: str) -> bool:
-    """Whether a repository path is a test in any language: a tests/ folder, test_*.py,
-    tests.py, or what the role prior reads as a test (x_test.go, x.test.ts, XTest.java,
-    x_spec.rb, __tests__/, spec/ …, `core.rank.roles`)."""
-    from coderag_tui.core.rank.roles import path_roles
-
-    parts = PurePosixPath(path).parts
-    if any(part in TEST_DIRS for part in parts[:-1]):
-        return True
-    name = parts[-1] if parts else ""
-    stem = name.rsplit(".", 1)[0]
-    return (
-        name == "conftest.py"
-        or stem.startswith("test_")
-        or stem.endswith(("_test", "_tests"))
-        or stem == "tests"
-        or "test" in path_roles(path, language_for(path))
-    )
+    """Whether a repository path is a test in any language: what the role prior reads as a
+    test (tests/, __tests__/, spec/, test_*.py, x_test.go, x.test.ts, XTest.java, x_spec.rb …,
+    `core.rank.roles`), and Django's tests.py."""
+    stem = PurePosixPath(path).name.rsplit(".", 1)[0]
+    return stem == "tests" or "test" in path_roles(path, language_for(path))
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,20 +129,24 @@ class QueryTerms:
     evidence: Evidence = field(default_factory=Evidence)
 
 
+def _clipped(query: str) -> str:
+    """The query with each run of more than `MAX_RUN_CHARS` non-space characters cut to it."""
+    return _LONG_RUN.sub(lambda run: run.group()[:MAX_RUN_CHARS], query)
+
+
 def is_issue_text(query: str) -> bool:
     """Is the query issue text (more than `LONG_QUERY_WORDS` words), as `analyse` reads it?"""
-    query = _LONG_RUN.sub(lambda run: run.group()[:MAX_RUN_CHARS], query)
-    words = _WORD.finditer(query)
+    words = _WORD.finditer(_clipped(query))
     return any(count > LONG_QUERY_WORDS for count, _ in enumerate(words, start=1))
 
 
 def analyse(query: str) -> QueryTerms:  # noqa: C901
     """Read words, names, paths and frames from a query (see the module docstring); a run of
     more than `MAX_RUN_CHARS` non-space characters is read as its start."""
-    query = _LONG_RUN.sub(lambda run: run.group()[:MAX_RUN_CHARS], query)
+    query = _clipped(query)
     raw_words = _WORD.findall(query)
     words = tuple(w.lower() for w in raw_words if w.lower() not in STOPWORDS)
-    long = len(raw_words) > LONG_QUERY_WORDS  # as `is_issue_text` counts
+    long = len(raw_words) > LONG_QUERY_WORDS
     whole = query.strip().removesuffix("()")
     called = query.strip().endswith("()") and _IDENTIFIER.fullmatch(whole) is not None
     name_query = bool(whole) and " " not in whole and (called or symbol_like(whole))

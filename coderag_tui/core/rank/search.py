@@ -48,12 +48,12 @@ if TYPE_CHECKING:
 RERANK_OFF = "rerank is off: turn it on with --rerank (or rerank = true in the config)."
 DENSE_OFF = "dense search is off: no embedding model was loaded."
 _DENSE_PREFIX = "dense search is off: "
+_DENSE_PREFIX_FOR_NOW = "dense search is off for now: "
 # Issue text ranks better without dense on the dev sets (benchmarks/README.md, issue 41).
 ISSUE_DENSE_OFF = (
     "dense is left out of the fused list for issue text: issue_dense_weight is 0; "
     "the dense column shows its own list"
 )
-_DENSE_PREFIX_FOR_NOW = "dense search is off for now: "
 
 
 LEARNED = "learned model"  # what made a list the learned reranker reordered
@@ -80,9 +80,12 @@ def dense_length_prior(n_lines: int, short: int) -> float:
 def _dense_off(reason: str) -> str:
     """`dense search is off[ for now]: X` -> `dense is off[ for now]: X`, said once."""
     low = reason.lower()
-    for prefix in (_DENSE_PREFIX, _DENSE_PREFIX_FOR_NOW):
+    for prefix, said in (
+        (_DENSE_PREFIX, "dense is off: "),
+        (_DENSE_PREFIX_FOR_NOW, "dense is off for now: "),
+    ):
         if low.startswith(prefix):
-            return f"dense is off{prefix[len('dense search is off') : -2]}: {reason[len(prefix) :]}"
+            return said + reason[len(prefix) :]
     return f"dense is off: {reason}"
 
 
