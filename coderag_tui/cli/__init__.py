@@ -8,6 +8,7 @@ this module only dispatches.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import threading
@@ -162,9 +163,12 @@ def entry() -> None:
 
     Everything coderag writes is closed by the time `main` returns (the index and caches in
     context managers), so when a model runtime is loaded the process ends without running the
-    interpreter's teardown; otherwise it exits normally.
+    interpreter's teardown; otherwise it exits normally, with what it loaded frozen out of
+    the collector: the teardown's collections re-scanning a large index's chunks took
+    ~0.15 s of a later search on a 35,000-file repository.
     """
     code = main()
+    gc.freeze()
     # Work the TUI left running when the user quit (see CoderagApp.exit) would be joined.
     main_thread = threading.main_thread()
     left = any(
