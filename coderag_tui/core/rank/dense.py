@@ -546,11 +546,10 @@ class DenseIndex:
             raise ValueError(f"the dense index at {directory} is damaged: {exc}") from exc
         if matrix.ndim != 2 or len(owner) != len(matrix) or len(hashes) != n_chunks:
             raise ValueError(f"the dense index at {directory} is damaged: shapes disagree")
-        if len(owner) and (
-            owner.min() < 0 or owner.max() >= n_chunks or np.any(np.diff(owner) < 0)
-        ):
+        steps = np.diff(owner)
+        if len(owner) and (owner.min() < 0 or owner.max() >= n_chunks or np.any(steps < 0)):
             raise ValueError(f"the dense index at {directory} is damaged: bad chunk map")
-        n = len(np.unique(owner))
+        n = int(np.count_nonzero(steps)) + 1 if len(owner) else 0  # chunks with a stripe
         stats = DenseBuildStats(
             chunks=n_chunks, stripes=len(owner), cancelled=not meta.get("complete"), reused_chunks=n
         )
