@@ -184,6 +184,25 @@ def test_save_and_load_give_the_same_results(tmp_path: Path) -> None:
         assert loaded.search(query, 10) == index.search(query, 10)
 
 
+def test_a_loaded_index_finds_every_word_it_saved(tmp_path: Path) -> None:
+    chunks = [
+        *CHUNKS,
+        Chunk("i18n/größe.py", 1, 1, "lines", "python", "def größe(): return 'naïve'"),
+    ]
+    index = BM25Index.build(chunks, split_identifiers=True, path_in_text=True)
+    index.save(tmp_path / "bm25")
+    loaded = BM25Index.load(tmp_path / "bm25")
+    assert loaded.base.words == index.base.words
+    assert "größe" in loaded.base.words
+    for word in index.base.words:
+        assert np.array_equal(loaded.base.column(word)[0], index.base.column(word)[0]), word
+    assert loaded.base.column("zzz-never-seen") is None
+    assert loaded.search("größe naïve", 1)[0][0] == len(chunks) - 1
+    empty = BM25Index.from_tokens([[]], index.options)
+    empty.save(tmp_path / "empty")
+    assert BM25Index.load(tmp_path / "empty").empty
+
+
 def test_saved_scores_are_bm25s_scores(tmp_path: Path) -> None:
     """The saved index loads back (memory-mapped) and scores as bm25s does with its matrix."""
     index = BM25Index.build(CHUNKS, split_identifiers=True, path_in_text=False)
