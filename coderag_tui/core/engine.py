@@ -34,6 +34,8 @@ from coderag_tui.core.records import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from coderag_tui.core.backends.base import Backend
     from coderag_tui.core.backends.local import LocalBackend
     from coderag_tui.core.backends.qdrant_push import PushReport
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from coderag_tui.core.rank.learned import LearnedReranker
     from coderag_tui.core.rank.rerank import Reranker
     from coderag_tui.core.rank.search import Searcher
+    from coderag_tui.core.rank.static import StaticEmbedder
     from coderag_tui.settings import Settings
 
 Clock = Callable[[], float]
@@ -324,6 +327,8 @@ class Engine:
     _rerank: Rerank | None = field(default=None, repr=False)
     _searcher: Searcher | None = field(default=None, repr=False)
     _preload: _Preload | None = field(default=None, repr=False)
+    # The static table loading beside the index check (`prefetch_first_pass`), by models folder.
+    _table: tuple[Path, Future[StaticEmbedder | None]] | None = field(default=None, repr=False)
     _advice: dict[tuple[object, ...], tuple[float, int]] = field(default_factory=dict, repr=False)
     # What packing knows of a file (its definitions, its lines' tokens), by path and text
     # hash, and the last queries' words: packing parses and prices a file once however many
@@ -358,6 +363,8 @@ class Engine:
         """
         engine = cls(settings, clock=clock, explicit=explicit)
         try:
+            if dense and not settings.dense_wait:
+                engine.prefetch_first_pass(settings)
             lexical = engine.update_index(settings, progress=progress, cancel=cancel)
             engine.use(lexical)
             cancelled = cancel is not None and cancel.is_set()
@@ -622,7 +629,7 @@ class Engine:
                 reason=f"no first pass is needed with embed_backend {settings.embed_backend}."
             )
         try:
-            embedder = static.load_distilled(settings.models_path)
+            embedder = self._take_table(settings) or static.load_distilled(settings.models_path)
             if embedder is None:
                 return Dense(reason=static.NO_FIRST_PASS)
             return self.open_dense(
@@ -635,6 +642,43 @@ class Engine:
             )
         except Exception as exc:  # a failed distillation must not take a face down
             return Dense(reason=f"the static first pass is off: {exc}.")
+
+    def prefetch_first_pass(self, settings: Settings) -> bool:
+        """Start loading the static table in a daemon thread when this search will likely
+        rank with the first pass: one is saved for this chunking, and no model's list of it
+        is complete. The load (model2vec's import, the tokenizer) then runs while the index
+        is checked and git's listing is awaited: ~0.25 s of a later search on a 35,000-file
+        repository. A wrong guess costs only that thread's work. True when it started."""
+        from coderag_tui.core.rank import static
+        from coderag_tui.core.rank.dense import saved_lists
+
+        if settings.dense_first_pass == "off" or settings.embed_backend in ("none", "model2vec"):
+            return False
+        found = static.table(settings.models_path)
+        lists = saved_lists(settings)
+        if found is None or not any(meta.get("model") == found[1] for meta in lists):
+            return False
+        if any(meta.get("complete") and meta.get("model") != found[1] for meta in lists):
+            return False
+        future: Future[StaticEmbedder | None] = Future()
+        models = settings.models_path
+
+        def run() -> None:
+            try:
+                future.set_result(static.load_distilled(models))
+            except BaseException as exc:  # handed to open_first_pass, which says why
+                future.set_exception(exc)
+
+        self._table = (models, future)
+        threading.Thread(target=run, name="coderag-static-table", daemon=True).start()
+        return True
+
+    def _take_table(self, settings: Settings) -> StaticEmbedder | None:
+        """The prefetched static table, if one was started for `settings`' models folder."""
+        table, self._table = self._table, None
+        if table is None or table[0] != settings.models_path:
+            return None
+        return table[1].result()
 
     def first_pass_worth(self, settings: Settings, missing: int) -> bool:
         """Is the static first pass worth running before the model embeds `missing` chunks?

@@ -125,6 +125,29 @@ def test_no_wait_answers_from_the_first_pass_until_the_model_covers_every_chunk(
         assert dense.describe()["stage"] == "model"
 
 
+def test_a_later_search_loads_the_table_while_it_checks_the_index_until_the_model_is_done(
+    tiny_repo: Path,
+    index_dir: Path,
+    tiny_st_embedder: Path,
+    machine_cache: Path,
+) -> None:
+    settings = Settings(
+        repo=tiny_repo, index_dir=index_dir, embed_model=str(tiny_st_embedder), dense_wait=False
+    )
+    assert not Engine(settings).prefetch_first_pass(settings)  # no first pass saved yet
+    with Engine.open(settings) as engine:
+        before = engine.search("refund a card payment", settings).rankings["dense"].hits
+    assert Engine(settings).prefetch_first_pass(settings)
+    with Engine.open(settings) as engine:  # the table comes from the thread
+        dense = engine.dense
+        assert dense is not None and dense.first_pass
+        assert engine.search("refund a card payment", settings).rankings["dense"].hits == before
+        lexical = engine.lexical
+        assert lexical is not None
+        engine.open_dense(settings, lexical)  # the model embeds every chunk
+    assert not Engine(settings).prefetch_first_pass(settings)  # the model's list is used now
+
+
 def test_the_first_pass_says_why_it_is_off(tiny_repo: Path, index_dir: Path) -> None:
     settings = Settings(repo=tiny_repo, index_dir=index_dir, dense_first_pass="off")
     with Engine(settings) as engine:

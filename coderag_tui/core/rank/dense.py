@@ -616,6 +616,19 @@ def dense_dir(settings: Settings, model: str) -> Path:
     return settings.index_path.with_suffix(".dense") / f"{spec}-{digest}"
 
 
+def saved_lists(settings: Settings) -> list[dict[str, Any]]:
+    """The metadata of every dense list saved for the current chunking, whatever its model
+    (`model`, `complete`, `n_chunks`, ...); unreadable ones are left out."""
+    spec = settings.chunking_spec.key.replace(":", "_")
+    folder = settings.index_path.with_suffix(".dense")
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.name.startswith(f"{spec}-"))
+    except OSError:
+        return []
+    found = (DenseIndex.read_meta(folder / name) for name in names)
+    return [meta for meta in found if meta is not None]
+
+
 def load_or_build_dense(  # noqa: PLR0913
     store: Store,
     settings: Settings,
