@@ -223,7 +223,9 @@ class Searcher:
         An issue's lines that repeat the repository's issue template are left out of what is
         ranked (`core.rank.templates`); the run keeps the query as given.
         """
-        given, query = query, without_template_lines(query, self.template_lines())
+        given = query
+        if "\n" in query:  # a template's line comes with others: a one-line query has none
+            query = without_template_lines(query, self.template_lines())
         clock = self.clock
         depth = max(settings.depth, settings.k, 1)
 
