@@ -361,11 +361,17 @@ class Engine:
         says the caller leaves the model's missing chunks to a background process (the
         dense notice says so).
         """
+        from coderag_tui.core.index.walk import start_fingerprint, stop_fingerprint
+
         engine = cls(settings, clock=clock, explicit=explicit)
         try:
+            start_fingerprint(settings.repo_root)  # git lists the tree while this goes on
             if dense and not settings.dense_wait:
                 engine.prefetch_first_pass(settings)
-            lexical = engine.update_index(settings, progress=progress, cancel=cancel)
+            try:
+                lexical = engine.update_index(settings, progress=progress, cancel=cancel)
+            finally:
+                stop_fingerprint(settings.repo_root)  # what the check did not read
             engine.use(lexical)
             cancelled = cancel is not None and cancel.is_set()
             if not dense:

@@ -13,7 +13,7 @@ import pytest
 from coderag_tui.core.index import indexer
 from coderag_tui.core.index.indexer import build_index
 from coderag_tui.core.index.store import Store
-from coderag_tui.core.index.walk import fingerprint
+from coderag_tui.core.index.walk import fingerprint, start_fingerprint, stop_fingerprint
 from coderag_tui.settings import Settings
 
 GIT_ENV = {
@@ -158,6 +158,20 @@ def test_not_a_work_tree_top_has_no_fingerprint(repo: Path, tmp_path: Path) -> N
     plain = tmp_path / "plain"
     plain.mkdir()
     assert fingerprint(plain) is None
+
+
+def test_a_listing_started_ahead_is_the_check_and_is_read_once(repo: Path) -> None:
+    plain = fingerprint(repo)
+    start_fingerprint(repo)  # what a search does before its imports and loads
+    assert fingerprint(repo) == plain
+    (repo / "pkg" / "gamma.py").write_text("def gamma():\n    return 3\n", encoding="utf-8")
+    changed = fingerprint(repo)  # a new listing: the one started ahead was read already
+    assert changed is not None and changed != plain
+    start_fingerprint(repo)
+    stop_fingerprint(repo)  # never read: ended
+    assert fingerprint(repo) == changed
+    start_fingerprint(repo / "pkg")  # not a work tree's top: nothing starts
+    stop_fingerprint(repo / "pkg")
 
 
 @pytest.mark.parametrize("how", ["untracked", "ignored_by_git", "committed"])

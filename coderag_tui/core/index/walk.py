@@ -40,6 +40,7 @@ import logging
 import os
 import stat
 import subprocess
+import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -379,6 +380,49 @@ _GIT_TIMEOUT_S = 120
 _SYMLINK_MODE = b"H 120000 "  # `git ls-files -s -v`: a cached symlink
 
 
+_FINGERPRINT_COMMANDS = (
+    ("ls-files", "-z", "-s", "-v", "--cached", "--others", "--exclude-standard"),
+    ("diff-files", "-z", "--name-only"),
+)
+# Listings started ahead of `fingerprint` (`start_fingerprint`), by the work tree's real path.
+_STARTED: dict[str, list[subprocess.Popen[bytes]]] = {}
+_STARTED_LOCK = threading.Lock()
+
+
+def start_fingerprint(root: Path) -> None:
+    """Start git's listings for the next `fingerprint(root)` now, so git lists the tree while
+    the caller goes on (a search's imports and loads hid ~0.1 s of `ls-files` on a
+    35,000-file repository). `stop_fingerprint` ends ones that were never read."""
+    root_real = os.path.realpath(root)
+    if not os.path.exists(os.path.join(root_real, ".git")):
+        return
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv in _FINGERPRINT_COMMANDS:
+            procs.append(git.start(root_real, *argv))
+    except OSError:
+        _end(procs)
+        return
+    with _STARTED_LOCK:
+        before = _STARTED.pop(root_real, None)
+        _STARTED[root_real] = procs
+    _end(before or [])
+
+
+def stop_fingerprint(root: Path) -> None:
+    """End the listings `start_fingerprint(root)` started if no `fingerprint` read them."""
+    with _STARTED_LOCK:
+        left = _STARTED.pop(os.path.realpath(root), None)
+    _end(left or [])
+
+
+def _end(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
 def fingerprint(
     root: Path,
     *,
@@ -399,19 +443,16 @@ def fingerprint(
     root_real = os.path.realpath(root)
     if not os.path.exists(os.path.join(root_real, ".git")):
         return None  # not the top of a work tree (a sub-folder, or none): walk decides
-    commands = (
-        ["ls-files", "-z", "-s", "-v", "--cached", "--others", "--exclude-standard"],
-        ["diff-files", "-z", "--name-only"],
-    )
-    procs: list[subprocess.Popen[bytes]] = []
+    with _STARTED_LOCK:
+        started = _STARTED.pop(root_real, None)
+    procs: list[subprocess.Popen[bytes]] = started or []
     try:
-        for argv in commands:
-            procs.append(git.start(root_real, *argv))
+        if not procs:
+            for argv in _FINGERPRINT_COMMANDS:
+                procs.append(git.start(root_real, *argv))
         outputs = [proc.communicate(timeout=_GIT_TIMEOUT_S)[0] for proc in procs]
     except (OSError, subprocess.SubprocessError):
-        for proc in procs:
-            proc.kill()
-            proc.wait()
+        _end(procs)
         return None
     listing, dirty = outputs
     if any(proc.returncode != 0 for proc in procs) or not listing:
