@@ -112,10 +112,25 @@ class WindowedEmbedder:
     tokenizer: Tokenizer
     window: int  # text tokens of one stripe (special tokens and the document prefix excluded)
 
-    def _setup(self, name: str, tokenizer: Tokenizer, max_tokens: int, prefixes: Prefixes) -> None:
+    def _setup(
+        self,
+        name: str,
+        tokenizer: Tokenizer,
+        max_tokens: int,
+        prefixes: Prefixes,
+        *,
+        shared: bool = True,
+    ) -> None:
+        """`shared`: the tokenizer is also the model's, so a plain copy is made; else it is
+        the embedder's own and made plain in place."""
         self.name = name
         self.prefixes = prefixes
-        self.tokenizer = plain_tokenizer(tokenizer)
+        if shared:
+            self.tokenizer = plain_tokenizer(tokenizer)
+        else:
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            self.tokenizer = tokenizer
         self.max_tokens = max(8, min(int(max_tokens), MAX_WINDOW))
         specials = len(self.tokenizer.encode("", add_special_tokens=True).ids)
         prefix_tokens = max(
