@@ -62,8 +62,9 @@ def test_off_a_terminal_a_long_index_or_embedding_says_how_far_it_got(
 def test_off_a_terminal_a_later_search_of_a_folder_says_it_checked_never_that_it_indexes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A folder without git is walked on every call; nothing changed is a check, not an index
-    ("indexing (index): 17,258/17,258 files, 0 chunks so far." read like a re-index)."""
+    """A folder without git is walked when a stat it watched changed; a walk that finds
+    nothing to read is a check, not an index ("indexing (index): 17,258/17,258 files, 0
+    chunks so far." read like a re-index). An unchanged folder is not walked at all."""
     from coderag_tui.cli import main, render
 
     repo = make_tiny_repo(tmp_path / "shop", git=False)
@@ -72,6 +73,11 @@ def test_off_a_terminal_a_later_search_of_a_folder_says_it_checked_never_that_it
     assert main(["index", str(repo), *where]) == 0
     capsys.readouterr()
     monkeypatch.setattr(render, "QUIET_SECONDS", 0.0)
+    assert main(["search", "checkout total", str(repo), *where]) == 0
+    err = capsys.readouterr().err
+    assert "indexing" not in err and "checked" not in err  # no walk: the stat check said so
+    (repo / "scratch.tmp").write_text("x", encoding="utf-8")  # the folder's mtime moves,
+    (repo / "scratch.tmp").unlink()  # and no file changed
     assert main(["search", "checkout total", str(repo), *where]) == 0
     err = capsys.readouterr().err
     assert f"checked {len(FILES)} files for changes." in err

@@ -29,7 +29,7 @@ from coderag_tui.core.hashing import text_hash, utf8_hash
 from coderag_tui.core.index import secret_scan
 from coderag_tui.core.index.chunk import CHUNKER_VERSION, chunk_file
 from coderag_tui.core.index.store import FileState, Store
-from coderag_tui.core.index.walk import fingerprint, read_source, vet, walk
+from coderag_tui.core.index.walk import fingerprint, read_source, stat_fingerprint, vet, walk
 from coderag_tui.core.records import (
     Chunk,
     ChunkingSpec,
@@ -44,6 +44,8 @@ STAGES: tuple[str, ...] = ("walk", "read", "scan", "chunk", "store")
 # Meta key (plus the chunking key) of the work tree's fingerprint after the last complete
 # build, with what that build reported skipped: a matching fingerprint means nothing changed.
 FRESH_META_PREFIX = "fresh:"
+# Meta key (plus the chunking key) of the paths a plain walk watched (`WalkResult.watched`).
+WATCHED_META_PREFIX = "watched:"
 # Meta key (plus the chunking key) of the chunker version that cut every file of the last
 # complete build: chunks cut by another version are cut again from the stored text.
 CHUNKER_META_PREFIX = "chunker:"
@@ -304,9 +306,9 @@ def build_index(  # noqa: PLR0913
     fresh_key = FRESH_META_PREFIX + spec.key
     chunker_key = CHUNKER_META_PREFIX + spec.key
     cut_by_this_chunker = store.get_meta(chunker_key) == CHUNKER_VERSION
-    digest = _tree_digest(settings, excludes)
+    digest, is_git = _check_digest(store, settings, excludes, check=cut_by_this_chunker)
     if digest is not None and cut_by_this_chunker:
-        unchanged = _unchanged_report(store, settings, fresh_key, digest, run, clock)
+        unchanged = _unchanged_report(store, settings, fresh_key, digest, run, clock, is_git=is_git)
         if unchanged is not None:
             build.emit("done", force=True)
             return unchanged
@@ -321,6 +323,7 @@ def build_index(  # noqa: PLR0913
     run.seconds["walk"] += clock() - t
     run.files_total = len(result.files)
     run.skipped.extend(result.skipped)
+    digest = _with_reading_rules(result.digest, settings) or digest  # a plain walk's own stat
 
     jobs, chunked, cut_by_this_chunker = _plan(
         build, result.files, chunker_key, cut_by_this_chunker=cut_by_this_chunker
@@ -359,7 +362,7 @@ def build_index(  # noqa: PLR0913
     if not report.cancelled and not cut_by_this_chunker:
         store.set_meta(chunker_key, CHUNKER_VERSION)
     if digest is not None and not report.cancelled:
-        _remember_fresh(store, fresh_key, digest, report)
+        _remember_fresh(store, fresh_key, digest, report, result.watched)
     return report
 
 
@@ -487,17 +490,55 @@ def _walk_says(skip: SkippedFile) -> bool:
     )
 
 
+def _check_digest(
+    store: Store, settings: Settings, excludes: Sequence[Path], *, check: bool
+) -> tuple[str | None, bool]:
+    """The tree's digest for the no-change check, and whether git made it: git's
+    fingerprint, else (when there is a record to `check` against) the last plain walk's
+    stat made again."""
+    digest = _tree_digest(settings, excludes)
+    if digest is not None or not check:
+        return digest, digest is not None
+    key = WATCHED_META_PREFIX + settings.chunking_spec.key
+    return _watched_digest(store, settings, excludes, key), False
+
+
 def _tree_digest(settings: Settings, excludes: Sequence[Path]) -> str | None:
-    """The fingerprint of the tree and of the reading rules (None: the tree has none)."""
+    """git's fingerprint of the tree and of the reading rules (None: git cannot vouch)."""
     digest = fingerprint(
         settings.repo_root,
         max_file_bytes=settings.max_file_bytes,
         exclude=excludes,
         include_secret_files=settings.include_secret_files,
     )
-    if digest is None:
+    return _with_reading_rules(digest, settings)
+
+
+def _watched_digest(
+    store: Store, settings: Settings, excludes: Sequence[Path], key: str
+) -> str | None:
+    """The last plain walk's digest made again from the stat of the paths it watched (see
+    `walk.stat_fingerprint`); None when no walk recorded them."""
+    raw = store.get_meta(key)
+    try:
+        watched = parse_json(raw) if raw else None
+    except ValueError:
         return None
-    return digest + f":{settings.max_line_chars}"  # reading rules decide what is indexed too
+    if not isinstance(watched, list) or not all(isinstance(p, str) for p in watched):
+        return None
+    digest = stat_fingerprint(
+        settings.repo_root,
+        watched,
+        max_file_bytes=settings.max_file_bytes,
+        exclude=excludes,
+        include_secret_files=settings.include_secret_files,
+    )
+    return _with_reading_rules(digest, settings)
+
+
+def _with_reading_rules(digest: str | None, settings: Settings) -> str | None:
+    """A tree's digest with the rules of reading, which decide what is indexed too."""
+    return None if digest is None else f"{digest}:{settings.max_line_chars}"
 
 
 def _plan(
@@ -620,12 +661,22 @@ def _index_jobs(
     return position, cancelled, interrupted
 
 
-def _remember_fresh(store: Store, key: str, digest: str, report: IndexReport) -> None:
+def _remember_fresh(
+    store: Store,
+    key: str,
+    digest: str,
+    report: IndexReport,
+    watched: Sequence[str] = (),
+) -> None:
     """Record the fingerprint a complete build started from, with what it skipped and which
-    files had invalid UTF-8, so the next build can answer without a walk. Not when a file
-    could not be read: that one is retried every run."""
+    files had invalid UTF-8, so the next build can answer without a walk (and a plain
+    walk's `watched` paths under their meta key). Not when a file could not be read: that
+    one is retried every run."""
     if any(s.reason is SkipReason.UNREADABLE for s in report.skipped):
         return
+    if watched:
+        spec = key.removeprefix(FRESH_META_PREFIX)
+        store.set_meta(WATCHED_META_PREFIX + spec, json.dumps(list(watched)))  # ASCII: any name
     record = {
         "digest": digest,
         "files_total": report.files_total,
@@ -642,6 +693,8 @@ def _unchanged_report(
     digest: str,
     run: _Run,
     clock: Callable[[], float],
+    *,
+    is_git: bool,
 ) -> IndexReport | None:
     """The report of a build that finds nothing changed, when the fingerprint recorded by
     the last complete build matches `digest`; None when a walk must decide."""
@@ -658,7 +711,7 @@ def _unchanged_report(
     except (ValueError, KeyError, TypeError):
         return None
     run.seconds["walk"] += clock() - run.started
-    return _report(run, settings, store, is_git=True, cancelled=False, left=0, clock=clock)
+    return _report(run, settings, store, is_git=is_git, cancelled=False, left=0, clock=clock)
 
 
 def _worker_count(requested: int | None) -> int:

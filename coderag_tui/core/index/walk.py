@@ -182,6 +182,12 @@ class WalkResult:
     files: tuple[SourceFile, ...]
     skipped: tuple[SkippedFile, ...]
     is_git: bool
+    # A plain walk's (no git): every path whose stat decides what it listed (each folder it
+    # entered, each ignore file it read, each file it stat-ed), sorted, and their digest as
+    # the walk saw them; `stat_fingerprint` of the same paths later gives it again while
+    # nothing changed.
+    watched: tuple[str, ...] = ()
+    digest: str | None = None
 
 
 def walk(
@@ -208,10 +214,62 @@ def walk(
             if not _is_excluded(rel, excluded) and not (own and own.ignored(rel)):
                 collector.add_git_path(rel)
     else:
+        collector.watch = []
         _walk_plain(root_real, excluded, collector)
     files = tuple(sorted(collector.files, key=lambda f: f.path))
     skipped = tuple(sorted(collector.finish_skipped(), key=lambda s: s.path))
-    return WalkResult(files=files, skipped=skipped, is_git=is_git)
+    if collector.watch is None:
+        return WalkResult(files=files, skipped=skipped, is_git=is_git)
+    keys = sorted(dict(collector.watch).items())
+    rules = (max_file_bytes, include_secret_files, excluded)
+    return WalkResult(
+        files=files,
+        skipped=skipped,
+        is_git=is_git,
+        watched=tuple(rel for rel, _ in keys),
+        digest=_stat_digest(rules, keys),
+    )
+
+
+def stat_fingerprint(
+    root: Path,
+    watched: Sequence[str],
+    *,
+    max_file_bytes: int = 1 << 20,
+    exclude: Sequence[Path] = (),
+    include_secret_files: bool = False,
+) -> str:
+    """The digest of a plain walk (`WalkResult.digest`) made again from the stat of each path
+    it watched: equal while no folder gained, lost or renamed an entry and no watched file
+    changed, so an unchanged folder without git needs no walk (35,195 files: 1.6 s of walk
+    against ~0.1 s of stat). A changed digest only says "walk"."""
+    root_real = os.path.realpath(root)
+    rules = (max_file_bytes, include_secret_files, _excluded_prefixes(root_real, exclude))
+    prefix = root_real + os.sep
+    keys: list[tuple[str, tuple[object, ...]]] = []
+    for rel in watched:
+        path = prefix + rel
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if st is None or stat.S_ISLNK(st.st_mode):
+            keys.append((rel, _stat_key(path)))  # the error, or the link and its target
+        else:
+            keys.append((rel, _entry_key(st)))
+    return _stat_digest(rules, keys)
+
+
+def _stat_digest(rules: tuple[object, ...], keys: Sequence[tuple[str, tuple[object, ...]]]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((FINGERPRINT_VERSION, "plain", rules)).encode())
+    digest.update(repr(list(keys)).encode("utf-8", errors="surrogateescape"))
+    return digest.hexdigest()
+
+
+def _entry_key(st: os.stat_result) -> tuple[object, ...]:
+    """`_stat_key` of a path that is no link, from a stat the walk already made."""
+    return ((st.st_mode, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino),)
 
 
 def vet(
@@ -574,20 +632,26 @@ def _walk_plain(root_real: str, excluded: tuple[str, ...], collector: _Collector
     Rules = tuple[_IgnoreRules, ...]
     stack: list[tuple[str, Rules, Rules]] = [("", (), ())]
     add_entry = collector.add_entry
+    watch = collector.watch
     while stack:
         rel_dir, rules, own = stack.pop()
         abs_dir = os.path.join(root_real, rel_dir) if rel_dir else root_real
         try:
+            folder = os.lstat(abs_dir)  # before its entries: a later change shows in its mtime
             with os.scandir(abs_dir) as it:
                 entries = list(it)
         except OSError as exc:
             collector.skip(rel_dir.rstrip("/") or ".", SkipReason.UNREADABLE, _os_error_text(exc))
             continue
+        if watch is not None:
+            watch.append((rel_dir, _entry_key(folder)))
         if rel_dir and any(entry.name == VIRTUALENV_MARKER for entry in entries):
             collector.skip(rel_dir.rstrip("/"), SkipReason.VENDORED, "a virtualenv, not walked")
             continue
         for entry in entries:
             if entry.name in (GITIGNORE, CODERAG_IGNORE) and entry.is_file(follow_symlinks=False):
+                if watch is not None:
+                    watch.append((rel_dir + entry.name, _stat_key(entry.path)))
                 loaded = _IgnoreRules.load(entry.path, rel_dir)
                 if loaded is None:
                     continue
@@ -845,6 +909,8 @@ class _Collector:
         self.skipped: list[SkippedFile] = []
         self.vendored: dict[str, int] = {}
         self.virtualenvs: set[str] = set()
+        # (path, stat key) of what the plain walk stat-ed (see WalkResult.watched); None: not kept.
+        self.watch: list[tuple[str, tuple[object, ...]]] | None = None
         # What a name decides, by its extension, for names no whole-name rule looks at.
         self._by_extension: dict[str, _NameVerdict] = {}
 
@@ -896,6 +962,9 @@ class _Collector:
             if exc.errno != errno.ENOENT:  # else it vanished while we walked
                 self.skip(rel, SkipReason.UNREADABLE, _os_error_text(exc))
             return
+        if self.watch is not None:
+            key = _entry_key(st) if not stat.S_ISLNK(st.st_mode) else _stat_key(entry.path)
+            self.watch.append((rel, key))
         if stat.S_ISREG(st.st_mode) and st.st_size <= self.max_file_bytes:  # most files
             self.files.append(
                 SourceFile(
