@@ -195,7 +195,9 @@ def test_a_loaded_index_finds_every_word_it_saved(tmp_path: Path) -> None:
     assert loaded.base.words == index.base.words
     assert "größe" in loaded.base.words
     for word in index.base.words:
-        assert np.array_equal(loaded.base.column(word)[0], index.base.column(word)[0]), word
+        theirs, ours = loaded.base.column(word), index.base.column(word)
+        assert theirs is not None and ours is not None, word
+        assert np.array_equal(theirs[0], ours[0]), word
     assert loaded.base.column("zzz-never-seen") is None
     assert loaded.search("größe naïve", 1)[0][0] == len(chunks) - 1
     empty = BM25Index.from_tokens([[]], index.options)
