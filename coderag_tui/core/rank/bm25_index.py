@@ -37,11 +37,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from coderag_tui.core.index.persist import loaded_once, read_folder_meta, save_folder
+from coderag_tui.core.rank.saved_lines import SavedLines
 from coderag_tui.core.rank.segments import Drift, FileTable
 from coderag_tui.core.rank.splitters import WORD, check_splitter, split_many, split_text
 from coderag_tui.core.rank.words import (
@@ -68,7 +69,6 @@ META_NAME = "coderag-bm25.json"
 # The vocabulary one word a line in id order: read back ~3x faster than bm25s's JSON dict, which
 # took most of a start-up's BM25 load on the stdlib (~200k words). Words never hold a newline.
 _WORDS = "coderag-words.txt"
-_NEWLINE = 10  # b"\n": the saved words' separator
 
 
 @dataclass(frozen=True)
@@ -187,48 +187,13 @@ class ChunkNumbers:
         return [*numbers, *words]
 
 
-class SavedWords(Sequence[str]):
-    """A saved segment's sorted words, read as one buffer and decoded a word at a time.
-
-    A lookup is a binary search (~20 words decoded); a list of every word cost a later search
-    on a 35,000-file repository 0.15 s to make (529,411 words), this 0.03 s.
-    """
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
-        self._starts = np.concatenate(([0], ends + 1)) if data else ends
-        self._ends = np.append(ends, len(data)) if data else ends
-
-    def __len__(self) -> int:
-        return len(self._starts)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        start, end = int(self._starts[index]), int(self._ends[index])
-        return self._data[start:end].decode("utf-8", "replace")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data.decode("utf-8", "replace").split("\n") if self._data else ())
-
-    def __eq__(self, other: object) -> bool:  # equal to any sequence of the same words
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]  # equal to a list of its words, so unhashable
-
-
 @dataclass(frozen=True)
 class Postings:
     """One segment's word counts: for each word (a column; words sorted, so a lookup is a
     binary search and loading builds no dict) the chunks holding it, ascending, and how often
     (CSC layout), and each chunk's word count."""
 
-    words: Sequence[str]  # a list when built, `SavedWords` when loaded
+    words: Sequence[str]  # a list when built, `SavedLines` when loaded
     indptr: np.ndarray  # int64, one more than words
     docs: np.ndarray  # int32, the segment's chunk numbers
     tf: np.ndarray  # int32, how often the word is in that chunk
@@ -321,7 +286,7 @@ class Postings:
                 name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
                 for name in ("indptr", "docs", "tf", "lengths")
             }
-            words = SavedWords((folder / _WORDS).read_bytes())
+            words = SavedLines.split((folder / _WORDS).read_bytes())
         except (OSError, ValueError) as exc:
             raise ValueError(f"the BM25 index at {folder} is damaged: {exc}") from exc
         indptr, docs, tf, lengths = (arrays[n] for n in ("indptr", "docs", "tf", "lengths"))

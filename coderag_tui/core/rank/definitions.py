@@ -31,7 +31,6 @@ import bisect
 import contextlib
 import json
 import logging
-import mmap
 import os
 import re
 import shutil
@@ -40,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -50,6 +49,7 @@ from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.languages import parser_for
 from coderag_tui.core.index.persist import read_folder_meta, save_folder
 from coderag_tui.core.rank.python_definitions import python_definitions
+from coderag_tui.core.rank.saved_lines import SavedLines
 from coderag_tui.core.rank.segments import MAX_DRIFT, CurrentTable, Drift, FileTable, delta_fits
 from coderag_tui.core.records import Chunk
 
@@ -477,7 +477,7 @@ class Definitions:
             names = self._raw if isinstance(self._raw, Names) else Names.of(self._raw)
             (tmp / _NAMES).write_text("\n".join(names.keys_list), encoding="utf-8")
             values = names.values_list
-            if isinstance(values, _Lines):  # built or loaded: written as it is held
+            if isinstance(values, SavedLines):  # built or loaded: written as it is held
                 data, at = values.data, values.at
             else:
                 encoded = [v.encode("utf-8") + b"\n" for v in values]
@@ -503,7 +503,7 @@ class Definitions:
         try:
             keys = (directory / _NAMES).read_text(encoding="utf-8")
             names = keys.split("\n") if keys else []
-            values = _Lines.open(directory / _WHERE, directory / _WHERE_AT, len(names))
+            values = SavedLines.open(directory / _WHERE, directory / _WHERE_AT, len(names))
         except (OSError, ValueError) as exc:
             raise ValueError(f"the definitions at {directory} are damaged: {exc}") from exc
         return cls(int(meta["n_docs"]), Names(names, values))
@@ -596,7 +596,7 @@ def _pack(
     data = text.encode("utf-8")
     at = np.zeros(len(keys) + 1, dtype=np.int64)  # no saved entry holds a newline
     at[1:] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
-    return Names(keys, _Lines(data, at))
+    return Names(keys, SavedLines(data, at))
 
 
 def _forms(names: list[str]) -> list[str]:
@@ -617,44 +617,6 @@ def _forms(names: list[str]) -> list[str]:
         key if len(key) >= 2 and _PLAIN_NAME.fullmatch(name) else ""
         for key, name in zip(keys, names, strict=True)
     ]
-
-
-class _Lines(Sequence[str]):
-    """The lines of a text held as UTF-8 bytes (built) or a memory map (loaded), at the
-    offsets `at` says (their starts, and the end), decoded when asked for: a start-up reads
-    only the entries its lookups ask for (the whole file was 50 MB and 0.5 s on the stdlib
-    x30). An entry is checked when looked up (`Definitions._own`)."""
-
-    def __init__(self, data: bytes | mmap.mmap, at: np.ndarray) -> None:
-        self.data = data
-        self.at = at
-
-    @classmethod
-    def open(cls, path: Path, at: Path, count: int) -> _Lines:
-        """The lines of the file at `path`, mapped; ValueError when `at` does not fit."""
-        offsets = np.load(at, allow_pickle=False)
-        size = path.stat().st_size
-        if offsets.ndim != 1 or len(offsets) != count + 1 or int(offsets[-1]) != size:
-            raise ValueError("the entries and their offsets do not match")
-        if not size:
-            return cls(b"", offsets)
-        with path.open("rb") as handle:
-            return cls(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), offsets)
-
-    def __len__(self) -> int:
-        return len(self.at) - 1
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        start, end = int(self.at[index]), int(self.at[index + 1])
-        return self.data[start : max(start, end - 1)].decode("utf-8", "replace")
 
 
 class Names(Mapping[str, str]):
