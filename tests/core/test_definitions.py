@@ -172,6 +172,11 @@ def test_save_and_load_give_the_same_lookups(tmp_path: Path) -> None:
     loaded = Definitions.load(tmp_path / "defs")
     for key in ("engine", "new", "run", "version"):
         assert loaded.lookup(key) == built.lookup(key) != ()
+    loaded.save(tmp_path / "again", {"generation": "g"})  # a loaded table, saved as it is held
+    again = Definitions.load(tmp_path / "again")
+    assert list(again._raw) == list(built._raw) and len(again) == len(built)
+    for key in ("engine", "new", "run", "version"):
+        assert again.lookup(key) == built.lookup(key)
     # An unreadable entry (or one naming a chunk past the end) defines nothing; the rest stand.
     names = loaded._raw
     assert isinstance(names, Names)

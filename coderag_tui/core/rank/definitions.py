@@ -475,7 +475,11 @@ class Definitions:
 
         def write(tmp: Path) -> None:
             names = self._raw if isinstance(self._raw, Names) else Names.of(self._raw)
-            (tmp / _NAMES).write_text("\n".join(names.keys_list), encoding="utf-8")
+            keys = names.keys_list
+            if isinstance(keys, SavedLines):  # loaded: written as it is held
+                (tmp / _NAMES).write_bytes(bytes(keys.data))
+            else:
+                (tmp / _NAMES).write_text("\n".join(keys), encoding="utf-8")
             values = names.values_list
             if isinstance(values, SavedLines):  # built or loaded: written as it is held
                 data, at = values.data, values.at
@@ -501,8 +505,7 @@ class Definitions:
         if meta is None:
             raise ValueError(f"no definitions at {directory}")
         try:
-            keys = (directory / _NAMES).read_text(encoding="utf-8")
-            names = keys.split("\n") if keys else []
+            names = SavedLines.split((directory / _NAMES).read_bytes())
             values = SavedLines.open(directory / _WHERE, directory / _WHERE_AT, len(names))
         except (OSError, ValueError) as exc:
             raise ValueError(f"the definitions at {directory} are damaged: {exc}") from exc
@@ -623,7 +626,7 @@ class Names(Mapping[str, str]):
     """Name forms in sorted order with their saved definitions, looked up by binary search
     (loading builds no dict: ~0.1 s less per start-up on the stdlib x5)."""
 
-    def __init__(self, keys: list[str], values: Sequence[str]) -> None:
+    def __init__(self, keys: Sequence[str], values: Sequence[str]) -> None:
         self.keys_list = keys
         self.values_list = values
 
