@@ -458,3 +458,10 @@ def test_what_issue_text_points_at_is_shown_with_its_statement(issue: str) -> No
     assert "    if not path.exists():" in text  # the statement around it, not the line alone
     without = SpanInputs(match=_weights("load"), facts=_facts)
     assert "raise MissingSettings" not in pack_spans(hits, inputs, without).blocks[0].text
+
+
+def test_a_lines_weight_is_the_same_in_any_order_of_its_words() -> None:
+    """A line's words come as a set, whose order follows the process's string hashing; the
+    weight (and so the prompt) must not: 0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1 in floats."""
+    match = QueryMatch({"a": 0.1, "b": 0.2, "c": 0.3}, str.split)
+    assert match.weight(["a", "b", "c"]) == match.weight(["c", "b", "a"]) == 0.6

@@ -34,6 +34,7 @@ idf of the words the chunk holds.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -105,7 +106,9 @@ class QueryMatch:
         return found
 
     def weight(self, terms: Iterable[str]) -> float:
-        return sum(self.weights.get(t, 0.0) for t in terms)
+        # fsum: exact whatever the order, and a frozenset's order follows the process's
+        # string hashing (a 2k prompt differed by 61 tokens between two runs of one query).
+        return math.fsum(self.weights.get(t, 0.0) for t in terms)
 
 
 PRICE_BLOCK = 32  # lines priced together: a span's price is a few differences of sums
