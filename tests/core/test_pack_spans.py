@@ -465,3 +465,28 @@ def test_a_lines_weight_is_the_same_in_any_order_of_its_words() -> None:
     weight (and so the prompt) must not: 0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1 in floats."""
     match = QueryMatch({"a": 0.1, "b": 0.2, "c": 0.3}, str.split)
     assert match.weight(["a", "b", "c"]) == match.weight(["c", "b", "a"]) == 0.6
+
+
+def test_a_c_typedef_has_one_outline_with_its_comment_however_often_it_is_parsed() -> None:
+    """`typedef struct {…} T;` and its struct span the same lines with different comments
+    above; the parse gave them in varying order, and the outline (so the prompt) followed."""
+    text = "\n".join(
+        [
+            "#include <stddef.h>",
+            "",
+            "/* The frame's parameters:",
+            " * what a reader needs first. */",
+            "typedef struct {",
+            "    unsigned windowLog;",
+            "    size_t contentSize;",
+            "} FrameParams;",
+            "",
+            "/* Compress one frame. */",
+            "size_t compress(FrameParams const* p);",
+        ]
+    )
+    found = {repr(file_structure(text, "c").units) for _ in range(40)}
+    assert len(found) == 1
+    units = file_structure(text, "c").units
+    struct = next(u for u in units if u.start == 5)
+    assert struct.first == 3  # its comment comes with it

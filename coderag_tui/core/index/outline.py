@@ -193,7 +193,12 @@ def file_structure(text: str, language: str | None) -> Structure:
     for name, nodes in captures.items():
         for node in nodes:
             lines = _lines_of(node, name.removeprefix("unit."), rules)
-            found.setdefault((lines[0], lines[1]), lines)
+            kept = found.setdefault((lines[0], lines[1]), lines)
+            if lines[4] < kept[4]:
+                # Two nodes of the same lines (`typedef struct {…} T;` and its struct) whose
+                # comments above differ: the earlier doc line, whichever came first (their
+                # order varied from one parse to the next, and so did the prompt).
+                found[(lines[0], lines[1])] = (*kept[:4], lines[4])
     ordered = sorted(found.values(), key=lambda u: (u[0], -u[1]))
     units: list[Unit] = []
     open_units: list[Unit] = []  # the units enclosing the next one, outermost first
