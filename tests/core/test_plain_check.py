@@ -51,6 +51,31 @@ def test_an_unchanged_folder_skips_the_walk_with_the_same_report(
         assert not again.is_git
 
 
+def test_odd_entries_keep_the_check_and_skip_the_walk(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO, a link loop and a link out of the folder are skipped with a reason by the walk,
+    and stat-ed (never opened, never followed out) by the check. (A broken link is an
+    unreadable file: such a build records no check and walks again, as with git.)"""
+    os.mkfifo(folder / "pkg" / "pipe.py")
+    (folder / "pkg" / "loop.py").symlink_to(folder / "pkg" / "loop.py")
+    (folder / "pkg" / "out.py").symlink_to(tmp_path)
+    settings = Settings(repo=folder, index_dir=tmp_path / "index")
+    with Store.open(settings.index_path) as store:
+        first = build_index(settings, store)
+        build_index(settings, store)
+        calls = walks(monkeypatch)
+        again = build_index(settings, store)
+        assert calls == []
+        assert again.skipped == first.skipped
+        assert {s.path for s in again.skipped} >= {"pkg/pipe.py", "pkg/loop.py", "pkg/out.py"}
+        (folder / "pkg" / "out.py").unlink()
+        (folder / "pkg" / "out.py").symlink_to(folder / "pkg" / "alpha.py")  # now inside
+        build_index(settings, store)
+        assert calls == [1]
+        assert "def alpha" in texts(store, settings)["pkg/out.py"]
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
