@@ -362,7 +362,7 @@ def build_index(  # noqa: PLR0913
     if not report.cancelled and not cut_by_this_chunker:
         store.set_meta(chunker_key, CHUNKER_VERSION)
     if digest is not None and not report.cancelled:
-        _remember_fresh(store, fresh_key, digest, report, result.watched)
+        _remember_fresh(store, spec.key, digest, report, result.watched)
     return report
 
 
@@ -663,27 +663,26 @@ def _index_jobs(
 
 def _remember_fresh(
     store: Store,
-    key: str,
+    spec_key: str,
     digest: str,
     report: IndexReport,
     watched: Sequence[str] = (),
 ) -> None:
     """Record the fingerprint a complete build started from, with what it skipped and which
-    files had invalid UTF-8, so the next build can answer without a walk (and a plain
-    walk's `watched` paths under their meta key). Not when a file could not be read: that
-    one is retried every run."""
+    files had invalid UTF-8, so the next build of this chunking (`spec_key`) can answer
+    without a walk (and a plain walk's `watched` paths). Not when a file could not be read:
+    that one is retried every run."""
     if any(s.reason is SkipReason.UNREADABLE for s in report.skipped):
         return
     if watched:
-        spec = key.removeprefix(FRESH_META_PREFIX)
-        store.set_meta(WATCHED_META_PREFIX + spec, json.dumps(list(watched)))  # ASCII: any name
+        store.set_meta(WATCHED_META_PREFIX + spec_key, json.dumps(list(watched)))  # ASCII
     record = {
         "digest": digest,
         "files_total": report.files_total,
         "skipped": [[s.path, s.reason.name, s.detail] for s in report.skipped],
         "invalid_utf8": list(report.invalid_utf8),
     }
-    store.set_meta(key, json.dumps(record))
+    store.set_meta(FRESH_META_PREFIX + spec_key, json.dumps(record))
 
 
 def _unchanged_report(

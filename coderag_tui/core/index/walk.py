@@ -269,7 +269,12 @@ def _stat_digest(rules: tuple[object, ...], keys: Sequence[tuple[str, tuple[obje
 
 def _entry_key(st: os.stat_result) -> tuple[object, ...]:
     """`_stat_key` of a path that is no link, from a stat the walk already made."""
-    return ((st.st_mode, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino),)
+    return (_stat_fields(st),)
+
+
+def _stat_fields(st: os.stat_result) -> tuple[int, ...]:
+    """What a fingerprint reads of one stat: the walk's listing changes with no other field."""
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
 
 
 def vet(
@@ -562,7 +567,7 @@ def _stat_key(path: str) -> tuple[object, ...]:
         except OSError as exc:
             out.append(exc.errno)
             break
-        out.append((st.st_mode, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino))
+        out.append(_stat_fields(st))
         if not stat.S_ISLNK(st.st_mode):
             break
     if len(out) > 1:
