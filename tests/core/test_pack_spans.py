@@ -460,6 +460,46 @@ def test_what_issue_text_points_at_is_shown_with_its_statement(issue: str) -> No
     assert "raise MissingSettings" not in pack_spans(hits, inputs, without).blocks[0].text
 
 
+def test_two_places_an_issue_links_to_in_one_file_are_both_shown() -> None:
+    """An issue linking to two functions of one long file sees both linked statements,
+    though only the first one's chunk is ranked: each place is a hit of its own, not one
+    hit clipped to the first place's function."""
+    from coderag_tui.core.rank.evidence import lines_pointed_at, read_evidence
+
+    text = (
+        LOADER
+        + "\n\n"
+        + LOADER.replace("def load(", "def save(").replace(
+            "no settings file at the path you gave", "cannot write the settings here"
+        )
+    )
+    at = [n for n, line in enumerate(text.split("\n"), 1) if "raise" in line]
+    assert len(at) == 2 and at[1] - at[0] > 64  # two functions, chunks apart
+    link = "https://github.com/o/r/blob/main/app/settings.py"
+    issue = f"Both fail: {link}#L{at[0]} and {link}#L{at[1]}"
+    evidence = read_evidence(issue)
+
+    def pointed(path: str, lines: Sequence[str], language: str | None) -> dict[int, float]:
+        return {p.line: p.weight for p in lines_pointed_at(evidence, path, lines, language)}
+
+    files = {"app/settings.py": text}
+    # Only the first function's chunk is ranked: the second place is known from the link.
+    first = window_chunks("app/settings.py", text, 64)[0]
+    assert first.start_line <= at[0] <= first.end_line < at[1]
+    hits = [Hit(first, 1.0, 1)]
+    inputs = PackInputs(
+        budget=300,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text=files.get,
+    )
+    how = SpanInputs(match=_weights("settings"), facts=_facts, pointed=pointed)
+    shown = pack_spans(hits, inputs, how).blocks[0].text
+    assert 'raise MissingSettings("no settings file at the path you gave")' in shown
+    assert 'raise MissingSettings("cannot write the settings here")' in shown
+
+
 def test_a_lines_weight_is_the_same_in_any_order_of_its_words() -> None:
     """A line's words come as a set, whose order follows the process's string hashing; the
     weight (and so the prompt) must not: 0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1 in floats."""

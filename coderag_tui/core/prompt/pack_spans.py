@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from coderag_tui.core.index.languages import is_data_file
+from coderag_tui.core.index.outline import Unit
 from coderag_tui.core.index.secret_scan import kinds_in, redact_lines
 from coderag_tui.core.prompt.pack import (
     EXCLUDED,
@@ -257,17 +258,25 @@ def _chances(packable: Sequence[Candidate], hits: Sequence[Hit]) -> dict[str, fl
 
 
 def _point(f: _File, pointed: Mapping[int, float]) -> None:
-    """Give the file a hit of its own for the lines the query points at: its best hit with
-    those lines as its match (so it offers their statements and definitions like any hit)."""
+    """Give the file a hit of its own for each place the query points at: its best hit with
+    that place's lines as its match (so it offers their statements and definitions like any
+    hit). A place is the innermost definition holding the lines (outside any, their
+    statement), so two frames or links into two functions of one file are two hits, each
+    offered on its own; the best place comes first."""
     lines = sorted(pointed, key=lambda n: (-pointed[n], n))[:MAX_POINTED]
-    anchor = lines[0]
-    inner = f.view.facts.enclosing(anchor)
-    unit = inner[0] if inner else None
-    start, end = (unit.first, unit.end) if unit is not None else statement(f.view, anchor)
+    places: dict[tuple[int, int], tuple[Unit | None, list[int]]] = {}
+    for line in lines:
+        inner = f.view.facts.enclosing(line)
+        unit = inner[0] if inner else None
+        where = (unit.first, unit.end) if unit is not None else statement(f.view, line)
+        places.setdefault(where, (unit, []))[1].append(line)
     best = f.hits[0]
-    chunk = replace(best.chunk, start_line=start, end_line=end)
-    f.hits.insert(0, replace(best, chunk=chunk))
-    f.foci.insert(0, Focus(tuple(lines), anchor, unit))
+    hits, foci = [], []
+    for (start, end), (unit, matched) in places.items():
+        hits.append(replace(best, chunk=replace(best.chunk, start_line=start, end_line=end)))
+        foci.append(Focus(tuple(matched), matched[0], unit))
+    f.hits[:0] = hits
+    f.foci[:0] = foci
 
 
 def _evidence(
