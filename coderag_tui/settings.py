@@ -562,6 +562,17 @@ class Settings:
             stage="signals",
         ),
     )
+    signal_title: float = field(
+        default=2.0,
+        metadata=_about(
+            "How many times a name written as code in an issue's title counts for the "
+            "definitions signal, against one only in its body (the title names the subject; "
+            "the body's example code names its set-up); 1 turns it off.",
+            ge=1,
+            metavar="X",
+            stage="signals",
+        ),
+    )
     signal_tests: float = field(
         default=0.5,
         metadata=_about(

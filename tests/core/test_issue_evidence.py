@@ -353,8 +353,9 @@ CASES: dict[str, Case] = {
 }
 
 
-def top_file(repo: Path, index_dir: Path, query: str) -> str:
+def top_file(repo: Path, index_dir: Path, query: str, **changes: object) -> str:
     settings = Settings(repo=repo, index_dir=index_dir, embed_backend="none", chunk_lines=12)
+    settings = settings.with_(**changes)
     with Engine.open(settings) as engine:
         run = engine.search(query, settings)
     return run.files("fused")[0].path
@@ -395,6 +396,48 @@ def test_http_2_finds_the_http2_flag(tmp_path: Path) -> None:
     assert top_file(repo, tmp_path / "index", "where is HTTP/2 negotiated") == (
         "httpx/_transports/default.py"
     )
+
+
+BUF_IMPL_RS = """/// Reading numbers from a buffer.
+pub trait Buf {
+    /// Gets a signed integer of `nbytes` bytes, big-endian.
+    fn get_int(&mut self, nbytes: usize) -> i64 {
+        let value = self.get_uint(nbytes);
+        value as i64
+    }
+}
+"""
+BUF_MUT_RS = """/// Writing numbers into a buffer.
+pub trait BufMut {
+    /// Writes a signed integer of `nbytes` bytes, big-endian.
+    fn put_int(&mut self, n: i64, nbytes: usize) {
+        self.put_slice(&n.to_be_bytes()[8 - nbytes..]);
+    }
+}
+"""
+TITLED_ISSUE = (
+    "`Buf::get_int()` returns a positive number for a negative one when nbytes < 8\n"
+    "Steps to reproduce: write a negative number with `BufMut::put_int()` into a buffer of "
+    "fewer than eight bytes, then read it back; the number read is positive. The bytes "
+    "written keep the sign, and a negative number written should be a negative number read.\n"
+    "```\nlet mut buf = BytesMut::with_capacity(8);\nbuf.put_int(-42, 1);\n"
+    "assert_eq!(buf.freeze().get_int(1), -42);\n```\n"
+)
+
+
+def test_a_name_in_an_issues_title_outweighs_the_set_up_in_its_body(tmp_path: Path) -> None:
+    """The title names the subject (`Buf::get_int`); the body's example code names what it
+    needed to get there (`BufMut::put_int`, whose file holds more of the body's words)."""
+    repo = tmp_path / "repo"
+    for path, text in {
+        "src/buf/buf_impl.rs": BUF_IMPL_RS,
+        "src/buf/buf_mut.rs": BUF_MUT_RS,
+    }.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text, encoding="utf-8")
+    assert top_file(repo, tmp_path / "index-a", TITLED_ISSUE) == "src/buf/buf_impl.rs"
+    untitled = top_file(repo, tmp_path / "index-b", TITLED_ISSUE, signal_title=1.0)
+    assert untitled == "src/buf/buf_mut.rs"
 
 
 BUG_TEMPLATE = """---

@@ -140,3 +140,30 @@ def test_issue_text_in_other_languages_gathers_their_frames_and_paths() -> None:
     assert "github" not in terms.names and ("github", "com") not in terms.dotted  # a URL
     assert "http2" in terms.words  # the identifier `HTTP/2` stands for
     assert terms.evidence.frames[0].line == 42
+
+
+BODY = (
+    "Steps to reproduce: build the buffer with `BytesMut::with_capacity(8)`, write the number "
+    "with `put_int`, then read it back; the number read is positive although the number "
+    "written was negative, for every width below eight bytes.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "titled"),
+    [
+        ("`Buf::get_int()` is positive for negative numbers\n" + BODY, {"get_int"}),
+        ("Reading a negative number gives a positive one\n" + BODY, set()),  # no name in it
+        (BODY.replace("\n", " ") + "and `get_int` too.", set()),  # one line: no title
+        ("x" * 201 + " get_int\n" + BODY, set()),  # a first line too long to be a title
+        ("`put_int` writes what `get_int` misreads\n" + BODY, {"put_int", "get_int"}),
+    ],
+    ids=["named", "prose", "one line", "long first line", "title and body"],
+)
+def test_an_issues_title_is_its_first_line_and_its_names_are_read(
+    text: str, titled: set[str]
+) -> None:
+    terms = analyse(text)
+    assert terms.long
+    assert terms.titled == titled
+    assert analyse("where is get_int defined").titled == frozenset()  # a question has none

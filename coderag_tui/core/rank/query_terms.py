@@ -25,6 +25,7 @@ from coderag_tui.core.rank.roles import roles_asked
 from coderag_tui.core.rank.words import compounds
 
 LONG_QUERY_WORDS = 30  # a query with more words than this is read as issue text
+TITLE_CHARS = 200  # an issue's first line this long or shorter is its title
 # A run of non-space characters is read as its first this many: no name or path is longer,
 # and the patterns below cost a run's length squared (one 40k-character word took 38 s).
 MAX_RUN_CHARS = 256
@@ -127,6 +128,7 @@ class QueryTerms:
     dotted: tuple[tuple[str, ...], ...] = ()  # dotted names in issue text, split
     # what the text points at (`core.rank.evidence`)
     evidence: Evidence = field(default_factory=Evidence)
+    titled: frozenset[str] = frozenset()  # issue text: the names its title line holds
 
 
 def _clipped(query: str) -> str:
@@ -198,6 +200,7 @@ def analyse(query: str) -> QueryTerms:  # noqa: C901
                 dotted.append(tuple(token.split(".")))
     words += tuple(w for w in compounds(query) if w.isalnum() and w not in words)
     return QueryTerms(
+        titled=_titled(query, names) if long else frozenset(),
         words=words,
         names=tuple(names),
         name_query=name_query,
@@ -210,6 +213,17 @@ def analyse(query: str) -> QueryTerms:  # noqa: C901
         dotted=tuple(dict.fromkeys(dotted)),
         evidence=evidence,
     )
+
+
+def _titled(query: str, names: Sequence[str]) -> frozenset[str]:
+    """The names written in an issue's title: its first line, when more lines follow and it
+    is a line a title can be (at most `TITLE_CHARS`)."""
+    first, _, rest = query.strip().partition("\n")
+    if not rest.strip() or len(first) > TITLE_CHARS:
+        return frozenset()
+    said = set(_NAME.findall(URL.sub(" ", first)))
+    said |= {part for token in said for part in _split(token)}
+    return frozenset(name for name in names if name in said)
 
 
 def name_forms(words: Sequence[str]) -> tuple[str, ...]:

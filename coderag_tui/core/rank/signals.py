@@ -8,7 +8,10 @@ a weight on that scale (a setting each, `signal_*`; 0 turns one off):
   name (`APIRouter`, `parse_config`, `Sinatra::Base`, `res.send`, `name()`) or a name written
   as code inside a question or an issue. Chunks defining it join the candidates even when the
   fused list missed them. A name defined in n files gives each 1/sqrt(n) of the weight, and a
-  definition spelled in another case (`engine` for `Engine`) half of that.
+  definition spelled in another case (`engine` for `Engine`) half of that. In issue text a
+  name its title line writes counts `signal_title` times (twice by default): the title names
+  the subject (`Buf::get_int() returns …`), the body's example code its set-up (`BufMut`,
+  `put_int`).
 * **identifier forms** — the same for names made of the query's plain words (`parse config`
   -> parseConfig, parse_config, ConfigParser), and at half that for a single word (`session`
   -> Session) or its light stem (`pushed` -> push).
@@ -102,6 +105,7 @@ SIGNAL_NAMES: dict[str, str] = {
     "signal_flags": "flags",
     "signal_packages": "module paths",
     "signal_tests": "tests",
+    "signal_title": "title names",
 }
 
 MAX_DEFINED = 40  # chunks defining one query name that are credited (and may join)
@@ -133,6 +137,7 @@ class Weights:
     flags: float = 0.0
     packages: float = 0.0
     tests: float = 0.0
+    title: float = 1.0  # times a name in an issue's title counts for `definitions`
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Weights:
@@ -150,6 +155,7 @@ class Weights:
             flags=settings.signal_flags,
             packages=settings.signal_packages,
             tests=settings.signal_tests,
+            title=settings.signal_title,
         )
 
     @classmethod
@@ -399,7 +405,11 @@ def _definitions(terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Ad
         weight = weights.definitions
         if terms.name_query and rank > 0:
             weight *= 0.5  # `Sinatra::Base`: Base in full, Sinatra at half
-        credit(form(name), weight, f"{DEFINITION}: {name}", name)
+        if name in terms.titled and weights.title > 1:
+            weight *= weights.title  # the title names the subject, the body its set-up
+            credit(form(name), weight, f"{DEFINITION} in the title: {name}", name)
+        else:
+            credit(form(name), weight, f"{DEFINITION}: {name}", name)
     if not terms.name_query and weights.forms > 0:
         for key in terms.forms:
             credit(key, weights.forms, f"{FORM}: {key}")
