@@ -425,6 +425,27 @@ LOADER = (
 )
 
 
+def _pointed_packing(
+    issue: str, path: str, text: str, budget: int, query: str
+) -> tuple[PackInputs, SpanInputs]:
+    """Pack inputs for one file at `budget`, and span inputs whose `pointed` reads `issue`."""
+    from coderag_tui.core.rank.evidence import lines_pointed_at, read_evidence
+
+    evidence = read_evidence(issue)
+
+    def pointed(path: str, lines: Sequence[str], language: str | None) -> dict[int, float]:
+        return {p.line: p.weight for p in lines_pointed_at(evidence, path, lines, language)}
+
+    inputs = PackInputs(
+        budget=budget,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text={path: text}.get,
+    )
+    return inputs, SpanInputs(match=_weights(query), facts=_facts, pointed=pointed)
+
+
 @pytest.mark.parametrize(
     "issue",
     [
@@ -435,24 +456,9 @@ LOADER = (
     ids=["a stack frame", "a quoted message"],
 )
 def test_what_issue_text_points_at_is_shown_with_its_statement(issue: str) -> None:
-    from coderag_tui.core.rank.evidence import lines_pointed_at, read_evidence
-
-    evidence = read_evidence(issue)
-
-    def pointed(path: str, lines: Sequence[str], language: str | None) -> dict[int, float]:
-        return {p.line: p.weight for p in lines_pointed_at(evidence, path, lines, language)}
-
-    files = {"app/settings.py": LOADER}
     chunks = window_chunks("app/settings.py", LOADER, 64)
     hits = [Hit(c, 1.0 / r, r) for r, c in enumerate(chunks, 1)]
-    inputs = PackInputs(
-        budget=200,
-        counter=token_counter("cl100k_base"),
-        template=load_template("markdown"),
-        task="",
-        file_text=files.get,
-    )
-    how = SpanInputs(match=_weights("load"), facts=_facts, pointed=pointed)
+    inputs, how = _pointed_packing(issue, "app/settings.py", LOADER, 200, "load")
     text = pack_spans(hits, inputs, how).blocks[0].text
     assert 'raise MissingSettings("no settings file at the path you gave")' in text
     assert "    if not path.exists():" in text  # the statement around it, not the line alone
@@ -464,8 +470,6 @@ def test_two_places_an_issue_links_to_in_one_file_are_both_shown() -> None:
     """An issue linking to two functions of one long file sees both linked statements,
     though only the first one's chunk is ranked: each place is a hit of its own, not one
     hit clipped to the first place's function."""
-    from coderag_tui.core.rank.evidence import lines_pointed_at, read_evidence
-
     text = (
         LOADER
         + "\n\n"
@@ -477,24 +481,11 @@ def test_two_places_an_issue_links_to_in_one_file_are_both_shown() -> None:
     assert len(at) == 2 and at[1] - at[0] > 64  # two functions, chunks apart
     link = "https://github.com/o/r/blob/main/app/settings.py"
     issue = f"Both fail: {link}#L{at[0]} and {link}#L{at[1]}"
-    evidence = read_evidence(issue)
-
-    def pointed(path: str, lines: Sequence[str], language: str | None) -> dict[int, float]:
-        return {p.line: p.weight for p in lines_pointed_at(evidence, path, lines, language)}
-
-    files = {"app/settings.py": text}
     # Only the first function's chunk is ranked: the second place is known from the link.
     first = window_chunks("app/settings.py", text, 64)[0]
     assert first.start_line <= at[0] <= first.end_line < at[1]
     hits = [Hit(first, 1.0, 1)]
-    inputs = PackInputs(
-        budget=300,
-        counter=token_counter("cl100k_base"),
-        template=load_template("markdown"),
-        task="",
-        file_text=files.get,
-    )
-    how = SpanInputs(match=_weights("settings"), facts=_facts, pointed=pointed)
+    inputs, how = _pointed_packing(issue, "app/settings.py", text, 300, "settings")
     shown = pack_spans(hits, inputs, how).blocks[0].text
     assert 'raise MissingSettings("no settings file at the path you gave")' in shown
     assert 'raise MissingSettings("cannot write the settings here")' in shown
