@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual import events
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.state import (
@@ -19,7 +20,7 @@ from coderag_tui.tui.state import (
     save_theme,
     write_state,
 )
-from coderag_tui.tui.widgets.query import QueryInput
+from coderag_tui.tui.widgets.query import LINE_BREAK, QueryInput
 from tests.fixtures.tiny_repo import make_tiny_repo
 from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle
 
@@ -214,3 +215,32 @@ def test_a_failed_save_names_the_file_and_the_fix(tmp_path: Path) -> None:
     assert problem is not None
     assert str(state) in problem and "writable" in problem
     assert [p.name for p in tmp_path.iterdir()] == ["tui-state.json"]  # no temp left behind
+
+
+ISSUE = (
+    "Refund fails for a partial payment\n"
+    'Traceback (most recent call last):\r\n  File "shop/payment.py", line 12, in refund\n'
+    "ValueError: amount exceeds the payment\n"
+)
+
+
+async def test_a_pasted_issue_keeps_every_line_and_is_searched_whole(
+    tui_settings: Settings, build_app: AppFactory, tmp_path: Path
+) -> None:
+    """Textual's input keeps a paste's first line; an issue pasted here keeps its stack
+    trace: the input shows each line break as a mark, and the search gets the lines back."""
+    app = build_app(tui_settings, state_path=tmp_path / "tui-state.json")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        field = app.main.query_one(QueryInput)
+        field.focus()
+        field.post_message(events.Paste(ISSUE))
+        await pilot.pause()
+        assert "\n" not in field.value and field.value.count(LINE_BREAK) == 3
+        assert field.value.endswith("ValueError: amount exceeds the payment")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.session.last_run is not None
+        assert app.session.last_run.query == ISSUE.replace("\r\n", "\n").strip()
+        field.value = ""
+        assert await recall(app, pilot) == field.shown(app.session.last_run.query)

@@ -410,12 +410,12 @@ class MainScreen(Screen[None]):
         label.update("Code ›" if code else "Ask ›")
         query.set_code_mode(code=code)
         if not query.has_focus or not query.value:  # never over what the user is typing
-            query.value = ask.text
+            query.value = query.shown(ask.text)
 
     # ------------------------------------------------------------------ events
     @on(Input.Submitted, "#query")
     def _submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
+        text = QueryInput.query_text(event.value).strip()
         if not text:
             return
         self.query_one(QueryInput).remember(text)
