@@ -207,3 +207,23 @@ def test_a_piped_search_prints_one_plain_line_per_hit_however_long_its_path(
     assert len(hits) == 2  # once under BM25, once under fused, each whole on its line
     assert hits[0].split() == ["1", path, hits[0].split()[-1]]
     assert not set(out) & set("│┃━─┏┗")  # no box drawing: lines for grep, cut and diff
+
+
+def test_a_dash_reads_the_query_from_stdin_with_its_lines(
+    capsys: pytest.CaptureFixture[str], common: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`coderag search - < issue.md`: the issue is asked whole, its lines kept."""
+    import io
+    import sys
+
+    issue = "Refund fails\n\nCalling `refund` with the transaction_id raises.\n"
+
+    class _Stdin:
+        buffer = io.BytesIO(issue.encode())
+
+    monkeypatch.setattr(sys, "stdin", _Stdin())
+    code, out, _ = search(capsys, "-", *common, "--json", "--no-dense")
+    assert code == 0
+    data = json.loads(out)
+    assert data["query"] == issue.strip()
+    assert data["rankings"]["bm25"]["hits"][0]["path"] == "shop/payment.py"

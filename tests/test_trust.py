@@ -353,13 +353,13 @@ def test_a_config_file_that_links_out_of_the_repository_is_not_read(tmp_path: Pa
 def test_stdin_text_reads_fine_under_the_bound(
     tiny_repo: Path, index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from coderag_tui.cli import prompt_cmd
+    from coderag_tui.cli.common import read_stdin
 
     class _Stdin:
         buffer = io.BytesIO("why does refund fail? ✓".encode())
 
     monkeypatch.setattr(sys, "stdin", _Stdin())
-    assert prompt_cmd._read_stdin() == "why does refund fail? ✓"
+    assert read_stdin("task") == "why does refund fail? ✓"
 
 
 def test_an_index_inside_the_repository_is_never_written_through_its_link(

@@ -533,6 +533,31 @@ def say_one_time_setup(settings: Settings) -> None:
         print(f"coderag: {ONE_TIME_COPY}", file=sys.stderr)
 
 
+# A query or task longer than this on standard input is refused: it is more than any budget
+# holds (about a million tokens), and `coderag prompt - </dev/zero` must not fill the memory.
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+
+
+def read_stdin(what: str) -> str:
+    """Standard input as text (`what` it is: "task", "query"); bytes that are not UTF-8 come
+    back as lone surrogates (as in argv), for `valid_text` to replace and report, instead of a
+    decoding traceback. More than MAX_STDIN_BYTES is a UserError."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        text = sys.stdin.read(MAX_STDIN_BYTES + 1)
+        too_long = len(text) > MAX_STDIN_BYTES
+    else:
+        data = bytes(buffer.read(MAX_STDIN_BYTES + 1))
+        too_long = len(data) > MAX_STDIN_BYTES
+        text = data.decode("utf-8", "surrogateescape")
+    if too_long:
+        raise UserError(
+            f"the {what} on standard input is longer than {MAX_STDIN_BYTES // (1024 * 1024)} "
+            "MiB: give the part that matters."
+        )
+    return text
+
+
 def valid_text(text: str, what: str) -> tuple[str, str | None]:
     """`text` with bytes that were not UTF-8 replaced by U+FFFD, and a sentence saying so.
 

@@ -33,6 +33,7 @@ from coderag_tui.cli.common import (
     diff_repo_path,
     location_query,
     print_json,
+    read_stdin,
     say_one_time_setup,
     scope_from_args,
     settings_from_args,
@@ -113,31 +114,6 @@ def register(subparsers: Any) -> None:
     add_setting_flags(parser.add_argument_group(BACKEND_GROUP), BACKEND_SETTINGS)
 
 
-# A task longer than this on standard input is refused: it is more than any budget holds
-# (about a million tokens), and `coderag prompt - </dev/zero` must not fill the memory.
-MAX_STDIN_BYTES = 4 * 1024 * 1024
-
-
-def _read_stdin() -> str:
-    """Standard input as text; bytes that are not UTF-8 come back as lone surrogates (as in
-    argv), for `valid_text` to replace and report, instead of a decoding traceback. More
-    than MAX_STDIN_BYTES is a UserError."""
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:
-        text = sys.stdin.read(MAX_STDIN_BYTES + 1)
-        too_long = len(text) > MAX_STDIN_BYTES
-    else:
-        data = bytes(buffer.read(MAX_STDIN_BYTES + 1))
-        too_long = len(data) > MAX_STDIN_BYTES
-        text = data.decode("utf-8", "surrogateescape")
-    if too_long:
-        raise UserError(
-            f"the task on standard input is longer than {MAX_STDIN_BYTES // (1024 * 1024)} MiB: "
-            "give the part the model needs."
-        )
-    return text
-
-
 def _task(args: argparse.Namespace) -> str | None:
     """The task as given (stdin for '-'), or None when --from or --diff alone asks (the code
     or the change is the task)."""
@@ -146,7 +122,7 @@ def _task(args: argparse.Namespace) -> str | None:
     diff_repo_path(args, "task")
     if args.task is None and (args.from_location or args.diff is not None):
         return None
-    task = _read_stdin() if args.task == "-" else (args.task or "")
+    task = read_stdin("task") if args.task == "-" else (args.task or "")
     if not task.strip():
         raise UserError(
             'the task is empty: say what the model should do, e.g. coderag prompt "why does '

@@ -28,6 +28,7 @@ from coderag_tui.cli.common import (
     diff_query_from,
     diff_repo_path,
     location_query,
+    read_stdin,
     say_one_time_setup,
     scope_from_args,
     settings_from_args,
@@ -82,7 +83,8 @@ def register(subparsers: Any) -> None:
         nargs="?",
         default=None,
         metavar="QUERY",
-        help="what to look for (with --from, asked together with the code before the line)",
+        help="what to look for ('-' reads stdin: an issue, a snippet; with --from, asked "
+        "together with the code before the line)",
     )
     add_repo_args(parser)
     # budget: lists go deep enough to fill it (the depth rule every face shares)
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         args.path, query = query, None
     args.query = query
     diff_repo_path(args, "query")
-    query = args.query
+    query = read_stdin("query").strip() if args.query == "-" else args.query
     if args.diff is not None and args.from_location is not None:
         raise UserError("give --from or --diff, not both: each is a query of its own.")
     explicit: set[str] = set()
