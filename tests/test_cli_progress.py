@@ -82,3 +82,31 @@ def test_off_a_terminal_a_later_search_of_a_folder_says_it_checked_never_that_it
     err = capsys.readouterr().err
     assert f"checked {len(FILES)} files for changes." in err
     assert "indexing" not in err
+
+
+def test_the_index_bar_says_what_its_last_phase_waits_for_with_a_running_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the files are read, BM25 (and the code signals' definitions) can take as long
+    again on a big repository: the bar said `0/100 files · 0.0 MB/s` with its clock stopped,
+    which reads as a hang. It now says what it waits for."""
+    import rich.console
+
+    from coderag_tui.cli import index_cmd
+    from coderag_tui.core.index.indexer import IndexProgress
+
+    out = io.StringIO()
+
+    def console(**_: object) -> Console:
+        return Console(file=out, force_terminal=True, width=160, color_system=None)
+
+    monkeypatch.setattr(rich.console, "Console", console)
+    with index_cmd._progress_bar(enabled=True) as update:
+        assert update is not None
+        update(IndexProgress("index", 50, 100, 120, 5_000_000, 1.0))
+        update(IndexProgress("done", 100, 100, 300, 9_000_000, 2.0))
+        update(IndexProgress("bm25", 0, 0, 300, 0, 2.0))
+    frames = out.getvalue()
+    last = frames[frames.rindex("making BM25") - 60 :]
+    assert "making BM25 ready for 300 chunks." in last
+    assert "0/100 files" not in frames and "0.0 MB/s" not in frames

@@ -26,7 +26,7 @@ from coderag_tui.cli.common import (
     say_one_time_setup,
     settings_from_args,
 )
-from coderag_tui.cli.render import loading_status
+from coderag_tui.cli.render import index_line, loading_status
 from coderag_tui.core.engine import Dense, Engine, Lexical
 from coderag_tui.core.index.indexer import IndexInterrupted, IndexProgress, IndexReport
 from coderag_tui.core.index.store import StoreError
@@ -69,39 +69,50 @@ def register(subparsers: Any) -> None:
 
 @contextmanager
 def _progress_bar(*, enabled: bool) -> Iterator[Callable[[IndexProgress], None] | None]:
-    """A rich progress bar on stderr (files, chunks, MB/s) when it is a terminal, else nothing."""
+    """A rich progress bar on stderr (files, chunks, MB/s) when it is a terminal, else nothing.
+    Its clock counts from the start; the last phase (BM25 and the code signals, no files to
+    count) is a bar of its own that pulses and says what it waits for."""
     if not enabled:
         yield None
         return
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
+    from rich.text import Text
+
+    started = time.monotonic()
+
+    class Clock(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            seconds = int(time.monotonic() - started)
+            clock = f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+            return Text(clock, style="progress.elapsed")
 
     bar = Progress(
         TextColumn("[bold]{task.description:<6}"),
         BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[speed]}"),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[counts]}", markup=False),
+        Clock(),
         console=Console(stderr=True),
         transient=True,
     )
-    task = bar.add_task("walk", total=None, chunks=0, speed="")
+    task = bar.add_task("walk", total=None, counts="")
+    last: list[Any] = []  # the last phase's bar, once it started
 
     def update(p: IndexProgress) -> None:
-        speed = f"{p.bytes_done / 1e6 / p.elapsed_s:.1f} MB/s" if p.elapsed_s > 0 else ""
+        if p.stage == "bm25":
+            if not last:
+                bar.update(task, visible=False)
+                counts = index_line(p) or ""
+                last.append(bar.add_task("ready", total=None, counts=counts))
+            return
+        files = f"{p.files_done:,}/{p.files_total:,}" if p.files_total else f"{p.files_done:,}"
+        speed = f" · {p.bytes_done / 1e6 / p.elapsed_s:.1f} MB/s" if p.elapsed_s > 0 else ""
         bar.update(
             task,
             description=p.stage,
             completed=p.files_done,
             total=p.files_total or None,
-            chunks=p.chunks,
-            speed=speed,
+            counts=f"{files} files · {p.chunks:,} chunks{speed}",
         )
 
     with bar:

@@ -52,7 +52,7 @@ EmbedCallback = Callable[[int, int], None]
 QUIET_SECONDS = 2.0  # off a terminal, an embedding run this short prints no progress lines
 
 
-def _index_line(p: IndexProgress) -> str | None:
+def index_line(p: IndexProgress) -> str | None:
     """The line a log gets for an index build's progress, or None for a stage that has nothing
     to tell (the build is done: the answer follows)."""
     if p.stage == "done":
@@ -68,6 +68,15 @@ def _index_line(p: IndexProgress) -> str | None:
         return f"checked {p.files_total:,} files for changes."
     total = f"/{p.files_total:,}" if p.files_total else ""
     return f"indexing ({p.stage}): {p.files_done:,}{total} files, {p.chunks:,} chunks so far."
+
+
+def _bar_line(p: IndexProgress) -> str:
+    """The terminal bar's words for an index build's progress: the stage and its counts, or
+    for BM25's (no files to count) what it waits for."""
+    if p.stage == "bm25":
+        return index_line(p) or p.stage
+    total = f"/{p.files_total}" if p.files_total else ""
+    return f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks"
 
 
 @contextmanager
@@ -110,7 +119,7 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
                 log(p.files_done, p.files_total)
                 return
             elapsed = time.monotonic() - started
-            line = _index_line(p)
+            line = index_line(p)
             if line is None or elapsed < QUIET_SECONDS or elapsed - last[0] < QUIET_SECONDS:
                 return
             last[0] = elapsed
@@ -143,8 +152,7 @@ def loading_status(*, interactive: bool) -> Iterator[tuple[IndexCallback | None,
         if p.stage == "embed":
             embed(p.files_done, p.files_total)
             return
-        total = f"/{p.files_total}" if p.files_total else ""
-        bar.update(task, description=f"{p.stage}: {p.files_done}{total} · {p.chunks} chunks")
+        bar.update(task, description=_bar_line(p))
 
     def embed(done: int, total: int) -> None:
         bar.update(task, description="embedding windows", completed=done, total=total or None)
