@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from coderag_tui.cli.common import (
@@ -83,9 +84,8 @@ def _progress_bar(*, enabled: bool) -> Iterator[Callable[[IndexProgress], None] 
 
     class Clock(ProgressColumn):
         def render(self, task: Task) -> Text:
-            seconds = int(time.monotonic() - started)
-            clock = f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-            return Text(clock, style="progress.elapsed")
+            elapsed = timedelta(seconds=int(time.monotonic() - started))
+            return Text(str(elapsed), style="progress.elapsed")
 
     bar = Progress(
         TextColumn("[bold]{task.description:<6}"),

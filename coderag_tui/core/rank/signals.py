@@ -405,11 +405,11 @@ def _definitions(terms: QueryTerms, facts: CodeFacts, weights: Weights, add: _Ad
         weight = weights.definitions
         if terms.name_query and rank > 0:
             weight *= 0.5  # `Sinatra::Base`: Base in full, Sinatra at half
-        if name in terms.titled and weights.title > 1:
+        titled = name in terms.titled and weights.title > 1
+        if titled:
             weight *= weights.title  # the title names the subject, the body its set-up
-            credit(form(name), weight, f"{DEFINITION} in the title: {name}", name)
-        else:
-            credit(form(name), weight, f"{DEFINITION}: {name}", name)
+        where = " in the title" if titled else ""
+        credit(form(name), weight, f"{DEFINITION}{where}: {name}", name)
     if not terms.name_query and weights.forms > 0:
         for key in terms.forms:
             credit(key, weights.forms, f"{FORM}: {key}")
