@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coderag_tui.core.index import indexer
-from coderag_tui.core.index.indexer import build_index
+from coderag_tui.core.index.indexer import IndexReport, build_index
 from coderag_tui.core.index.store import Store
 from coderag_tui.settings import Settings
 from tests.core.test_fresh_check import texts, walks
@@ -32,14 +32,22 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
+def built_twice(
+    settings: Settings, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> tuple[IndexReport, list[int]]:
+    """Build twice (the second build records the check) and count the walks from then on:
+    the first build's report and the count."""
+    first = build_index(settings, store)
+    build_index(settings, store)
+    return first, walks(monkeypatch)
+
+
 def test_an_unchanged_folder_skips_the_walk_with_the_same_report(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = Settings(repo=folder, index_dir=tmp_path / "index")
     with Store.open(settings.index_path) as store:
-        first = build_index(settings, store)
-        build_index(settings, store)
-        calls = walks(monkeypatch)
+        first, calls = built_twice(settings, store, monkeypatch)
         again = build_index(settings, store)
         assert calls == []
         assert again.files_indexed == 0 and again.files_read == 0
@@ -62,9 +70,7 @@ def test_odd_entries_keep_the_check_and_skip_the_walk(
     (folder / "pkg" / "out.py").symlink_to(tmp_path)
     settings = Settings(repo=folder, index_dir=tmp_path / "index")
     with Store.open(settings.index_path) as store:
-        first = build_index(settings, store)
-        build_index(settings, store)
-        calls = walks(monkeypatch)
+        first, calls = built_twice(settings, store, monkeypatch)
         again = build_index(settings, store)
         assert calls == []
         assert again.skipped == first.skipped
@@ -133,10 +139,8 @@ def test_every_change_in_a_plain_folder_is_seen(
     settings = Settings(repo=folder, index_dir=tmp_path / "index", max_file_bytes=200)
     make, expected = CHANGES[change]
     with Store.open(settings.index_path) as store:
-        build_index(settings, store)
-        build_index(settings, store)
+        _, calls = built_twice(settings, store, monkeypatch)
         make(folder)
-        calls = walks(monkeypatch)
         build_index(settings, store)
         now = texts(store, settings)
     assert calls == ([] if change in NO_WALK else [1])
@@ -149,9 +153,7 @@ def test_other_settings_walk_a_plain_folder_again(
 ) -> None:
     settings = Settings(repo=folder, index_dir=tmp_path / "index")
     with Store.open(settings.index_path) as store:
-        build_index(settings, store)
-        build_index(settings, store)
-        calls = walks(monkeypatch)
+        _, calls = built_twice(settings, store, monkeypatch)
         build_index(settings.with_(max_file_bytes=10), store)  # a different walk setting
         build_index(settings.with_(max_line_chars=5), store)  # a different reading rule
         assert calls == [1, 1]

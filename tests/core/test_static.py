@@ -99,15 +99,21 @@ def test_the_table_keeps_only_the_first_window_of_a_long_chunk(tiny_table: Path)
     assert np.allclose(index.matrix[0], expected, atol=1e-6)
 
 
-def test_no_wait_answers_from_the_first_pass_until_the_model_covers_every_chunk(
-    tiny_repo: Path,
-    index_dir: Path,
-    tiny_st_embedder: Path,
-    machine_cache: Path,
-) -> None:
-    settings = Settings(
+@pytest.fixture
+def no_wait(
+    tiny_repo: Path, index_dir: Path, tiny_st_embedder: Path, machine_cache: Path
+) -> Settings:
+    """The tiny repository with the tiny model, searches never waiting for it (a machine
+    cache of its own holds the table)."""
+    return Settings(
         repo=tiny_repo, index_dir=index_dir, embed_model=str(tiny_st_embedder), dense_wait=False
     )
+
+
+def test_no_wait_answers_from_the_first_pass_until_the_model_covers_every_chunk(
+    no_wait: Settings,
+) -> None:
+    settings = no_wait
     with Engine.open(settings) as engine:
         dense = engine.dense
         assert dense is not None and dense.available and dense.first_pass
@@ -126,14 +132,9 @@ def test_no_wait_answers_from_the_first_pass_until_the_model_covers_every_chunk(
 
 
 def test_a_later_search_loads_the_table_while_it_checks_the_index_until_the_model_is_done(
-    tiny_repo: Path,
-    index_dir: Path,
-    tiny_st_embedder: Path,
-    machine_cache: Path,
+    no_wait: Settings,
 ) -> None:
-    settings = Settings(
-        repo=tiny_repo, index_dir=index_dir, embed_model=str(tiny_st_embedder), dense_wait=False
-    )
+    settings = no_wait
     assert not Engine(settings).prefetch_first_pass(settings)  # no first pass saved yet
     with Engine.open(settings) as engine:
         before = engine.search("refund a card payment", settings).rankings["dense"].hits
