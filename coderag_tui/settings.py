@@ -562,6 +562,16 @@ class Settings:
             stage="signals",
         ),
     )
+    definitions_background: bool = field(
+        default=True,
+        metadata=_about(
+            "Whether a repository's first index is searchable once BM25 is ready, while the "
+            "definitions the code signals read are still being parsed (a process finishes them "
+            "in the background; searches until then rank without them and say so); off, the "
+            "index waits for them.",
+            stage="signals",
+        ),
+    )
     signal_title: float = field(
         default=2.0,
         metadata=_about(

@@ -27,6 +27,8 @@ def register(subparsers: Any) -> None:
 def describe(settings: Any) -> dict[str, Any]:
     """The status as a JSON-ready record (also what `coderag mcp`'s status adds)."""
     from coderag_tui.core.engine import Engine, capped_note, model_started
+    from coderag_tui.core.rank.definitions import definitions_dir
+    from coderag_tui.core.rank.definitions_follow import being_built
     from coderag_tui.core.rank.embedders import OFFLINE_LABEL
     from coderag_tui.core.rank.embedding_status import read_status
 
@@ -39,6 +41,7 @@ def describe(settings: Any) -> dict[str, Any]:
                 "chunks": n_chunks,
                 "files": lexical.files,
                 "chunking": settings.chunking_spec.key,
+                "definitions_pending": being_built(definitions_dir(settings)),
             }
             full = engine.open_dense(
                 settings, lexical, embed_missing=False, prepare=False, partial=False
@@ -79,6 +82,11 @@ def lines(record: dict[str, Any]) -> list[str]:
     out.append(
         f"index:      {index['chunks']:,} chunks in {index['files']:,} files ({index['chunking']})"
     )
+    if index.get("definitions_pending"):
+        out.append(
+            "signals:    the definitions are being parsed in the background; searches rank "
+            "without them until then"
+        )
     dense = record.get("dense") or {}
     if dense.get("reason"):
         out.append(f"dense:      off — {dense['reason']}")

@@ -31,11 +31,13 @@ def any_size(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def settings(tmp_path: Path, index_dir: Path) -> Settings:
+    """A first index that waits for the definitions (in the background: test_definitions_follow)."""
     return Settings(
         repo=make_classes_repo(tmp_path / "repo"),
         index_dir=index_dir,
         chunk_lines=8,
         embed_backend="none",
+        definitions_background=False,
     )
 
 

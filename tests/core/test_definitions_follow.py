@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from coderag_tui.cli import status_cmd
 from coderag_tui.core.engine import Engine
 from coderag_tui.core.index import indexer
 from coderag_tui.core.index.chunk_list import ChunkList
@@ -84,8 +85,13 @@ def _repo(root: Path) -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, index_dir: Path) -> Settings:
+    """A first index that waits for the follower (the background case has tests of its own)."""
     return Settings(
-        repo=_repo(tmp_path / "repo"), index_dir=index_dir, chunk_lines=8, embed_backend="none"
+        repo=_repo(tmp_path / "repo"),
+        index_dir=index_dir,
+        chunk_lines=8,
+        embed_backend="none",
+        definitions_background=False,
     )
 
 
@@ -100,9 +106,7 @@ def first_index(settings: Settings) -> BM25Index:
 def built_here(settings: Settings, tmp_path: Path) -> tuple[Definitions, dict[str, Any]]:
     """The definitions of the same repository built in this process, and the parsed files'
     cache it keeps (in an index of its own)."""
-    own = Settings(
-        repo=settings.repo, index_dir=tmp_path / "here", chunk_lines=8, embed_backend="none"
-    )
+    own = settings.with_(index_dir=tmp_path / "here")
     engine = Engine(own)
     lexical = engine.update_index(own)  # too small for a follower without `any_size`
     engine.close()
@@ -213,3 +217,148 @@ def test_ctrl_c_while_indexing_stops_the_follower(
     engine.close()
     assert children and all(c.process.poll() is not None for c in children)
     assert saved_generation(definitions_dir(settings)) is None  # nothing half-saved
+
+
+def _gated_boot(gate: Path) -> str:
+    """A follower that holds its lock but parses nothing until `gate` exists."""
+    return (
+        "import json, pathlib, sys, time\n"
+        "args = json.loads(sys.argv[1])\n"
+        "sys.path[:] = args['path']\n"
+        "from coderag_tui.core.rank import definitions_follow\n"
+        f"gate = pathlib.Path({str(gate)!r})\n"
+        "follow = definitions_follow._follow\n"
+        "def gated(*a):\n"
+        "    while not gate.exists():\n"
+        "        time.sleep(0.02)\n"
+        "    return follow(*a)\n"
+        "definitions_follow._follow = gated\n"
+        "sys.exit(definitions_follow.main(args))\n"
+    )
+
+
+def _wait_for_left_followers() -> None:
+    for process in definitions_process.reap():
+        process.wait(60)
+
+
+def test_a_first_index_answers_before_its_definitions_are_parsed(
+    settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BM25 ready, the first searches rank without the definitions and say so; once the
+    follower left to finish saves them, the next search uses them, never built here."""
+    from coderag_tui.core.backends.local import DEFINITIONS_LATER
+    from coderag_tui.core.rank.search import DEFINITIONS_PENDING
+
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
+    background = settings.with_(definitions_background=True)
+
+    def not_here(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("the definitions were built in this process")
+
+    monkeypatch.setattr(Definitions, "build", not_here)
+    query = "where is addItem7 defined"
+    try:
+        with Engine.open(background) as engine:
+            assert engine.lexical is not None and DEFINITIONS_LATER in engine.lexical.notices
+            first = engine.search(query, background)
+            assert DEFINITIONS_PENDING in first.notes
+            labels = [label for hit in first.rankings["fused"].hits for label, _ in hit.why]
+            assert labels and not any("definition" in label for label in labels)
+            with Engine.open(background) as another:  # a second run meanwhile: no build either
+                assert DEFINITIONS_PENDING in another.search(query, background).notes
+            said = status_cmd.lines(status_cmd.describe(background))
+            assert any(line.startswith("signals:") and "background" in line for line in said)
+            gate.touch()
+            _wait_for_left_followers()
+            assert definitions_follow.being_built(definitions_dir(background)) is False
+            later = engine.search(query, background)
+        assert DEFINITIONS_PENDING not in later.notes
+        top = later.rankings["fused"].hits[0]
+        assert top.chunk.path == "web/cart.js"
+        assert ("definition: addItem7", pytest.approx(1.0)) in [
+            (label, value) for label, value in top.why
+        ]
+    finally:
+        gate.touch()
+        _wait_for_left_followers()
+    monkeypatch.undo()
+    saved = Definitions.load(definitions_dir(settings))
+    assert lookups(saved) == lookups(built_here(settings, tmp_path)[0])
+
+
+def test_an_edit_indexed_while_they_are_parsed_costs_a_delta_not_their_work(
+    settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child reads the build it was left in one snapshot, whatever is indexed meanwhile:
+    it saves their definitions, and the edit's file alone is parsed here afterwards."""
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
+    background = settings.with_(definitions_background=True)
+    built: list[int] = []
+    build = Definitions.build
+
+    def counted(chunks: Any, *args: Any, **kw: Any) -> Definitions:
+        built.append(len(chunks))
+        return build(chunks, *args, **kw)
+
+    monkeypatch.setattr(Definitions, "build", counted)
+    try:
+        with Engine.open(background) as engine:
+            assert engine.lexical is not None
+            total = len(engine.lexical.chunks)
+            left = list(definitions_process.reap())
+            (background.repo / "web/remove.js").write_text(
+                "function removeItem9(cart) {}\n", encoding="utf-8"
+            )
+            engine.use(engine.update_index(background))  # a new generation, while it parses
+            gate.touch()
+            _wait_for_left_followers()
+            assert [p.returncode for p in left] == [definitions_process.SAVED]
+            run = engine.search("where is removeItem9 defined", background)
+    finally:
+        gate.touch()
+        _wait_for_left_followers()
+    top = run.rankings["fused"].hits[0]
+    assert top.chunk.path == "web/remove.js"
+    assert any(label == "definition: removeItem9" for label, _ in top.why)
+    assert built == [1]  # the new file's chunk, not the repository
+    assert total > 50
+
+
+def test_the_follower_left_to_finish_outlives_coderag_index(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`coderag index` returns once BM25 is ready; its follower saves the definitions after."""
+    import subprocess
+    import sys
+    import time
+
+    gate = tmp_path / "gate"
+    script = (
+        "import sys\n"
+        "from coderag_tui.core.rank import bm25_process, definitions_follow, definitions_process\n"
+        "bm25_process.MIN_BYTES = 0\n"
+        "definitions_process.Follower.min_chunks = 0\n"
+        "definitions_process.MIN_CORES = 1\n"
+        f"definitions_follow._BOOT = {_gated_boot(gate)!r}\n"
+        "from coderag_tui.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    directory = definitions_dir(settings)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script, "index", str(settings.repo), "--index-dir",
+             str(settings.index_dir), "--embed-backend", "none", "--chunk-lines", "8"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "still being parsed in the background" in done.stdout
+        assert saved_generation(directory) is None and definitions_follow.being_built(directory)
+    finally:
+        gate.touch()  # never leave the follower waiting
+    deadline = time.monotonic() + 60
+    while definitions_follow.being_built(directory) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert saved_generation(directory) is not None

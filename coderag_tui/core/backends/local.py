@@ -31,6 +31,10 @@ EMBEDDING_CANCELLED = (
     "embedding was cancelled: dense search covers only the chunks embedded so far."
 )
 INDEX_CANCELLED = "indexing was cancelled: searching the files indexed so far."
+DEFINITIONS_LATER = (
+    "searchable now; the definitions the code signals read are still being parsed in the "
+    "background, and searches use them once they are saved."
+)
 
 
 class LocalBackend:
@@ -141,9 +145,12 @@ class LocalBackend:
             return
         if child is not None:
             second.append(child)
-            follower = definitions_follow.start(store, settings)
-            if follower is not None:
-                second.append(follower)
+            # In the background, the definitions are left to a child started once BM25 is
+            # ready (`lexical._with_second`): a third process now would slow the index down.
+            if not settings.definitions_background:
+                follower = definitions_follow.start(store, settings)
+                if follower is not None:
+                    second.append(follower)
 
     def _update_locked(  # noqa: PLR0913 (the update's state, passed on once)
         self,
@@ -226,6 +233,8 @@ class LocalBackend:
             follower=followers[1] if len(followers) > 1 else None,
         )
         bm25.warm_up()
+        if followers and bm25.definitions_later is not None:  # this build left them to finish
+            said = (*said, DEFINITIONS_LATER)
         return Lexical(chunks=chunks, bm25=bm25, generation=generation, report=report, notices=said)
 
     def _as_it_is(self, settings: Settings, current: Lexical | None, notices: list[str]) -> Lexical:

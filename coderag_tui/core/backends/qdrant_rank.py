@@ -41,7 +41,7 @@ from coderag_tui.core.records import Chunk
 from coderag_tui.core.visible import one_line
 
 if TYPE_CHECKING:
-    from coderag_tui.core.rank.definitions import Definitions
+    from coderag_tui.core.rank.definitions import Definitions, Later
     from coderag_tui.settings import Settings
 
 # Points fetched beyond k, so chunks tied with the k-th score are ordered by position as the
@@ -174,6 +174,7 @@ class RemoteLexical:
         self.options = marker.options
         self.n_docs = len(ids)
         self.definitions: Definitions | None = None
+        self.definitions_later: Later | None = None
         self.server = server
         self.marker = marker
         self.dense_points = dense_points

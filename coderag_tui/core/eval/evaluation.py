@@ -544,10 +544,12 @@ def chunking_settings(
     settings: Settings, tree: Path, chunking: str, grid: Grid, reranked: bool
 ) -> Settings:
     """The settings one chunking of the grid is searched with on `tree`: lists deep enough for
-    the grid's file metrics, the reranker on when the grid asks for it and one loaded."""
+    the grid's file metrics, the reranker on when the grid asks for it and one loaded, and a
+    first index that waits for the definitions (every query is ranked as a later search is)."""
     spec = ChunkingSpec.parse(chunking)
     return settings.with_(
         repo=tree,
+        definitions_background=False,
         chunking=spec.strategy,
         chunk_lines=spec.lines,
         chunk_overlap=spec.overlap,

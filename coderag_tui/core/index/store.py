@@ -507,6 +507,20 @@ class Store(_Database):
                 if snapshot is not None:
                     identity_record.write(self.path, snapshot)
 
+    def fold_wal(self) -> None:
+        """Fold the write-ahead log into the file and empty it, so that a reader left open for
+        long (`definitions_follow`) keeps no WAL that every later run opens again (as root,
+        SQLite's opening changes its ctime, and then each run checks every page); a store
+        read-only or busy is left as it is."""
+        with self._lock:
+            if self.read_only:
+                return
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                return
+            self._record_sound()
+
     def _record_sound(self) -> None:
         """After a committed write: record the file as it is now, when it was known sound."""
         if self._sound:

@@ -55,7 +55,7 @@ from coderag_tui.core.rank.words import (
 from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
-    from coderag_tui.core.rank.definitions import Definitions
+    from coderag_tui.core.rank.definitions import Definitions, Later
     from coderag_tui.settings import Settings
 
 DEFAULT_METHOD = "lucene"
@@ -379,6 +379,7 @@ class BM25Index:
         # The names each chunk defines, built and saved with the lexical stage (the code
         # signals read them; see `load_or_build_bm25`); None until then.
         self.definitions: Definitions | None = None
+        self.definitions_later: Later | None = None  # while a follower builds them
         if drift is None:
             self.n_docs = base.n_docs
             self._lengths = base.lengths

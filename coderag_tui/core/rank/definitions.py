@@ -204,6 +204,10 @@ MAX_DEPTH = 6
 
 # A definition found in a file: (1-based line of its name, name, kind).
 FileDefinition = tuple[int, str, str]
+
+# Definitions a follower left to finish on its own is building: they, loaded (or built here
+# when it ended without saving them), once it is done; None while it runs.
+Later = Callable[[], "Definitions | None"]
 # Languages whose definitions a scan of the text finds, ~10x faster than parsing it; called
 # with the file's text and MAX_DEPTH, it names what the language's query names.
 Scanner = Callable[[str, int], list[FileDefinition]]

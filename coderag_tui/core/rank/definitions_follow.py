@@ -1,18 +1,25 @@
-"""Build the definitions in a third process while the first index of a repository is written.
+"""Build the definitions of a repository's first index in another process: after it is
+written, in the background, or while it is written, waited for.
 
 The definitions are the costliest part of a cold lexical stage: tree-sitter parses every file
 of a language without a scanner, ~45% of the CPU of a cold index of a 118k-chunk monorepo
-(benchmarks/README.md, "A monorepo of 20 repositories"), serial in the indexing process after
-the index is written. When BM25 follows the build in a second process
-(`core.rank.bm25_process`), `start` runs this one beside it, under the same conditions (a
-first index, enough to read, two cores) when the code signals read the definitions: a new
-interpreter with the parent's `sys.path`, as `core.rank.definitions_process` does. It opens
-the store read-only and follows the build by row id (`Store.chunks_after`): a file's chunks
-are written together, in line order, so once a later file's rows show up a file is whole, and
-it is put back together, scanned or parsed (`definitions.file_found`) while the rest of the
-repository is still being read.
+(benchmarks/README.md, "A monorepo of 20 repositories"). When BM25 follows the build in a
+second process (`core.rank.bm25_process`), the definitions are built by a child too: a new
+interpreter with the parent's `sys.path`, as `core.rank.definitions_process` does, that opens
+the store read-only and reads the build by row id (`Store.chunks_after`): a file's chunks are
+written together, in line order, so once a later file's rows show up a file is whole, and it
+is put back together, scanned or parsed (`definitions.file_found`).
 
-When the parent has written the index it sends the store's generation and chunk count
+In the background (`definitions_background`, the default): `start(..., written=True)` runs
+the child once BM25 is ready and `Follower.leave` leaves it to finish on its own, at low
+priority. It reads the whole build in one snapshot, taken before it holds the lock that tells
+every run it is at work (`being_built`): until the lock is released, searches rank without
+the definitions (`lexical._definitions_or_later`), and an edit indexed meanwhile leaves its
+snapshot, and what it saves, as they were (the next search adds a delta of the changed files).
+
+Waited for (`definitions_background = false`, as `coderag eval` runs): `start` runs it beside
+BM25's child while the index is written, and it parses each file as soon as it is whole. When
+the parent has written the index it sends the store's generation and chunk count
 (`Follower.done`) and waits. The child then reads the chunks' order in one snapshot; a file
 whose row ids are those it followed keeps what was found, any other (missed, or written
 again) is read in that snapshot and done now; with the generation and count those the parent
@@ -20,11 +27,13 @@ sent, it saves the definitions (and the parsed files' cache) exactly as
 `load_or_build_definitions` would, which then loads them. Anything else (the store changed,
 the child failed, was killed or too slow): it saves nothing and the parent builds them as
 without it. The result is the same either way (a test holds the two equal). It ends when its
-parent does (`definitions_process.ParentWatch`).
+parent does (`definitions_process.ParentWatch`), unless it was left to finish.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +47,8 @@ if TYPE_CHECKING:
     from coderag_tui.settings import Settings
 
 PAGE = 2048  # chunks read per query while following the build
+LOCK_WAIT_S = 1.0  # how long a follower waits for the lock that says it builds them
+NICE = 10  # the niceness of a child left to build them in the background (see `start`)
 
 # What the last `start` or `Follower.finish` did, for benchmarks and tests (one sentence).
 last_outcome = ""
@@ -50,10 +61,13 @@ def _record(outcome: str) -> None:
     last_outcome = outcome
 
 
-def start(store: Store, settings: Settings) -> definitions_process.Follower | None:
+def start(
+    store: Store, settings: Settings, *, written: bool = False
+) -> definitions_process.Follower | None:
     """A child following the first build of `settings`' chunking into `store` to build its
     definitions (see the module docstring); None when the code signals do not read them,
-    they are saved already, or there is no second core."""
+    they are saved already, or there is no second core. `written`: the build is written
+    already (the child is left to build them in the background, `lexical._with_second`)."""
     from coderag_tui.core.rank.definitions import (
         definitions_dir,
         definitions_wanted,
@@ -69,7 +83,7 @@ def start(store: Store, settings: Settings) -> definitions_process.Follower | No
         _record(reason)
         return None
     key = settings.chunking_spec.key
-    if store.chunk_count(key) or saved_generation(directory) is not None:
+    if (store.chunk_count(key) and not written) or saved_generation(directory) is not None:
         _record("built in-process (not a first index)")
         return None
     args = {
@@ -77,6 +91,7 @@ def start(store: Store, settings: Settings) -> definitions_process.Follower | No
         "store": str(Path(store.path).resolve()),
         "spec_key": key,
         "directory": str(directory.resolve()),
+        "nice": NICE if written else 0,  # in the background: searches come first
     }
     return definitions_process.spawn(_BOOT, args, definitions_process.Follower, _record)
 
@@ -110,18 +125,60 @@ class _Followed:
             self.known.update(entry)  # a later copy of this file is not parsed again
 
 
+def building_path(directory: Path) -> Path:
+    """The lock a follower holds while it runs, beside the definitions folder `directory`."""
+    return directory.with_name(directory.name + ".building")
+
+
+def being_built(directory: Path) -> bool:
+    """Whether a follower is building the definitions of `directory` now (its lock is held)."""
+    from filelock import FileLock, Timeout
+
+    path = building_path(directory)
+    if not path.exists():
+        return False
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    lock.release()
+    return False
+
+
 def main(args: dict[str, Any]) -> int:
     """The child: follow the build, then build and save the definitions (see the module
-    docstring)."""
+    docstring), holding the lock that says so (`being_built`). Started once the build is
+    written (`nice` given), it reads the whole build in one snapshot, taken before the lock:
+    an edit indexed meanwhile then costs its parent's successors a delta, not its work."""
     try:
-        parent = definitions_process.ParentWatch(args.get("parent"))
+        from filelock import FileLock, Timeout
+
         from coderag_tui.core.index.store import Store
 
         spec_key = str(args["spec_key"])
         directory = Path(args["directory"])
+        written = bool(args.get("nice"))
         store = Store.open(Path(args["store"]), read_only=True)
         try:
-            return _follow(store, spec_key, directory, parent)
+            with store.snapshot() if written else contextlib.nullcontext():
+                store.generation(spec_key)  # the read that fixes the snapshot
+                lock = FileLock(str(building_path(directory)))
+                try:
+                    directory.parent.mkdir(parents=True, exist_ok=True)
+                    lock.acquire(timeout=LOCK_WAIT_S)
+                except (Timeout, OSError):  # another child builds them: not two at once
+                    return definitions_process.CHANGED
+                try:
+                    parent = definitions_process.ParentWatch(args.get("parent"))
+                    if written:
+                        with contextlib.suppress(OSError, AttributeError):  # else as it is
+                            os.nice(int(args["nice"]))
+                    return _follow(store, spec_key, directory, parent)
+                finally:
+                    lock.release()
         finally:
             store.close()
     except KeyboardInterrupt:
@@ -195,4 +252,4 @@ def _follow(
     return definitions_process.SAVED
 
 
-__all__ = ["main", "start"]
+__all__ = ["being_built", "building_path", "main", "start"]

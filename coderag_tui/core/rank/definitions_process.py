@@ -21,7 +21,9 @@ started from a script inherits SIGINT ignored, which made that interrupt a no-op
 child looping for ever. Should the interrupt not end it within `GRACE_S` (a long call in C),
 it exits there and then. The parent closes stdin when it is interrupted (Ctrl-C) or gives up
 waiting, and kills the child if it has not stopped `GRACE_S` later. A child killed while
-saving leaves at most a temporary folder beside the definitions, never a half-written one.
+saving leaves at most a temporary folder beside the definitions, never a half-written one. A
+follower left to finish on its own (`Follower.leave`) is told so on the same pipe, and from
+then on neither the pipe's end nor its parent's stops it.
 
 `MIN_CHUNKS`: the child costs a start and its own read of the chunks, so it pays only over
 many chunks, and only when the second core is really free; when the host lends less than two
@@ -63,6 +65,15 @@ SAVED, CHANGED, INTERRUPTED = 0, 3, 130
 
 # What the last `start` or `Child.finish` did, for benchmarks and tests (one sentence).
 last_outcome = ""
+
+# The followers left to finish on their own (`Follower.leave`), reaped as they end.
+LEFT: list[subprocess.Popen[bytes]] = []
+
+
+def reap() -> list[subprocess.Popen[bytes]]:
+    """The followers left to finish on their own that still run (the others are reaped)."""
+    LEFT[:] = [process for process in LEFT if process.poll() is None]
+    return LEFT
 
 
 def boot(module: str) -> str:
@@ -180,6 +191,7 @@ class Follower(Child):
     (`core.rank.bm25_process`, `core.rank.definitions_follow`): told by `done` when it is."""
 
     min_chunks = MIN_CHUNKS  # fewer chunks written: the parent builds it itself
+    _left = False  # `leave` was called
 
     @property
     def patience_s(self) -> float:
@@ -191,11 +203,26 @@ class Follower(Child):
 
     def done(self, generation: str, n_chunks: int) -> None:
         """Tell the child the index is written: `generation` with `n_chunks` chunks."""
+        self._say({"generation": generation, "n_chunks": n_chunks})
+
+    def leave(self) -> None:
+        """Let the child finish on its own: it no longer ends with this process, `stop` leaves
+        it running, and it is kept in `LEFT` (to be reaped, and waited for by tests)."""
+        self._say({"alone": True})
+        self._left = True
+        LEFT.append(self.process)
+        self._record("left to finish in the background")
+        self._close()
+
+    def stop(self) -> None:
+        if not self._left:
+            super().stop()
+
+    def _say(self, message: dict[str, Any]) -> None:
         stdin = self.process.stdin
-        line = json.dumps({"generation": generation, "n_chunks": n_chunks}) + "\n"
         try:
             if stdin is not None:
-                stdin.write(line.encode("utf-8"))
+                stdin.write((json.dumps(message) + "\n").encode("utf-8"))
                 stdin.flush()
         except (OSError, ValueError):  # gone already: `finish` says how it ended
             pass
@@ -287,6 +314,7 @@ class ParentWatch:
         self.parent = parent
         self.said: dict[str, Any] | None = None
         self.heard = threading.Event()
+        self.alone = threading.Event()  # the parent said so: its end is no longer the child's
         self._gone = threading.Event()
         self._lock = threading.Lock()
         # Python's handler, even when SIGINT came ignored: `interrupt_main` is a no-op without.
@@ -300,18 +328,27 @@ class ParentWatch:
         try:  # the file descriptor, not sys.stdin: its lock would stall the interpreter's exit
             while chunk := os.read(0, 65536):
                 buffer += chunk
-                if self.said is None and b"\n" in buffer:
+                while b"\n" in buffer:
                     line, _, buffer = buffer.partition(b"\n")
                     said = json.loads(line.decode("utf-8"))
-                    self.said = said if isinstance(said, dict) else {}
-                    self.heard.set()
+                    said = said if isinstance(said, dict) else {}
+                    if said.get("alone") is True:
+                        self.alone.set()
+                    elif self.said is None:
+                        self.said = said
+                        self.heard.set()
         except (OSError, ValueError):
             pass
-        self._stop()
+        if not self.alone.is_set():
+            self._stop()
 
     def _poll(self) -> None:
         while not self._gone.wait(POLL_S):
+            if self.alone.is_set():
+                return
             if self.parent is not None and os.getppid() != self.parent:
+                if self.alone.wait(POLL_S):  # its last word may still be in the pipe
+                    return
                 self._stop()
 
     def _stop(self) -> None:

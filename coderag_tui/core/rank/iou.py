@@ -20,7 +20,7 @@ import numpy as np
 from coderag_tui.core.rank.lexical import BM25Index, BM25Options
 
 if TYPE_CHECKING:
-    from coderag_tui.core.rank.definitions import Definitions
+    from coderag_tui.core.rank.definitions import Definitions, Later
 
 BM25 = "bm25"
 IOU = "iou"
@@ -72,6 +72,10 @@ class IoUIndex:
     @definitions.setter
     def definitions(self, value: Definitions | None) -> None:
         self.index.definitions = value
+
+    @property
+    def definitions_later(self) -> Later | None:
+        return self.index.definitions_later
 
     @property
     def empty(self) -> bool:

@@ -43,7 +43,7 @@ from coderag_tui.core.records import Chunk
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
-    from coderag_tui.core.rank.definitions import Definitions
+    from coderag_tui.core.rank.definitions import Definitions, Later
     from coderag_tui.core.rank.definitions_process import Child, Follower
     from coderag_tui.settings import Settings
 
@@ -55,6 +55,9 @@ class LexicalIndex(Protocol):
     options: BM25Options
     n_docs: int
     definitions: Definitions | None
+
+    @property
+    def definitions_later(self) -> Later | None: ...
 
     @property
     def empty(self) -> bool: ...
@@ -90,7 +93,9 @@ def load_or_build_bm25(  # noqa: PLR0913 (the two followers are passed on once)
     they saved is then loaded, or built here.
 
     With the code signals that read them on, the chunks' definitions come with it (saved
-    beside it the same way; `core.rank.definitions`). When both are rebuilt over many chunks,
+    beside it the same way; `core.rank.definitions`), or, while a child left to build them in
+    the background runs (`definitions_background`, after a first index), `definitions_later`
+    gets them once it is done. When both are rebuilt over many chunks,
     a second process builds the definitions meanwhile (`core.rank.definitions_process`);
     whatever becomes of it, they are then loaded, or built here as without it.
     """
@@ -134,12 +139,60 @@ def load_or_build_bm25(  # noqa: PLR0913 (the two followers are passed on once)
         for child in children:  # interrupted (or BM25 failed): stop it, never leave it
             child.stop()
     if wanted:
-        from coderag_tui.core.rank.definitions import load_or_build_definitions
-
-        index.definitions = load_or_build_definitions(
-            store, settings, chunks, current=current, max_drift=max_drift
+        index.definitions, index.definitions_later = _definitions_or_later(
+            store, settings, chunks, current, generation, max_drift
         )
     return index
+
+
+def _definitions_or_later(
+    store: Store,
+    settings: Settings,
+    chunks: Sequence[Chunk],
+    current: CurrentTable,
+    generation: str,
+    max_drift: float = MAX_DRIFT,
+) -> tuple[Definitions | None, Later | None]:
+    """The definitions, loaded or built; or, while a child left to build them in the
+    background runs (`definitions_follow.being_built`), none yet and how to get them later."""
+    from coderag_tui.core.rank.definitions import (
+        definitions_dir,
+        load_or_build_definitions,
+        saved_generation,
+    )
+    from coderag_tui.core.rank.definitions_follow import being_built
+
+    directory = definitions_dir(settings)
+    if saved_generation(directory) != generation and being_built(directory):
+        return None, _later(store, settings, chunks, current, max_drift)
+    built = load_or_build_definitions(store, settings, chunks, current=current, max_drift=max_drift)
+    return built, None
+
+
+def _later(
+    store: Store,
+    settings: Settings,
+    chunks: Sequence[Chunk],
+    current: CurrentTable,
+    max_drift: float = MAX_DRIFT,
+) -> Later:
+    """The definitions once the child building them in the background is done: loaded, or
+    built here when it saved none; None while it runs."""
+    from coderag_tui.core.rank import definitions_process
+    from coderag_tui.core.rank.definitions import definitions_dir, load_or_build_definitions
+    from coderag_tui.core.rank.definitions_follow import being_built
+
+    directory = definitions_dir(settings)
+
+    def later() -> Definitions | None:
+        if being_built(directory):
+            return None
+        definitions_process.reap()  # the child this process left, if it did: ended
+        return load_or_build_definitions(
+            store, settings, chunks, current=current, max_drift=max_drift
+        )
+
+    return later
 
 
 def warm_saved_bases(store: Store, settings: Settings) -> None:
@@ -165,22 +218,26 @@ def _with_second(
     wanted: bool,
 ) -> BM25Index:
     """`load_or_build_bm25` with a child counting BM25 meanwhile, and one building the
-    definitions (see there)."""
+    definitions (see there); or, with `definitions_background`, BM25 alone is waited for and
+    the definitions are left to a child started then (`_left_to_build`)."""
     from coderag_tui.core.rank.definitions import load_or_build_definitions
 
     current = CurrentTable(store, chunks)
     generation = store.generation(settings.chunking_spec.key)
     options = BM25Options.of(settings)
     children = [second] if follower is None else [second, follower]
-    definitions = None
+    background = wanted and follower is None and settings.definitions_background
+    definitions, left = None, False
     try:
         for child in children:
             child.done(generation, len(chunks))
-        if wanted and follower is None:
+        if wanted and follower is None and not background:
             definitions = load_or_build_definitions(store, settings, chunks, current=current)
         for child in children:
             child.finish(child.patience_s)
-        if wanted and definitions is None:  # what the follower saved, or built here
+        if background:
+            left = _left_to_build(store, settings, generation, len(chunks))
+        if wanted and definitions is None and not left:  # the follower's, or built here
             definitions = load_or_build_definitions(store, settings, chunks, current=current)
     finally:
         for child in children:
@@ -189,7 +246,31 @@ def _with_second(
         bm25_dir(settings, options), options, chunks, generation, current, MAX_DRIFT
     )
     index.definitions = definitions
+    index.definitions_later = _later(store, settings, chunks, current) if left else None
     return index
+
+
+def _left_to_build(store: Store, settings: Settings, generation: str, n_chunks: int) -> bool:
+    """Start a child building the definitions of the index just written and leave it to
+    finish on its own; True once it holds the lock that tells every run so (else it is
+    stopped, and False)."""
+    from coderag_tui.core.rank import definitions_follow
+    from coderag_tui.core.rank.definitions import definitions_dir
+
+    store.fold_wal()  # before the child's long read keeps the log as it is
+    child = definitions_follow.start(store, settings, written=True)
+    if child is None:
+        return False
+    directory = definitions_dir(settings)
+    waited = time.perf_counter() + definitions_follow.LOCK_WAIT_S * 2
+    while not definitions_follow.being_built(directory):
+        if child.process.poll() is not None or time.perf_counter() > waited:
+            child.stop()
+            return False
+        time.sleep(0.01)
+    child.done(generation, n_chunks)
+    child.leave()
+    return True
 
 
 def _load_or_build_matrix(

@@ -16,6 +16,7 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from coderag_tui.core.index.chunk_list import ChunkList
+from coderag_tui.core.rank.definitions import definitions_wanted
 from coderag_tui.core.rank.fusion import rrf, weighted
 from coderag_tui.core.rank.learned import Candidates, LearnedReranker
 from coderag_tui.core.rank.lexical import LexicalIndex
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
 
 RERANK_OFF = "rerank is off: turn it on with --rerank (or rerank = true in the config)."
 DENSE_OFF = "dense search is off: no embedding model was loaded."
+DEFINITIONS_PENDING = (
+    "the code signals ranked without the definitions for now: a background process is still "
+    "parsing them after the first index; later searches use them."
+)
 _DENSE_PREFIX = "dense search is off: "
 _DENSE_PREFIX_FOR_NOW = "dense search is off for now: "
 # Issue text ranks better without dense on the dev sets (benchmarks/README.md, issue 41).
@@ -165,11 +170,17 @@ class Searcher:
         """What the code signals read about the chunks (files, roles and, when a signal with
         these weights reads them, definitions), computed once."""
         wanted = bool(weights.definitions or weights.forms or weights.issue_terms or weights.tests)
-        if wanted and self.definitions is None:  # not built with the lexical stage: now
-            from coderag_tui.core.rank.definitions import Definitions
+        if wanted and self.definitions is None:
+            later = self.bm25.definitions_later
+            if later is not None:  # a child builds them in the background: used once done
+                self.definitions = later()
+            else:  # not built with the lexical stage: now
+                from coderag_tui.core.rank.definitions import Definitions
 
-            self.definitions = Definitions.build(self.chunks)
-            self._facts = None
+                self.definitions = Definitions.build(self.chunks)
+            if self.definitions is not None:
+                self.bm25.definitions = self.definitions
+                self._facts = None
         if self._facts is None:
             self._facts = CodeFacts(self.chunks, self.definitions)
         return self._facts
@@ -313,6 +324,8 @@ class Searcher:
                 blend = "RRF" if base == "rrf" else "a weighted blend"
                 notes.append(f"fused = {blend} of BM25 and dense{with_signals}")
             t = timed("signals", t)
+            if self.definitions is None and definitions_wanted(settings):  # still being built
+                notes.append(DEFINITIONS_PENDING)
         else:
             rankings["fused"] = Ranking("fused", self._hits(fused, depth))
 
