@@ -568,7 +568,7 @@ class Settings:
             "Whether a repository's first index is searchable once BM25 is ready, while the "
             "definitions the code signals read are still being parsed (a process finishes them "
             "in the background; searches until then rank without them and say so); off, the "
-            "index waits for them.",
+            "first index, and a run that finds them still being parsed, waits for them.",
             stage="signals",
         ),
     )

@@ -288,6 +288,38 @@ def test_a_first_index_answers_before_its_definitions_are_parsed(
     assert lookups(saved) == lookups(built_here(settings, tmp_path)[0])
 
 
+def test_a_run_that_will_not_rank_without_them_waits_for_the_child(
+    settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`coderag eval` (definitions_background off) opening an index whose definitions a child
+    is still parsing waits for it, then ranks with them, parsing nothing itself."""
+    import threading
+
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
+    background = settings.with_(definitions_background=True)
+
+    def not_here(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("the definitions were built in this process")
+
+    monkeypatch.setattr(Definitions, "build", not_here)
+    opener = threading.Timer(1.0, gate.touch)
+    try:
+        with Engine.open(background) as engine:
+            assert engine.lexical is not None and engine.lexical.bm25.definitions is None
+            opener.start()  # the child goes on a second after the waiting run opens
+            with Engine.open(settings) as waiting:
+                assert waiting.lexical is not None
+                assert waiting.lexical.bm25.definitions is not None
+                run = waiting.search("where is addItem7 defined", settings)
+    finally:
+        opener.cancel()
+        gate.touch()
+        _wait_for_left_followers()
+    assert gate.exists() and not any("for now" in note for note in run.notes)
+    assert ("definition: addItem7", pytest.approx(1.0)) in list(run.rankings["fused"].hits[0].why)
+
+
 def test_an_edit_indexed_while_they_are_parsed_costs_a_delta_not_their_work(
     settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 PAGE = 2048  # chunks read per query while following the build
 LOCK_WAIT_S = 1.0  # how long a follower waits for the lock that says it builds them
 NICE = 10  # the niceness of a child left to build them in the background (see `start`)
+WAIT_BUILT_S = 600.0  # how long a run that will not rank without them waits for that child
 
 # What the last `start` or `Follower.finish` did, for benchmarks and tests (one sentence).
 last_outcome = ""
@@ -146,6 +147,16 @@ def being_built(directory: Path) -> bool:
         return False
     lock.release()
     return False
+
+
+def wait_built(directory: Path, timeout: float = WAIT_BUILT_S) -> None:
+    """Wait until no child builds the definitions of `directory` (at most `timeout` seconds)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(building_path(directory)))
+    with contextlib.suppress(Timeout, OSError):
+        lock.acquire(timeout=timeout)
+        lock.release()
 
 
 def main(args: dict[str, Any]) -> int:
@@ -252,4 +263,4 @@ def _follow(
     return definitions_process.SAVED
 
 
-__all__ = ["being_built", "building_path", "main", "start"]
+__all__ = ["being_built", "building_path", "main", "start", "wait_built"]

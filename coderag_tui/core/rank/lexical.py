@@ -154,17 +154,20 @@ def _definitions_or_later(
     max_drift: float = MAX_DRIFT,
 ) -> tuple[Definitions | None, Later | None]:
     """The definitions, loaded or built; or, while a child left to build them in the
-    background runs (`definitions_follow.being_built`), none yet and how to get them later."""
+    background runs (`definitions_follow.being_built`), none yet and how to get them later
+    (without `definitions_background`, as `coderag eval` runs: once it is done, they)."""
     from coderag_tui.core.rank.definitions import (
         definitions_dir,
         load_or_build_definitions,
         saved_generation,
     )
-    from coderag_tui.core.rank.definitions_follow import being_built
+    from coderag_tui.core.rank.definitions_follow import being_built, wait_built
 
     directory = definitions_dir(settings)
     if saved_generation(directory) != generation and being_built(directory):
-        return None, _later(store, settings, chunks, current, max_drift)
+        if settings.definitions_background:
+            return None, _later(store, settings, chunks, current, max_drift)
+        wait_built(directory)
     built = load_or_build_definitions(store, settings, chunks, current=current, max_drift=max_drift)
     return built, None
 
