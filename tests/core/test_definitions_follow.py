@@ -6,6 +6,7 @@ process left behind."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,67 +243,74 @@ def _wait_for_left_followers() -> None:
         process.wait(60)
 
 
-def test_a_first_index_answers_before_its_definitions_are_parsed(
+@pytest.fixture
+def gated(
     settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, Settings]]:
+    """The gate file a child left to parse in the background waits for (opened at the end
+    whatever happens, and the child waited for), and settings that leave it so."""
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
+    try:
+        yield gate, settings.with_(definitions_background=True)
+    finally:
+        gate.touch()
+        _wait_for_left_followers()
+
+
+def _never_built_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_here(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("the definitions were built in this process")
+
+    monkeypatch.setattr(Definitions, "build", not_here)
+
+
+def test_a_first_index_answers_before_its_definitions_are_parsed(
+    settings: Settings,
+    tmp_path: Path,
+    gated: tuple[Path, Settings],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """BM25 ready, the first searches rank without the definitions and say so; once the
     follower left to finish saves them, the next search uses them, never built here."""
     from coderag_tui.core.backends.local import DEFINITIONS_LATER
     from coderag_tui.core.rank.search import DEFINITIONS_PENDING
 
-    gate = tmp_path / "gate"
-    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
-    background = settings.with_(definitions_background=True)
-
-    def not_here(*args: Any, **kw: Any) -> Any:
-        raise AssertionError("the definitions were built in this process")
-
-    monkeypatch.setattr(Definitions, "build", not_here)
+    gate, background = gated
+    _never_built_here(monkeypatch)
     query = "where is addItem7 defined"
-    try:
-        with Engine.open(background) as engine:
-            assert engine.lexical is not None and DEFINITIONS_LATER in engine.lexical.notices
-            first = engine.search(query, background)
-            assert DEFINITIONS_PENDING in first.notes
-            labels = [label for hit in first.rankings["fused"].hits for label, _ in hit.why]
-            assert labels and not any("definition" in label for label in labels)
-            with Engine.open(background) as another:  # a second run meanwhile: no build either
-                assert DEFINITIONS_PENDING in another.search(query, background).notes
-            said = status_cmd.lines(status_cmd.describe(background))
-            assert any(line.startswith("signals:") and "background" in line for line in said)
-            gate.touch()
-            _wait_for_left_followers()
-            assert definitions_follow.being_built(definitions_dir(background)) is False
-            later = engine.search(query, background)
-        assert DEFINITIONS_PENDING not in later.notes
-        top = later.rankings["fused"].hits[0]
-        assert top.chunk.path == "web/cart.js"
-        assert ("definition: addItem7", pytest.approx(1.0)) in [
-            (label, value) for label, value in top.why
-        ]
-    finally:
+    with Engine.open(background) as engine:
+        assert engine.lexical is not None and DEFINITIONS_LATER in engine.lexical.notices
+        first = engine.search(query, background)
+        assert DEFINITIONS_PENDING in first.notes
+        labels = [label for hit in first.rankings["fused"].hits for label, _ in hit.why]
+        assert labels and not any("definition" in label for label in labels)
+        with Engine.open(background) as another:  # a second run meanwhile: no build either
+            assert DEFINITIONS_PENDING in another.search(query, background).notes
+        said = status_cmd.lines(status_cmd.describe(background))
+        assert any(line.startswith("signals:") and "background" in line for line in said)
         gate.touch()
         _wait_for_left_followers()
+        assert definitions_follow.being_built(definitions_dir(background)) is False
+        later = engine.search(query, background)
+    assert DEFINITIONS_PENDING not in later.notes
+    top = later.rankings["fused"].hits[0]
+    assert top.chunk.path == "web/cart.js"
+    assert ("definition: addItem7", pytest.approx(1.0)) in list(top.why)
     monkeypatch.undo()
     saved = Definitions.load(definitions_dir(settings))
     assert lookups(saved) == lookups(built_here(settings, tmp_path)[0])
 
 
 def test_a_run_that_will_not_rank_without_them_waits_for_the_child(
-    settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, gated: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`coderag eval` (definitions_background off) opening an index whose definitions a child
     is still parsing waits for it, then ranks with them, parsing nothing itself."""
     import threading
 
-    gate = tmp_path / "gate"
-    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
-    background = settings.with_(definitions_background=True)
-
-    def not_here(*args: Any, **kw: Any) -> Any:
-        raise AssertionError("the definitions were built in this process")
-
-    monkeypatch.setattr(Definitions, "build", not_here)
+    gate, background = gated
+    _never_built_here(monkeypatch)
     opener = threading.Timer(1.0, gate.touch)
     try:
         with Engine.open(background) as engine:
@@ -314,20 +322,16 @@ def test_a_run_that_will_not_rank_without_them_waits_for_the_child(
                 run = waiting.search("where is addItem7 defined", settings)
     finally:
         opener.cancel()
-        gate.touch()
-        _wait_for_left_followers()
-    assert gate.exists() and not any("for now" in note for note in run.notes)
+    assert not any("for now" in note for note in run.notes)
     assert ("definition: addItem7", pytest.approx(1.0)) in list(run.rankings["fused"].hits[0].why)
 
 
 def test_an_edit_indexed_while_they_are_parsed_costs_a_delta_not_their_work(
-    settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
+    gated: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The child reads the build it was left in one snapshot, whatever is indexed meanwhile:
     it saves their definitions, and the edit's file alone is parsed here afterwards."""
-    gate = tmp_path / "gate"
-    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
-    background = settings.with_(definitions_background=True)
+    gate, background = gated
     built: list[int] = []
     build = Definitions.build
 
@@ -336,22 +340,18 @@ def test_an_edit_indexed_while_they_are_parsed_costs_a_delta_not_their_work(
         return build(chunks, *args, **kw)
 
     monkeypatch.setattr(Definitions, "build", counted)
-    try:
-        with Engine.open(background) as engine:
-            assert engine.lexical is not None
-            total = len(engine.lexical.chunks)
-            left = list(definitions_process.reap())
-            (background.repo / "web/remove.js").write_text(
-                "function removeItem9(cart) {}\n", encoding="utf-8"
-            )
-            engine.use(engine.update_index(background))  # a new generation, while it parses
-            gate.touch()
-            _wait_for_left_followers()
-            assert [p.returncode for p in left] == [definitions_process.SAVED]
-            run = engine.search("where is removeItem9 defined", background)
-    finally:
+    with Engine.open(background) as engine:
+        assert engine.lexical is not None
+        total = len(engine.lexical.chunks)
+        left = list(definitions_process.reap())
+        (background.repo / "web/remove.js").write_text(
+            "function removeItem9(cart) {}\n", encoding="utf-8"
+        )
+        engine.use(engine.update_index(background))  # a new generation, while it parses
         gate.touch()
         _wait_for_left_followers()
+        assert [p.returncode for p in left] == [definitions_process.SAVED]
+        run = engine.search("where is removeItem9 defined", background)
     top = run.rankings["fused"].hits[0]
     assert top.chunk.path == "web/remove.js"
     assert any(label == "definition: removeItem9" for label, _ in top.why)
