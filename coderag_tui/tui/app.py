@@ -79,6 +79,7 @@ QUICK_EMBED_CHUNKS = 64
 # How long new chunks may keep the last results on screen, marked refreshing, while their
 # dense list is opened; after that the search runs with what is ready.
 REFRESH_WAIT_S = 3.0
+DEFINITIONS_POLL_S = 1.0  # how often the top bar checks that the definitions are parsed
 
 
 def default_state_path() -> Path:
@@ -132,6 +133,7 @@ class CoderagApp(App[None]):
         # when each kind of progress (the model's, the first pass's) began, and how far it was
         self._embed_marks: dict[bool, tuple[float, int]] = {}
         self.refresh_timer: Timer | None = None  # while the last results wait for dense
+        self.definitions_timer: Timer | None = None  # while the definitions are parsed
         self.quick_embed_chunks = QUICK_EMBED_CHUNKS  # fewer missing: the model, no first pass
         self.lexical_chunking: str | None = None  # the chunking of the installed lexical stage
         self.reranker_requested = False
@@ -283,6 +285,31 @@ class CoderagApp(App[None]):
                 self.notices_shown.add(notice)
                 self.notify(notice, severity="warning", timeout=12)
 
+    def _follow_definitions(self, lexical: Lexical) -> None:
+        """While a background process parses the definitions, the top bar says so, and stops
+        saying it once the process is done (checked every `DEFINITIONS_POLL_S`)."""
+        from coderag_tui.core.rank.definitions import definitions_dir
+        from coderag_tui.core.rank.definitions_follow import being_built
+
+        if self.definitions_timer is not None:
+            self.definitions_timer.stop()
+            self.definitions_timer = None
+        bm25 = lexical.bm25
+        pending = bm25.definitions is None and bm25.definitions_later is not None
+        self._set_state(replace(self.index_state, definitions="parsing" if pending else ""))
+        if not pending:
+            return
+        directory = definitions_dir(self.settings)
+
+        def check() -> None:
+            if not being_built(directory):
+                if self.definitions_timer is not None:
+                    self.definitions_timer.stop()
+                    self.definitions_timer = None
+                self._set_state(replace(self.index_state, definitions=""))
+
+        self.definitions_timer = self.set_interval(DEFINITIONS_POLL_S, check)
+
     def _set_state(self, state: IndexState) -> None:
         state = replace(state, chunking=self.settings.chunking_spec.key)
         if state != self.index_state:  # progress repeats itself: draw only what changed
@@ -333,6 +360,7 @@ class CoderagApp(App[None]):
         dense = "loading model" if embedder is None else "embedding"
         state = replace(self.index_state, index=index, dense=dense, dense_detail="")
         self._set_state(replace(state, files=lexical.files, chunks=len(lexical.chunks)))
+        self._follow_definitions(lexical)
         self._notify_new(lexical.notices)
         if rechunked and (session.pinned or session.excluded or session.admitted):
             carried = session.carry_marks(lexical.chunks)  # to the chunks of the same lines

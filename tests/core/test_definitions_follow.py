@@ -28,6 +28,7 @@ from coderag_tui.core.rank.definitions import (
 from coderag_tui.core.rank.lexical import BM25Index
 from coderag_tui.settings import Settings
 from tests.fixtures.classes_repo import make_classes_repo
+from tests.fixtures.gated_definitions import gated_boot, wait_for_left_followers
 
 # Files tree-sitter parses (Python is scanned), some long enough to take several chunks.
 OTHER_LANGUAGES = {
@@ -220,29 +221,6 @@ def test_ctrl_c_while_indexing_stops_the_follower(
     assert saved_generation(definitions_dir(settings)) is None  # nothing half-saved
 
 
-def _gated_boot(gate: Path) -> str:
-    """A follower that holds its lock but parses nothing until `gate` exists."""
-    return (
-        "import json, pathlib, sys, time\n"
-        "args = json.loads(sys.argv[1])\n"
-        "sys.path[:] = args['path']\n"
-        "from coderag_tui.core.rank import definitions_follow\n"
-        f"gate = pathlib.Path({str(gate)!r})\n"
-        "follow = definitions_follow._follow\n"
-        "def gated(*a):\n"
-        "    while not gate.exists():\n"
-        "        time.sleep(0.02)\n"
-        "    return follow(*a)\n"
-        "definitions_follow._follow = gated\n"
-        "sys.exit(definitions_follow.main(args))\n"
-    )
-
-
-def _wait_for_left_followers() -> None:
-    for process in definitions_process.reap():
-        process.wait(60)
-
-
 @pytest.fixture
 def gated(
     settings: Settings, tmp_path: Path, any_size: None, monkeypatch: pytest.MonkeyPatch
@@ -250,12 +228,12 @@ def gated(
     """The gate file a child left to parse in the background waits for (opened at the end
     whatever happens, and the child waited for), and settings that leave it so."""
     gate = tmp_path / "gate"
-    monkeypatch.setattr(definitions_follow, "_BOOT", _gated_boot(gate))
+    monkeypatch.setattr(definitions_follow, "_BOOT", gated_boot(gate))
     try:
         yield gate, settings.with_(definitions_background=True)
     finally:
         gate.touch()
-        _wait_for_left_followers()
+        wait_for_left_followers()
 
 
 def _never_built_here(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,7 +268,7 @@ def test_a_first_index_answers_before_its_definitions_are_parsed(
         said = status_cmd.lines(status_cmd.describe(background))
         assert any(line.startswith("signals:") and "background" in line for line in said)
         gate.touch()
-        _wait_for_left_followers()
+        wait_for_left_followers()
         assert definitions_follow.being_built(definitions_dir(background)) is False
         later = engine.search(query, background)
     assert DEFINITIONS_PENDING not in later.notes
@@ -349,7 +327,7 @@ def test_an_edit_indexed_while_they_are_parsed_costs_a_delta_not_their_work(
         )
         engine.use(engine.update_index(background))  # a new generation, while it parses
         gate.touch()
-        _wait_for_left_followers()
+        wait_for_left_followers()
         assert [p.returncode for p in left] == [definitions_process.SAVED]
         run = engine.search("where is removeItem9 defined", background)
     top = run.rankings["fused"].hits[0]
@@ -374,7 +352,7 @@ def test_the_follower_left_to_finish_outlives_coderag_index(
         "bm25_process.MIN_BYTES = 0\n"
         "definitions_process.Follower.min_chunks = 0\n"
         "definitions_process.MIN_CORES = 1\n"
-        f"definitions_follow._BOOT = {_gated_boot(gate)!r}\n"
+        f"definitions_follow._BOOT = {gated_boot(gate)!r}\n"
         "from coderag_tui.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )

@@ -3,10 +3,14 @@ last one, the query bar names what is ranked, and a change review ends with its 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from textual.widgets import Label
 
 from coderag_tui.settings import Settings
 from coderag_tui.tui.widgets.query import QueryInput
+from tests.fixtures.gated_definitions import gated_boot, wait_for_left_followers
 from tests.tui.conftest import SIZE, AppFactory, Recorder, search, settle, text_of
 
 CART = "shop/cart.py"
@@ -95,3 +99,36 @@ async def test_re_indexing_after_the_change_was_reverted_ends_its_review(
         packed = app.session.packed
         assert packed is not None and "# again" in packed.text
         assert "# keep order" not in packed.text
+
+
+async def test_the_top_bar_says_while_the_definitions_are_parsed_in_the_background(
+    tui_settings: Settings, build_app: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index that leaves the definitions to a background process: the top bar says
+    so until that process is done, and the search after it ranks with them."""
+    from coderag_tui.core.rank import bm25_process, definitions_follow, definitions_process
+
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(bm25_process, "MIN_BYTES", 0)  # the followers at any size
+    monkeypatch.setattr(definitions_process.Follower, "min_chunks", 0)
+    monkeypatch.setattr(definitions_process, "MIN_CORES", 1)
+    monkeypatch.setattr(definitions_follow, "_BOOT", gated_boot(gate))
+    app = build_app(tui_settings)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert "definitions parsing" in text_of(app, "#topbar")
+            gate.touch()
+            wait_for_left_followers()
+            for _ in range(50):  # the bar checks every second
+                await pilot.pause(0.1)
+                if "definitions parsing" not in text_of(app, "#topbar"):
+                    break
+            assert "definitions parsing" not in text_of(app, "#topbar")
+            assert "index ready" in text_of(app, "#topbar")
+            await search(pilot, "refund the payment")
+            run = app.session.last_run
+            assert run is not None and not any("for now" in note for note in run.notes)
+    finally:
+        gate.touch()
+        wait_for_left_followers()

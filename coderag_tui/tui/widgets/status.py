@@ -25,6 +25,8 @@ class IndexState:
     # waiting | loading model | embedding | first pass (the static table answers) | ready | off
     dense: str = "waiting"
     dense_detail: str = ""
+    # "parsing" while a background process parses the definitions the code signals read
+    definitions: str = ""
 
 
 STATE_STYLE = {
@@ -72,6 +74,9 @@ def top_bar_content(state: IndexState, *, compact: bool = False) -> Content:
     parts.append(Content("  "))
     parts.append(Content.styled("●", STATE_STYLE.get(state.index, "")))
     parts.append(Content(f" index {state.index}  "))
+    if state.definitions:
+        parts.append(Content.styled("●", "$warning"))
+        parts.append(Content(f" definitions {state.definitions}  "))
     parts.append(Content.styled("●", STATE_STYLE.get(state.dense, "")))
     dense = f" dense {state.dense}"
     detail = state.dense_detail.rsplit(" · ", 1)[-1] if compact else state.dense_detail
