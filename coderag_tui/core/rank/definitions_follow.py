@@ -92,6 +92,7 @@ def start(
         "store": str(Path(store.path).resolve()),
         "spec_key": key,
         "directory": str(directory.resolve()),
+        "written": written,
         "nice": NICE if written else 0,  # in the background: searches come first
     }
     return definitions_process.spawn(_BOOT, args, definitions_process.Follower, _record)
@@ -162,7 +163,7 @@ def wait_built(directory: Path, timeout: float = WAIT_BUILT_S) -> None:
 def main(args: dict[str, Any]) -> int:
     """The child: follow the build, then build and save the definitions (see the module
     docstring), holding the lock that says so (`being_built`). Started once the build is
-    written (`nice` given), it reads the whole build in one snapshot, taken before the lock:
+    `written`, it reads the whole build in one snapshot, taken before the lock:
     an edit indexed meanwhile then costs its parent's successors a delta, not its work."""
     try:
         from filelock import FileLock, Timeout
@@ -171,7 +172,7 @@ def main(args: dict[str, Any]) -> int:
 
         spec_key = str(args["spec_key"])
         directory = Path(args["directory"])
-        written = bool(args.get("nice"))
+        written = bool(args.get("written"))
         store = Store.open(Path(args["store"]), read_only=True)
         try:
             with store.snapshot() if written else contextlib.nullcontext():
@@ -184,7 +185,7 @@ def main(args: dict[str, Any]) -> int:
                     return definitions_process.CHANGED
                 try:
                     parent = definitions_process.ParentWatch(args.get("parent"))
-                    if written:
+                    if args.get("nice"):
                         with contextlib.suppress(OSError, AttributeError):  # else as it is
                             os.nice(int(args["nice"]))
                     return _follow(store, spec_key, directory, parent)
