@@ -291,24 +291,22 @@ class CoderagApp(App[None]):
         from coderag_tui.core.rank.definitions import definitions_dir
         from coderag_tui.core.rank.definitions_follow import being_built
 
-        if self.definitions_timer is not None:
-            self.definitions_timer.stop()
-            self.definitions_timer = None
-        bm25 = lexical.bm25
-        pending = bm25.definitions is None and bm25.definitions_later is not None
-        self._set_state(replace(self.index_state, definitions="parsing" if pending else ""))
-        if not pending:
-            return
         directory = definitions_dir(self.settings)
 
         def check() -> None:
-            if not being_built(directory):
-                if self.definitions_timer is not None:
-                    self.definitions_timer.stop()
-                    self.definitions_timer = None
-                self._set_state(replace(self.index_state, definitions=""))
+            if self.definitions_timer is not None and not being_built(directory):
+                self.definitions_timer.stop()
+                self.definitions_timer = None
+            parsing = "parsing" if self.definitions_timer is not None else ""
+            self._set_state(replace(self.index_state, definitions=parsing))
 
-        self.definitions_timer = self.set_interval(DEFINITIONS_POLL_S, check)
+        if self.definitions_timer is not None:  # an earlier index's
+            self.definitions_timer.stop()
+            self.definitions_timer = None
+        bm25 = lexical.bm25
+        if bm25.definitions is None and bm25.definitions_later is not None:
+            self.definitions_timer = self.set_interval(DEFINITIONS_POLL_S, check)
+        check()
 
     def _set_state(self, state: IndexState) -> None:
         state = replace(state, chunking=self.settings.chunking_spec.key)
