@@ -4,6 +4,7 @@ other chunks, stopped by Ctrl-C) ends with BM25 built here and no process left b
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from coderag_tui.core.index import indexer
 from coderag_tui.core.index.chunk_list import ChunkList
 from coderag_tui.core.index.indexer import IndexInterrupted
 from coderag_tui.core.rank import bm25_process, definitions_process
+from coderag_tui.core.rank.bm25_index import ChunkNumbers
 from coderag_tui.core.rank.lexical import BM25Index, BM25Options, Postings, bm25_dir
 from coderag_tui.settings import Settings
 from tests.fixtures.classes_repo import make_classes_repo
@@ -125,3 +127,27 @@ def test_ctrl_c_while_indexing_stops_the_child(
     assert children and all(c.process.poll() is not None for c in children)
     options = BM25Options(settings.split_identifiers, settings.path_in_text)
     assert BM25Index.read_meta(bm25_dir(settings, options)) is None  # nothing half-saved
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["build order", "another order"])
+def test_what_the_child_counts_while_following_is_what_the_final_order_gives(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, *, moved: bool
+) -> None:
+    """The child counts a batch at a time while the build is written; whether the final order
+    is the one it read (a first build's) or another, the postings are those of that order."""
+    _, chunks = first_index(settings)
+    listed = list(chunks)
+    options = BM25Options(settings.split_identifiers, settings.path_in_text)
+    numbers = ChunkNumbers(options)
+    monkeypatch.setattr(bm25_process, "BATCH", 3)  # several batches of a tiny repository
+    counted = bm25_process._Counted()
+    seen: dict[int, array[int]] = {}
+    rows = list(range(1, len(listed) + 1))
+    for page in (rows[i : i + 2] for i in range(0, len(rows), 2)):
+        for row in page:
+            seen[row] = array("i", numbers(listed[row - 1].path, listed[row - 1].text))
+        counted.follow(page, seen)
+    assert counted.rows  # counted on the way
+    order = rows[1:] + rows[:1] if moved else rows
+    postings = counted.postings(order, seen, numbers.vocab)
+    same_postings(postings, Postings.from_chunks([listed[row - 1] for row in order], options))

@@ -33,11 +33,12 @@ import dataclasses
 import functools
 import itertools
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -222,40 +223,11 @@ class Postings:
     @classmethod
     def count(cls, documents: Iterable[Sequence[int]], vocab: dict[str, int]) -> Postings:
         """The postings of documents given as vocabulary numbers (`vocab`: word -> number)."""
-        word_parts: list[np.ndarray] = []
-        doc_parts: list[np.ndarray] = []
-        tf_parts: list[np.ndarray] = []
-        length_parts: list[np.ndarray] = []
-        first = 0
+        counting = Counting()
         iterator = iter(documents)
         while batch := list(islice(iterator, _BATCH)):
-            lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-            flat = np.fromiter(chain.from_iterable(batch), dtype=np.int64, count=int(lengths.sum()))
-            docs = np.repeat(np.arange(len(batch), dtype=np.int64), lengths)
-            pairs, tf = np.unique(flat * len(batch) + docs, return_counts=True)
-            words, rows = np.divmod(pairs, len(batch))
-            word_parts.append(words.astype(np.int32))
-            doc_parts.append((rows + first).astype(np.int32))
-            tf_parts.append(tf.astype(np.int32))
-            length_parts.append(lengths)
-            first += len(batch)
-        if not word_parts:
-            empty = np.zeros(0, np.int32)
-            return cls([], np.zeros(1, np.int64), empty, empty, np.zeros(0, np.int64))
-        seen = list(vocab)  # first-seen order; columns go in sorted order
-        order = sorted(range(len(seen)), key=seen.__getitem__)
-        column = np.empty(len(seen), dtype=np.int32)
-        column[np.asarray(order, dtype=np.int64)] = np.arange(len(seen), dtype=np.int32)
-        per_word = np.zeros(len(seen), dtype=np.int64)
-        for n, words in enumerate(word_parts):
-            word_parts[n] = words = column[words]
-            per_word += np.bincount(words, minlength=len(seen))
-        indptr = np.zeros(len(seen) + 1, dtype=np.int64)
-        np.cumsum(per_word, out=indptr[1:])
-        docs = np.empty(int(indptr[-1]), dtype=np.int32)
-        tf = np.empty(int(indptr[-1]), dtype=np.int32)
-        _place(word_parts, doc_parts, tf_parts, indptr[:-1].copy(), docs, tf)
-        return cls([seen[i] for i in order], indptr, docs, tf, np.concatenate(length_parts))
+            counting.add(batch)
+        return counting.postings(vocab)
 
     def column(self, word: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(chunks, counts) of one word, or None when the segment never saw it."""
@@ -300,6 +272,68 @@ class Postings:
                 f"the BM25 index at {folder} is damaged: its arrays and words do not match"
             )
         return cls(words, indptr, docs, tf, lengths)
+
+
+class Counting:
+    """`Postings.count` a batch of chunks at a time, as they come: `add` counts one batch (the
+    next chunks, in order), `postings` gathers them. The process that follows a first build
+    (`core.rank.bm25_process`) counts while the build is still written, so only the gathering
+    is left once it ends."""
+
+    def __init__(self) -> None:
+        self.n_docs = 0
+        self._words: list[np.ndarray] = []
+        self._docs: list[np.ndarray] = []
+        self._tf: list[np.ndarray] = []
+        self._lengths: list[np.ndarray] = []
+
+    def add(self, batch: Sequence[Sequence[int]]) -> None:
+        """Count the next chunks, each given as its words' vocabulary numbers."""
+        if not batch:
+            return
+        lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+        flat = _flat(batch, int(lengths.sum()))
+        docs = np.repeat(np.arange(len(batch), dtype=np.int64), lengths)
+        pairs, tf = np.unique(flat * len(batch) + docs, return_counts=True)
+        words, rows = np.divmod(pairs, len(batch))
+        self._words.append(words.astype(np.int32))
+        self._docs.append((rows + self.n_docs).astype(np.int32))
+        self._tf.append(tf.astype(np.int32))
+        self._lengths.append(lengths)
+        self.n_docs += len(batch)
+
+    def postings(self, vocab: dict[str, int]) -> Postings:
+        """The postings of every chunk added (`vocab`: word -> number, every number they use);
+        the counts are let go as they are placed."""
+        word_parts, self._words = self._words, []
+        doc_parts, self._docs = self._docs, []
+        tf_parts, self._tf = self._tf, []
+        if not word_parts:
+            empty = np.zeros(0, np.int32)
+            return Postings([], np.zeros(1, np.int64), empty, empty, np.zeros(0, np.int64))
+        seen = list(vocab)  # first-seen order; columns go in sorted order
+        order = sorted(range(len(seen)), key=seen.__getitem__)
+        column = np.empty(len(seen), dtype=np.int32)
+        column[np.asarray(order, dtype=np.int64)] = np.arange(len(seen), dtype=np.int32)
+        per_word = np.zeros(len(seen), dtype=np.int64)
+        for n, words in enumerate(word_parts):
+            word_parts[n] = words = column[words]
+            per_word += np.bincount(words, minlength=len(seen))
+        indptr = np.zeros(len(seen) + 1, dtype=np.int64)
+        np.cumsum(per_word, out=indptr[1:])
+        docs = np.empty(int(indptr[-1]), dtype=np.int32)
+        tf = np.empty(int(indptr[-1]), dtype=np.int32)
+        _place(word_parts, doc_parts, tf_parts, indptr[:-1].copy(), docs, tf)
+        return Postings([seen[i] for i in order], indptr, docs, tf, np.concatenate(self._lengths))
+
+
+def _flat(batch: Sequence[Sequence[int]], total: int) -> np.ndarray:
+    """A batch's numbers end to end, as int64: the bytes of int32 arrays (the follower's)
+    joined in C, any other sequence read number by number."""
+    if all(type(doc) is array and doc.typecode == "i" for doc in batch):
+        joined = b"".join(cast("Sequence[array[int]]", batch))
+        return np.frombuffer(joined, dtype=np.int32).astype(np.int64)
+    return np.fromiter(chain.from_iterable(batch), dtype=np.int64, count=total)
 
 
 def _place(
