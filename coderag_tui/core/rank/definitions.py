@@ -312,16 +312,23 @@ def _file_text(chunks: Sequence[Chunk], ids: Sequence[int]) -> str:
     return "\n".join(parts)
 
 
-def file_found(
+class ParseJob(NamedTuple):
+    """A file `file_job` leaves to tree-sitter: its entry's key, UTF-8 text and language."""
+
+    digest: str
+    data: bytes
+    language: str
+
+
+def file_job(
     file_chunks: Sequence[Chunk],
     known: Mapping[str, list[FileDefinition]] | None = None,
     seen: dict[str, list[FileDefinition]] | None = None,
     scanners: Mapping[str, Scanner] = SCANNERS,
-) -> list[FileDefinition]:
-    """The definitions in one file put back together from its chunks (in line order): its
-    language scanned, or parsed unless `known` or `seen` holds its text's entry (a copy of a
-    file already parsed: vendored code, a repository twice in a monorepo); [] for a language
-    without a query. `seen` receives the entry of a parsed file (see `Definitions.build`)."""
+) -> list[FileDefinition] | ParseJob:
+    """`file_found` up to the parse: the definitions when no parse is needed ([] without a
+    query, its language scanned, or the entry `known` or `seen` holds, which `seen`
+    receives), else the parse to do (whose result is the file's entry)."""
     language = file_chunks[0].language if file_chunks else None
     if not language or language not in QUERIES:
         return []
@@ -334,9 +341,29 @@ def file_found(
     cached = known.get(digest) if known is not None else None
     if cached is None and seen is not None:
         cached = seen.get(digest)
-    found = parsed_definitions(data, language) if cached is None else cached
+    if cached is None:
+        return ParseJob(digest, data, language)
     if seen is not None:
-        seen[digest] = found
+        seen[digest] = cached
+    return cached
+
+
+def file_found(
+    file_chunks: Sequence[Chunk],
+    known: Mapping[str, list[FileDefinition]] | None = None,
+    seen: dict[str, list[FileDefinition]] | None = None,
+    scanners: Mapping[str, Scanner] = SCANNERS,
+) -> list[FileDefinition]:
+    """The definitions in one file put back together from its chunks (in line order): its
+    language scanned, or parsed unless `known` or `seen` holds its text's entry (a copy of a
+    file already parsed: vendored code, a repository twice in a monorepo); [] for a language
+    without a query. `seen` receives the entry of a parsed file (see `Definitions.build`)."""
+    job = file_job(file_chunks, known, seen, scanners)
+    if not isinstance(job, ParseJob):
+        return job
+    found = parsed_definitions(job.data, job.language)
+    if seen is not None:
+        seen[job.digest] = found
     return found
 
 

@@ -16,6 +16,8 @@ priority. It reads the whole build in one snapshot, taken before it holds the lo
 every run it is at work (`being_built`): until the lock is released, searches rank without
 the definitions (`lexical._definitions_or_later`), and an edit indexed meanwhile leaves its
 snapshot, and what it saves, as they were (the next search adds a delta of the changed files).
+Both cores are free by then, and tree-sitter holds the GIL: the child hands files to a helper
+process (`core.rank.parse_helper`) as long as it has room for them, and parses the rest itself.
 
 Waited for (`definitions_background = false`, as `coderag eval` runs): `start` runs it beside
 BM25's child while the index is written, and it parses each file as soon as it is whole. When
@@ -38,11 +40,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coderag_tui.core.rank import definitions_process
+from coderag_tui.core.rank import definitions_process, parse_helper
 
 if TYPE_CHECKING:
     from coderag_tui.core.index.store import Store
-    from coderag_tui.core.rank.definitions import FileDefinition
+    from coderag_tui.core.rank.definitions import FileDefinition, ParseJob
     from coderag_tui.core.records import Chunk
     from coderag_tui.settings import Settings
 
@@ -101,12 +103,18 @@ def start(
 class _Followed:
     """What the child found in each whole file it followed: by path, the file's row ids, its
     definitions and its entry for the parsed files' cache; `known` holds the cache's entries
-    and those of every file parsed since."""
+    and those of every file parsed since. With a `helper` (in the background), the helper
+    parses a file whenever it is idle, and this process the rest."""
 
-    def __init__(self, known: dict[str, list[FileDefinition]]) -> None:
+    def __init__(
+        self, known: dict[str, list[FileDefinition]], helper: parse_helper.Helper | None = None
+    ) -> None:
         self.known = known
         self.files: dict[str, tuple[tuple[int, ...], list[FileDefinition], dict[str, Any]]] = {}
         self._open: list[tuple[int, Chunk]] = []  # the rows of the file being read
+        self.helper = helper
+        # The files handed to the helper, in order: each job, and every file with its text.
+        self._handed: dict[str, tuple[ParseJob, list[tuple[str, tuple[int, ...]]]]] = {}
 
     def add(self, rows: list[tuple[int, Chunk]]) -> None:
         """Take a page of rows; a file is done when the next one's rows start."""
@@ -117,14 +125,54 @@ class _Followed:
 
     def close(self) -> None:
         """The file being read is whole: find its definitions."""
-        from coderag_tui.core.rank.definitions import file_found
+        from coderag_tui.core.rank.definitions import ParseJob, file_job, parsed_definitions
 
         rows, self._open = self._open, []
-        if rows:
-            entry: dict[str, Any] = {}
-            found = file_found([chunk for _, chunk in rows], self.known, entry)
-            self.files[rows[0][1].path] = (tuple(row for row, _ in rows), found, entry)
-            self.known.update(entry)  # a later copy of this file is not parsed again
+        if not rows:
+            return
+        path, ids = rows[0][1].path, tuple(row for row, _ in rows)
+        entry: dict[str, Any] = {}
+        self._collect()
+        found = file_job([chunk for _, chunk in rows], self.known, entry)
+        if isinstance(found, ParseJob):
+            if found.digest in self._handed:
+                self._handed[found.digest][1].append((path, ids))  # a copy of a file handed over
+                return
+            if self.helper is not None and self.helper.submit(found.data, found.language):
+                self._handed[found.digest] = (found, [(path, ids)])
+                return
+            job, found = found, parsed_definitions(found.data, found.language)
+            entry[job.digest] = found
+        self._found(path, ids, found, entry)
+
+    def finish(self) -> None:
+        """The last file is whole, and the helper's last answer in."""
+        self.close()
+        self._collect(wait=True)
+        if self.helper is not None:
+            self.helper.close()
+
+    def _found(
+        self, path: str, ids: tuple[int, ...], found: list[FileDefinition], entry: dict[str, Any]
+    ) -> None:
+        self.files[path] = (ids, found, entry)
+        self.known.update(entry)  # a later copy of this file is not parsed again
+
+    def _collect(self, *, wait: bool = False) -> None:
+        """Take in the helper's answers that came (`wait`: all of them); when the helper
+        failed, parse here the files it had."""
+        from coderag_tui.core.rank.definitions import parsed_definitions
+
+        while self._handed and self.helper is not None:
+            digest = next(iter(self._handed))  # answered in the order handed over
+            found = self.helper.answer(wait=wait)
+            if found is None and self.helper.handed:
+                return  # still parsing
+            job, files = self._handed.pop(digest)
+            if found is None:  # the helper failed
+                found = parsed_definitions(job.data, job.language)
+            for path, ids in files:
+                self._found(path, ids, found, {job.digest: found})
 
 
 def building_path(directory: Path) -> Path:
@@ -188,7 +236,13 @@ def main(args: dict[str, Any]) -> int:
                     if args.get("nice"):
                         with contextlib.suppress(OSError, AttributeError):  # else as it is
                             os.nice(int(args["nice"]))
-                    return _follow(store, spec_key, directory, parent)
+                    # In the background both cores are free: a helper parses beside it.
+                    helper = parse_helper.Helper.start() if written else None
+                    try:
+                        return _follow(store, spec_key, directory, parent, helper)
+                    finally:
+                        if helper is not None:
+                            helper.close()
                 finally:
                     lock.release()
         finally:
@@ -198,7 +252,11 @@ def main(args: dict[str, Any]) -> int:
 
 
 def _follow(
-    store: Store, spec_key: str, directory: Path, parent: definitions_process.ParentWatch
+    store: Store,
+    spec_key: str,
+    directory: Path,
+    parent: definitions_process.ParentWatch,
+    helper: parse_helper.Helper | None = None,
 ) -> int:
     from coderag_tui.core.index.chunk_list import ChunkList
     from coderag_tui.core.rank.definitions import (
@@ -210,13 +268,13 @@ def _follow(
     from coderag_tui.core.rank.segments import CurrentTable
     from coderag_tui.core.records import Chunk
 
-    followed = _Followed(known_files(directory))
+    followed = _Followed(known_files(directory), helper)
     pages = definitions_process.followed_pages(
         lambda last: store.chunks_after(spec_key, last, PAGE), parent
     )
     for rows in pages:
         followed.add(rows)
-    followed.close()
+    followed.finish()
     said = parent.said or {}
     files: list[tuple[range, list[FileDefinition]]] = []
     seen: dict[str, list[FileDefinition]] = {}
