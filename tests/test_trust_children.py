@@ -8,17 +8,13 @@ at ~12% CPU each), because the child's way to stop, an interrupt, was a no-op un
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from coderag_tui.cli import main
 from coderag_tui.settings import Settings
+from tests.fixtures.orphans import outlives_its_parent
 from tests.fixtures.tiny_repo import make_tiny_repo
 
 PARENT = """
@@ -40,19 +36,6 @@ time.sleep(600)
 """
 
 
-def _running(pid: int) -> bool:
-    """Is `pid` alive (a zombie left for an init that does not reap counts as ended)?"""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
-    return state not in ("Z", "X")
-
-
 def test_a_child_ends_when_its_parent_is_killed_whatever_the_signal_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,26 +53,5 @@ def test_a_child_ends_when_its_parent_is_killed_whatever_the_signal_state(
         folder=str(tmp_path / "bm25"),
         boot=bm25_process._BOOT,
     )
-    parent = subprocess.Popen(
-        [sys.executable, "-c", script],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        time.sleep(1.0)  # the child is following the build, waiting for its parent's word
-        parent.kill()
-        parent.wait()
-        deadline = time.monotonic() + 20
-        while _running(child) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _running(child), "the child outlived its parent"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-        for pid in (locals().get("child"),):
-            if isinstance(pid, int) and _running(pid):
-                os.kill(pid, signal.SIGKILL)
+    # The child is following the build, waiting for its parent's word, when it is killed.
+    assert not outlives_its_parent(script, settle_s=1.0), "the child outlived its parent"

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,7 +15,7 @@ from coderag_tui.core.rank.definitions import file_found, parsed_definitions
 from coderag_tui.core.rank.definitions_follow import _Followed
 from coderag_tui.core.rank.parse_helper import Helper
 from coderag_tui.core.records import Chunk
-from tests.test_trust_children import _running
+from tests.fixtures.orphans import outlives_its_parent
 
 FILES = {
     "src/queue.go": (
@@ -144,26 +141,4 @@ time.sleep(600)
 
 
 def test_the_helper_ends_when_its_parent_is_killed() -> None:
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    child = None
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert _running(child)
-        parent.kill()
-        parent.wait()
-        deadline = time.monotonic() + 20
-        while _running(child) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _running(child), "the helper outlived its parent"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
-        if child is not None and _running(child):
-            os.kill(child, signal.SIGKILL)
+    assert not outlives_its_parent(PARENT), "the helper outlived its parent"
