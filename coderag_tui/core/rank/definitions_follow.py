@@ -104,7 +104,7 @@ class _Followed:
     """What the child found in each whole file it followed: by path, the file's row ids, its
     definitions and its entry for the parsed files' cache; `known` holds the cache's entries
     and those of every file parsed since. With a `helper` (in the background), the helper
-    parses a file whenever it is idle, and this process the rest."""
+    parses each file its pipe has room for, and this process the rest."""
 
     def __init__(
         self, known: dict[str, list[FileDefinition]], helper: parse_helper.Helper | None = None
