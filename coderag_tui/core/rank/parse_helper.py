@@ -3,12 +3,12 @@ the background (`core.rank.definitions_follow`, `written`), so that it uses both
 
 After BM25 is ready the definitions are the only work left, and tree-sitter's parse holds the
 GIL: one process parses on one core (~20 s of a 118k-chunk monorepo's ~30 s). The child starts
-this helper (`Helper.start`), hands it one file at a time when it is idle (`submit`: a line
-saying the language and size, then the file's UTF-8 text) and parses the next files itself
-meanwhile; the helper answers each with one JSON line, the file's definitions as
-`parsed_definitions` gives them. The child checks for that answer as it goes (`answer`) and
-waits for the last one (`answer(wait=True)`). Anything that goes wrong (the helper did not
-start, died, answered nonsense) ends the helper, and the child parses that file itself: the
+this helper (`Helper.start`) and hands it each file its stdin has room for (`submit`: a line
+saying the language and size, then the file's UTF-8 text), parsing the others itself; the
+helper answers each, in order, with one JSON line, the file's definitions as
+`parsed_definitions` gives them. The child takes the answers in as it goes (`answer`) and waits
+for the last ones (`answer(wait=True)`). Anything that goes wrong (the helper did not start,
+died, answered nonsense) ends the helper, and the child parses the files it held itself: the
 definitions are the same either way.
 
 The helper ends when its stdin closes: the child closing it when done, or dying.
