@@ -1106,8 +1106,7 @@ class Engine:
     def _facts_of(self, path: str, text: str | None, language: str | None) -> FileFacts:
         """A file's definitions, statements and line prices for packing, kept by path and
         text."""
-        from coderag_tui.core.index.outline import file_structure
-        from coderag_tui.core.prompt.spans import FileFacts
+        from coderag_tui.core.prompt.spans import FileFacts, file_facts
 
         if text is None:  # not readable as indexed: nothing to keep
             return FileFacts(())
@@ -1116,8 +1115,7 @@ class Engine:
         if found is None:
             if len(self._files) > FILES_KEPT:
                 self._files.clear()
-            structure = file_structure(text, language)
-            found = self._files[key] = FileFacts(structure.units, structure.statements)
+            found = self._files[key] = file_facts(text, language)
         return found
 
     def secret_kinds(self, chunks: Iterable[Chunk]) -> dict[str, tuple[str, ...]]:

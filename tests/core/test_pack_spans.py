@@ -35,6 +35,7 @@ from coderag_tui.core.prompt.spans import (
     chunk_span,
     compact_span,
     cost,
+    file_facts,
     focus,
     readability,
     runs,
@@ -97,8 +98,7 @@ def _inputs(budget: int, **extra: object) -> PackInputs:
 def _facts(path: str, text: str | None, language: str | None) -> FileFacts:
     if text is None:
         return FileFacts(())
-    structure = file_structure(text, language)
-    return FileFacts(structure.units, structure.statements)
+    return file_facts(text, language)
 
 
 def _how(
@@ -521,3 +521,58 @@ def test_a_c_typedef_has_one_outline_with_its_comment_however_often_it_is_parsed
     units = file_structure(text, "c").units
     struct = next(u for u in units if u.start == 5)
     assert struct.first == 3  # its comment comes with it
+
+
+NOTICE = """\
+// Copyright (c) 2017 walker developers
+// Licensed under the Apache License, Version 2.0
+// at your option. All files in the project carrying such
+// notice may not be copied, modified, or distributed except
+// according to those terms.
+"""
+
+WALK_RS = (
+    NOTICE
+    + """
+use std::fs;
+use std::path::Path;
+
+pub fn walk(root: &Path, follow: bool) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if follow && path.is_symlink() && fs::metadata(&path).is_err() {
+            continue; // a broken symlink is dropped when links are followed
+        }
+        found.push(path.display().to_string());
+    }
+    found
+}
+"""
+)
+
+
+def _rust_packed(query: str, hits: Sequence[Hit], budget: int) -> str:
+    inputs = PackInputs(
+        budget=budget,
+        counter=token_counter("cl100k_base"),
+        template=load_template("markdown"),
+        task="",
+        file_text={"src/walk.rs": WALK_RS}.get,
+    )
+    return pack_spans(hits, inputs, _how(query)).text
+
+
+@pytest.mark.parametrize("budget", [300, 2000])
+def test_a_licence_notice_is_never_shown_and_never_the_match(budget: int) -> None:
+    # The query holds words of the notice ("walker", "notice") and of the code.
+    query = "walker -L: notice how a broken symlink is dropped"
+    lines = WALK_RS.splitlines()
+    whole = Chunk("src/walk.rs", 1, len(lines), "lines", "rust", WALK_RS)
+    text = _rust_packed(query, [Hit(whole, 1.0, 1)], budget)
+    assert "Licensed under" not in text and "notice may not" not in text
+    assert "a broken symlink is dropped" in text
+    # A hit on the notice's lines alone shows the code below them.
+    notice = Chunk("src/walk.rs", 1, 7, "lines", "rust", "\n".join(lines[:7]) + "\n")
+    text = _rust_packed(query, [Hit(notice, 1.0, 1)], budget)
+    assert "Copyright" not in text and "use std::fs;" in text

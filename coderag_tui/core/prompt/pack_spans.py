@@ -168,7 +168,8 @@ class _File:
 
 class _Views:
     """Each file's `FileView`, built once: its lines (secrets masked in "redact" mode), its
-    definitions, the query's match, and the lines it may never show."""
+    definitions, the query's match, and the lines it may never show (its licence preamble
+    among them)."""
 
     def __init__(
         self,
@@ -193,14 +194,18 @@ class _Views:
             text = None
         if self.inputs.secret_mode == "redact" and chunk.path in self.findings:
             lines = redact_lines(lines, 1, self.findings[chunk.path])
+        facts = self.how.facts(chunk.path, text, chunk.language)
+        forbidden = self.forbidden.get(chunk.path, EMPTY)
+        if facts.preamble:  # a licence notice is never shown
+            forbidden = span_of([*forbidden, (1, facts.preamble)])
         view = FileView(
             path=chunk.path,
             language=chunk.language,
             lines=lines,
-            facts=self.how.facts(chunk.path, text, chunk.language),
+            facts=facts,
             match=self.how.match,
             count=self.inputs.counter.count_each,
-            forbidden=self.forbidden.get(chunk.path, EMPTY),
+            forbidden=forbidden,
         )
         self.views[chunk.path] = view
         return view
@@ -324,8 +329,8 @@ def _evidence(
         if inner:
             spread([(inner[0].first, inner[0].end)], POINTED_VALUE * weight / total)
     first_unit = min((u.first for u in view.units), default=1)
-    if first_unit > 1:  # the imports and declarations above the first definition
-        spread([(1, first_unit - 1)], HEADER_VALUE)
+    if first_unit > view.facts.preamble + 1:  # the imports and declarations above the first one
+        spread([(view.facts.preamble + 1, first_unit - 1)], HEADER_VALUE)
     out = [0.0] * (n + 1)
     level = 0.0
     for line in range(1, n + 1):

@@ -44,7 +44,9 @@ from coderag_tui.core.index.outline import (
     Statements,
     Unit,
     enclosing,
+    file_structure,
 )
+from coderag_tui.core.prompt.preamble import SCANNED, licence_preamble
 
 ELISION = "⋮"  # one line standing for the lines a block leaves out
 GAP_FILL = 2  # a gap of this many lines or fewer is shown rather than elided
@@ -123,6 +125,7 @@ class FileFacts:
 
     units: tuple[Unit, ...]
     statements: Statements = NO_STATEMENTS
+    preamble: int = 0  # the last line of its licence preamble (`core.prompt.preamble`)
     sums: dict[int, list[int]] = field(default_factory=dict)
     _heads: dict[int, list[Unit]] | None = None
     _enclosing: dict[int, list[Unit]] = field(default_factory=dict)
@@ -143,6 +146,14 @@ class FileFacts:
                     for n in range(unit.start, unit.head_end + 1):
                         self._heads.setdefault(n, []).append(unit)
         return self._heads.get(line, [])
+
+
+def file_facts(text: str, language: str | None) -> FileFacts:
+    """What packing knows of a file from its text: its definitions, statements and licence
+    preamble."""
+    structure = file_structure(text, language)
+    head = text.split("\n", SCANNED + 1)  # the preamble reads the first lines only
+    return FileFacts(structure.units, structure.statements, licence_preamble(head, language))
 
 
 @dataclass
@@ -167,6 +178,8 @@ class FileView:
         return len(self.lines)
 
     def terms(self, line: int) -> frozenset[str]:
+        if line <= self.facts.preamble:  # a licence notice matches no question
+            return frozenset()
         return self.match.terms_at(self.path, line, self.lines[line - 1])
 
     def weight(self, line: int) -> float:
@@ -261,15 +274,22 @@ def _lone(view: FileView, start: int, end: int, shown: Span) -> bool:
 
 def _context(view: FileView, line: int) -> tuple[int, int]:
     """A lone line with the code right around it: its statement, else the nearest lines that
-    are not blank on either side (blank lines in between are free)."""
+    are not blank on either side (blank lines in between are free); with nothing to show
+    above it (the file's top, or lines it may not show), the statement below it whole."""
+
+    def shown(n: int) -> bool:
+        return not view.blank(n) and not _touches(view.forbidden, n, n)
+
     start, end = statement(view, line)
-    if end > start and sum(not view.blank(n) for n in range(start, end + 1)) > 1:
+    if end > start and sum(shown(n) for n in range(start, end + 1)) > 1:
         return (start, end)
     lo, hi = line - 1, line + 1
     while lo >= 1 and view.blank(lo):
         lo -= 1
     while hi <= view.n_lines and view.blank(hi):
         hi += 1
+    if (lo < 1 or not shown(lo)) and hi <= view.n_lines:
+        hi = statement(view, hi)[1]
     return (max(1, min(lo, line)), min(view.n_lines, max(hi, line)))
 
 
@@ -528,7 +548,9 @@ def lean_span(view: FileView, start: int, end: int, found: Focus) -> Span:
 
 def prefix_span(view: FileView, lo: int, hi: int, cap: int, elision: int) -> Span:
     """The first lines of lo..hi that fit in `cap` tokens (at least one), found in one pass
-    over the lines' prices."""
+    over the lines' prices (lines it may not show at its start skipped)."""
+    while lo < hi and _touches(view.forbidden, lo, lo):
+        lo += 1
     last = lo
     spent = view.tokens(lo, lo)
     while last < hi:
