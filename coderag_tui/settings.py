@@ -501,8 +501,8 @@ class Settings:
         default=0.5,
         metadata=_about(
             "Score multiplier for tests, examples, docs, changelogs, benchmarks, vendored, "
-            "generated, migration and legacy code unless the query asks for them; 1 turns "
-            "it off.",
+            "generated, migration and legacy code unless the query asks for them, once per "
+            "role a file plays; 1 turns it off.",
             ge=0,
             le=1,
             metavar="X",

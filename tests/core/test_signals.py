@@ -376,3 +376,45 @@ def test_a_question_in_another_inflection_finds_the_definition_it_names(
     hit = next(h for h in run.rankings["fused"].hits if "def push" in h.chunk.text)
     assert dict(hit.why)["identifier form: push"] > 0
     assert rank("fused") < rank("bm25")  # and it rises for it
+
+
+TEMPLATE_REPO = {
+    ".github/ISSUE_TEMPLATE/feature_request.md": (
+        "---\nname: Feature request\nabout: Suggest an idea for this project\n---\n\n"
+        "**Is your feature request related to a problem? Please describe.**\n"
+        "A clear and concise description of what the problem is.\n\n"
+        "**Describe the solution you'd like**\n"
+        "A clear and concise description of what you want to happen.\n\n"
+        "**Additional context**\nAdd any other context or screenshots about the request here.\n"
+    ),
+    "src/fetchRepo.js": (
+        "const request = require('./request');\n\n"
+        "async function fetchRepo(username, reponame) {\n"
+        "  const res = await request({ login: username, repo: reponame });\n"
+        "  const repo = res.data.repository;\n"
+        "  return { name: repo.name, stars: repo.stargazers, archived: repo.isArchived };\n"
+        "}\n\n"
+        "module.exports = fetchRepo;\n"
+    ),
+}
+
+
+def test_a_file_in_two_roles_is_pushed_down_by_both(tmp_path: Path, index_dir: Path) -> None:
+    # An issue written in the project's own template: the template holds most of its words.
+    issue = (
+        "Archived repositories\n\n"
+        "**Is your feature request related to a problem? Please describe.**\n"
+        "A clear description of the problem: my archived repository shows as any other.\n\n"
+        "**Describe the solution you'd like**\nIt says it is archived, so I can describe what I "
+        "want to happen.\n\n**Additional context**\nNone.\n"
+    )
+    repo = write(tmp_path / "stats", TEMPLATE_REPO)
+    run = index_and_search(repo, index_dir, issue)
+    template, code = ".github/ISSUE_TEMPLATE/feature_request.md", "src/fetchRepo.js"
+    assert files(run, "bm25") == [template, code]
+    scores = {h.chunk.path: h for h in run.rankings["fused"].hits}
+    why = dict(scores[template].why)
+    before = sum(v for k, v in why.items() if not k.startswith("role"))
+    assert why["role: docs+meta"] == pytest.approx(before * (0.5**2 - 1.0))
+    assert before * 0.5 > scores[code].score  # one role's prior would leave it first
+    assert files(run) == [code, template]

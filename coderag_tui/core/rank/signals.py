@@ -21,7 +21,8 @@ a weight on that scale (a setting each, `signal_*`; 0 turns one off):
   chunks' fused scores over the largest such sum.
 * **role priors** — a file that is a test, example, doc, changelog, benchmark, vendored,
   generated, migration or compat/legacy code (`core.rank.roles`) has its score multiplied by
-  the prior, unless the query asks for that role ("test for …", "changelog", "example").
+  the prior once per role the query does not ask for ("test for …", "changelog",
+  "example" ask for theirs).
 * **same file** — each chunk of a file below that file's best is multiplied by the
   setting once per better chunk (the second once, the third twice), so the top of the list
   covers more files; a file's chunks keep their order, and files keep theirs.
@@ -363,7 +364,9 @@ def rescore(  # noqa: PLR0913
         for i, entry in parts.items():
             roles = facts.roles[facts.file_of[i]] - terms.roles_asked
             if roles:
-                entry[f"{ROLE}: {min(roles)}"] = sum(entry.values()) * (weights.roles - 1.0)
+                prior = weights.roles ** len(roles)  # once per role: an issue template is
+                label = f"{ROLE}: {'+'.join(sorted(roles))}"  # docs and housekeeping both
+                entry[label] = sum(entry.values()) * (prior - 1.0)
     if weights.same_file != 1.0:
         _same_file(parts, facts, weights.same_file, excluded)
     out = [(i, sum(e.values()), tuple(e.items())) for i, e in parts.items() if i not in excluded]
