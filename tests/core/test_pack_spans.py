@@ -150,9 +150,12 @@ def test_a_match_inside_a_method_packs_the_method_under_its_class_line() -> None
     (block,) = packed.blocks
     assert block.text.split("\n")[:3] == [lines[first - 1], ELISION, lines[start - 1]]
     assert f"lines {first}, {start}–" in packed.text
-    # with room to spare, the ranked window itself comes in whole behind its method
-    roomy = pack_spans([Hit(chunk, 1.0, 1)], _inputs(4000), _how("save the session serialise"))
+    # with more room, the ranked window itself comes in whole behind its method ...
+    roomy = pack_spans([Hit(chunk, 1.0, 1)], _inputs(400), _how("save the session serialise"))
     assert roomy.blocks[0].shown == ((first, first), (start, 26))
+    # ... and once the whole file takes at most WHOLE_SHARE of the room, all of it
+    whole = pack_spans([Hit(chunk, 1.0, 1)], _inputs(4000), _how("save the session serialise"))
+    assert whole.blocks[0].shown == ((1, len(lines)),)
 
 
 def test_the_best_file_is_deepened_where_it_matched_before_weak_files_come_in() -> None:

@@ -17,7 +17,9 @@ glimpse shows nothing). An offer is worth what it adds:
   spread `POINTED_VALUE`, and the lines above the first definition `HEADER_VALUE`;
 
 times the file's chance of being an answer (a logistic of where its score lies between the
-best file's and the `CHANCE_FILES`-th). Offers are taken by worth per token (a new block
+best file's and the `CHANCE_FILES`-th). The best file comes in whole first when that takes at
+most `WHOLE_SHARE` of the room (a small file is read whole, not in glimpses). Offers are then
+taken by worth per token (a new block
 priced `BLOCK_COST` tokens more) while they fit; a new file worth less per token than
 `RELEVANCE_ENDS` of the best offer taken stays out, whatever room is left. So the best file is
 deepened where its definitions matched while a glimpse of the next file is worth less per
@@ -118,6 +120,7 @@ BLOCK_COST = 60  # tokens of a reader's attention a new block costs on top of it
 REPACKS = 2  # times a prompt whose text is over the budget is packed again in less room
 REPACK_MARGIN = 8  # tokens less room than the text was over, each time
 GLIMPSE_CAP = 120  # tokens a glimpse takes at most
+WHOLE_SHARE = 0.4  # the best file is shown whole first when that takes at most this of the room
 COMPACT_SHARE = 8  # a compact span takes at most 1/COMPACT_SHARE of the room ...
 MIN_COMPACT = 60  # ... but never less than this
 MAX_COMPACT = 300  # ... nor more than this
@@ -534,7 +537,8 @@ class _Packing:
         for f in self.files.values():
             for i in range(len(f.hits)):
                 offers.first(f, i)
-        best = 0.0  # the worth per token of the best offer taken: relevance ends far below
+        # The worth per token of the best offer taken: relevance ends far below.
+        room, best = self._whole_best(room, shown, offers)
         full = ended = False
         while (popped := offers.pop()) is not None:
             f, i, k, value, delta, merged = popped
@@ -560,6 +564,21 @@ class _Packing:
                 for deeper in range(k + 1, len(KINDS)):
                     offers.push(f, i, deeper)
         return room, full, ended
+
+    def _whole_best(self, room: int, shown: dict[str, _File], offers: _Offers) -> tuple[int, float]:
+        """The best file whole, when that takes at most `WHOLE_SHARE` of the room: the room
+        left, and the worth per token relevance is measured from (the best offer's, as if
+        it had been taken first; 0 when the file is not taken)."""
+        top = self.by_rank.get(1)
+        if top is None or top.lines or not offers.heap:
+            return room, 0.0
+        value, delta, whole = self.worth(top, ((1, top.view.n_lines),))
+        if value <= 0 or delta > WHOLE_SHARE * room:
+            return room, 0.0
+        top.lines = whole
+        top.members.extend(top.hits)
+        shown[top.view.path] = top
+        return room - delta, -offers.heap[0][0]
 
     def _outline(self, room: int, shown: dict[str, _File]) -> None:
         """What room is left, up to a share of the budget: where the next relevant files'
