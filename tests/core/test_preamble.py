@@ -48,6 +48,13 @@ PYTHON = """\
 import os
 """
 
+RUBY = """\
+# Licensed under
+# the terms in LICENSE.
+
+require "json"
+"""
+
 C_ONE_LINE = """\
 /* SPDX-License-Identifier: GPL-2.0 */
 #include <stdio.h>
@@ -62,6 +69,7 @@ C_ONE_LINE = """\
         (GO, "go", 3),
         (PYTHON, "python", 2),
         (C_ONE_LINE, "c", 1),
+        (RUBY, "ruby", 2),
     ],
     ids=[
         "rust-line-comments",
@@ -69,6 +77,7 @@ C_ONE_LINE = """\
         "go-before-package-doc",
         "python-after-shebang",
         "c-one-line",
+        "ruby-wrapped",
     ],
 )
 def test_the_notice_is_the_preamble_and_what_follows_it_is_not(

@@ -19,11 +19,10 @@ glimpse shows nothing). An offer is worth what it adds:
 times the file's chance of being an answer (a logistic of where its score lies between the
 best file's and the `CHANCE_FILES`-th). The best file comes in whole first when that takes at
 most `WHOLE_SHARE` of the room (a small file is read whole, not in glimpses). Offers are then
-taken by worth per token (a new block
-priced `BLOCK_COST` tokens more) while they fit; a new file worth less per token than
-`RELEVANCE_ENDS` of the best offer taken stays out, whatever room is left. So the best file is
-deepened where its definitions matched while a glimpse of the next file is worth less per
-token; every budget follows the same rule.
+taken by worth per token (a new block priced `BLOCK_COST` tokens more) while they fit; a new
+file worth less per token than `RELEVANCE_ENDS` of the best offer taken stays out, whatever
+room is left. So the best file is deepened where its definitions matched while a glimpse of
+the next file is worth less per token; every budget follows the same rule.
 
 One file's spans are one block under one header (lines left out shown as one elision line).
 A hit that no ranking lists in its top `floor_rank`, or whose score is below `floor_share` of

@@ -22,7 +22,7 @@ SCANNED = 200  # lines read at most: a preamble longer than this is shown as it 
 PROSE = frozenset({"markdown", "rst", "text"})
 
 _LICENCE = re.compile(
-    r"copyright|©|\(c\)\s*(?:19|20)\d\d|spdx-license-identifier|licen[cs]ed (?:under|to) "
+    r"copyright|©|\(c\)\s*(?:19|20)\d\d|spdx-license-identifier|licen[cs]ed (?:under|to)\b"
     r"|all rights reserved|permission is hereby granted|general public licen[cs]e"
     r"|apache licen[cs]e|mit licen[cs]e|bsd licen[cs]e",
     re.IGNORECASE,
