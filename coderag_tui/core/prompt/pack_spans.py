@@ -76,6 +76,7 @@ from coderag_tui.core.prompt.spans import (
     prefix_span,
     readability,
     settle,
+    span_lines,
     span_of,
     statement,
     text_of,
@@ -569,7 +570,12 @@ class _Packing:
         left, and the worth per token relevance is measured from (the best offer's, as if
         it had been taken first; 0 when the file is not taken)."""
         top = self.by_rank.get(1)
-        if top is None or top.lines or not offers.heap:
+        if (
+            top is None
+            or top.lines
+            or not offers.heap
+            or _longer_than(top.view, WHOLE_SHARE * room)
+        ):
             return room, 0.0
         value, delta, whole = self.worth(top, ((1, top.view.n_lines),))
         if value <= 0 or delta > WHOLE_SHARE * room:
@@ -598,6 +604,20 @@ class _Packing:
                 left -= delta
                 f.lines, f.outline, f.members = lines, True, list(f.hits)
                 shown[f.view.path] = f
+
+
+def _longer_than(view: FileView, tokens: float) -> bool:
+    """Whether the file's shown lines surely cost more than `tokens`: each line that is not
+    blank costs one at least, so a long file is not priced whole (its first prompt would
+    tokenize all of it) only to find it does not fit."""
+    most = tokens + span_lines(view.forbidden)  # lines it may not show cost nothing
+    count = 0
+    for line in view.lines:
+        if line.strip():
+            count += 1
+            if count > most:
+                return True
+    return False
 
 
 class _Offers:
